@@ -1,0 +1,42 @@
+/**
+ * @file check.h
+ * @brief Argument checks every dispatcher shares; each failure names the argument.
+ */
+#ifndef LADDER_CHECK_H
+#define LADDER_CHECK_H
+
+#include <stdbool.h>
+
+#include "rung.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @p t must be present (LADDER_ERR_ARG "x is null"), have non-negative strides
+ * (LADDER_ERR_ARG), and have rank and shape @p shape (LADDER_ERR_SHAPE
+ * "x has shape [2,5,7] but the problem needs [2,6,7] ([B,T,D])"). @p dims
+ * names the dimensions for the message, e.g. "[B,T,D]".
+ */
+ladder_status ladder_check_tensor(const ladder_tensor *t, const char *name, int rank, const int64_t *shape,
+                                  const char *dims);
+
+/** @p t must be contiguous (outputs are written in C order): LADDER_ERR_UNSUPPORTED otherwise. */
+ladder_status ladder_check_contiguous(const ladder_tensor *t, const char *name);
+
+/** @p t must have dtype @p want on @p rung: LADDER_ERR_UNSUPPORTED "rung gpu_naive takes x as f32, not bf16". */
+ladder_status ladder_check_dtype(const ladder_tensor *t, const char *name, ladder_dtype want, ladder_rung rung);
+
+/**
+ * Validate cu_seqlens [N+1] (i32, N >= 1) against @p total tokens: starts at
+ * 0, never decreases, ends at @p total (LADDER_ERR_ARG naming the entry).
+ * Reads device memory through a copy when @p on_device.
+ */
+ladder_status ladder_check_cu_seqlens(const ladder_tensor *cu, int64_t total, bool on_device);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

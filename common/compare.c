@@ -1,0 +1,106 @@
+#include "compare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+double ladder_tolerance(ladder_dtype dtype) {
+    switch (dtype) {
+    case LADDER_F16: return LADDER_TOL_F16;
+    case LADDER_BF16: return LADDER_TOL_BF16;
+    default: return LADDER_TOL_F32;
+    }
+}
+
+static bool finite_pair_mismatch(double a, double b) {
+    if (isfinite(a) && isfinite(b)) return false;
+    if (isnan(a) && isnan(b)) return false;
+    if (isinf(a) && isinf(b) && (a > 0) == (b > 0)) return false;
+    return true;
+}
+
+ladder_cmp ladder_compare_f64(const double *got, const double *want, int rank, const int64_t *shape, double tol) {
+    ladder_cmp c = {0};
+    c.tol = tol;
+    c.rank = rank;
+    c.first_bad = -1;
+    c.n = 1;
+    for (int i = 0; i < rank; i++) c.n *= shape[i];
+
+    double diff2 = 0, want2 = 0;
+    int64_t finite = 0;
+    for (int64_t i = 0; i < c.n; i++) {
+        if (finite_pair_mismatch(got[i], want[i])) {
+            c.nonfinite_mismatches++;
+        } else if (isfinite(want[i])) {
+            double d = got[i] - want[i];
+            diff2 += d * d;
+            want2 += want[i] * want[i];
+            if (fabs(d) > c.max_abs) c.max_abs = fabs(d);
+            finite++;
+        }
+    }
+    double rms = finite ? sqrt(want2 / (double)finite) : 0;
+    c.rel_l2 = want2 > 0 ? sqrt(diff2 / want2) : sqrt(diff2);
+    for (int64_t i = 0; i < c.n && c.first_bad < 0; i++) {
+        bool bad = finite_pair_mismatch(got[i], want[i]) ||
+                   (isfinite(want[i]) && fabs(got[i] - want[i]) > 4 * tol * (fabs(want[i]) + rms));
+        if (bad) c.first_bad = i;
+    }
+    c.ok = c.nonfinite_mismatches == 0 && c.rel_l2 <= tol && c.first_bad < 0;
+    if (!c.ok && c.first_bad < 0) {
+        /* the L2 test failed with every element inside its own bound: point at the largest error */
+        double worst = -1;
+        for (int64_t i = 0; i < c.n; i++)
+            if (isfinite(want[i]) && fabs(got[i] - want[i]) > worst) worst = fabs(got[i] - want[i]), c.first_bad = i;
+    }
+    if (c.first_bad >= 0) {
+        int64_t flat = c.first_bad;
+        for (int i = rank - 1; i >= 0; i--) {
+            c.first_bad_at[i] = flat % shape[i];
+            flat /= shape[i];
+        }
+        c.got_at_bad = got[c.first_bad];
+        c.want_at_bad = want[c.first_bad];
+    }
+    return c;
+}
+
+static double *to_f64(const ladder_tensor *t) {
+    int64_t n = ladder_tensor_numel(t);
+    double *out = malloc((size_t)(n > 0 ? n : 1) * sizeof *out);
+    if (!out) return NULL;
+    for (int64_t i = 0; i < n; i++) out[i] = ladder_tensor_get(t, ladder_tensor_offset_of_flat(t, i));
+    return out;
+}
+
+ladder_cmp ladder_compare(const ladder_tensor *got, const ladder_tensor *want, double tol) {
+    ladder_cmp c = {0};
+    c.first_bad = -1;
+    c.tol = tol;
+    bool same_shape = got->rank == want->rank;
+    for (int i = 0; same_shape && i < got->rank; i++) same_shape = got->shape[i] == want->shape[i];
+    if (!same_shape) return c; /* ok = false; n = 0 marks the shape mismatch */
+    double *a = to_f64(got), *b = to_f64(want);
+    if (a && b) c = ladder_compare_f64(a, b, want->rank, want->shape, tol);
+    free(a);
+    free(b);
+    return c;
+}
+
+void ladder_cmp_describe(const ladder_cmp *c, char *buf, size_t n) {
+    if (c->n == 0 && !c->ok) {
+        snprintf(buf, n, "shapes differ (or out of memory)");
+        return;
+    }
+    int used = snprintf(buf, n, "rel_l2 %.2e max_abs %.2e (tol %.0e)", c->rel_l2, c->max_abs, c->tol);
+    if (c->nonfinite_mismatches && used > 0 && (size_t)used < n)
+        used += snprintf(buf + used, n - (size_t)used, ", %lld NaN/Inf mismatches", (long long)c->nonfinite_mismatches);
+    if (c->first_bad >= 0 && used > 0 && (size_t)used < n) {
+        used += snprintf(buf + used, n - (size_t)used, ", first bad [");
+        for (int i = 0; i < c->rank && used > 0 && (size_t)used < n; i++)
+            used += snprintf(buf + used, n - (size_t)used, i ? ",%lld" : "%lld", (long long)c->first_bad_at[i]);
+        if (used > 0 && (size_t)used < n)
+            snprintf(buf + used, n - (size_t)used, "]: got %.6g want %.6g", c->got_at_bad, c->want_at_bad);
+    }
+}

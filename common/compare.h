@@ -1,0 +1,58 @@
+/**
+ * @file compare.h
+ * @brief The one comparator: relative L2 error, max abs error, first bad element.
+ *
+ * A result passes when no element is NaN/Inf in one tensor and finite in the
+ * other (or NaN in one and Inf in the other), the relative L2 error
+ * ||a-b|| / ||b|| is at most tol, and every element satisfies
+ * |a-b| <= 4 * tol * (|b| + rms(b)). The element test catches one wrong
+ * element in a million, which the L2 norm alone would average away.
+ */
+#ifndef LADDER_COMPARE_H
+#define LADDER_COMPARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** fp32 rungs against the CPU rung, and the CPU rung against the float64 oracle. */
+#define LADDER_TOL_F32 1e-5
+/** fp16 inputs (rounded the same way on both sides), fp32 accumulation, fp16 outputs. */
+#define LADDER_TOL_F16 2e-3
+/** bf16 inputs (rounded the same way on both sides), fp32 accumulation, bf16 outputs. */
+#define LADDER_TOL_BF16 1e-2
+
+/** The named tolerance for results computed from inputs of @p dtype. */
+double ladder_tolerance(ladder_dtype dtype);
+
+/** What a comparison found. */
+typedef struct ladder_cmp {
+    bool ok;                               /**< passed every test above */
+    double tol;                            /**< the tolerance used */
+    double rel_l2;                         /**< ||got - want|| / ||want|| */
+    double max_abs;                        /**< max |got - want| over finite pairs */
+    int64_t n;                             /**< elements compared */
+    int64_t nonfinite_mismatches;          /**< elements NaN/Inf on one side only (or NaN vs Inf) */
+    int64_t first_bad;                     /**< flat C-order index of the first failing element, -1 if none */
+    int rank;                              /**< rank of the compared shape */
+    int64_t first_bad_at[LADDER_MAX_RANK]; /**< first_bad decoded to coordinates */
+    double got_at_bad, want_at_bad;        /**< the two values there */
+} ladder_cmp;
+
+/** Compare two C-order double arrays of shape @p shape (rank entries). */
+ladder_cmp ladder_compare_f64(const double *got, const double *want, int rank, const int64_t *shape, double tol);
+/** Compare two host tensors of the same shape, any float dtypes, any strides. */
+ladder_cmp ladder_compare(const ladder_tensor *got, const ladder_tensor *want, double tol);
+/** One line: "rel_l2 3.1e-06 max_abs 2.0e-05 (tol 1e-05)" plus, on failure, "first bad [0,3,7]: got 1.2 want 1.3". */
+void ladder_cmp_describe(const ladder_cmp *cmp, char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

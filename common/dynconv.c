@@ -1,0 +1,107 @@
+/* dynconv dispatcher: validate once, here, then call the rung (see dynconv.h). */
+#include "dynconv.h"
+
+#include "check.h"
+#include "dynconv_rungs.h"
+
+static const dynconv_fn fwd_rungs[LADDER_RUNG_COUNT] = {
+    dynconv_fwd_cpu,
+#ifdef LADDER_HAVE_CUDA
+    dynconv_fwd_gpu_naive,
+    dynconv_fwd_gpu_tiled,
+    dynconv_fwd_gpu_tensorcore,
+#endif
+};
+
+static const dynconv_fn bwd_rungs[LADDER_RUNG_COUNT] = {
+    dynconv_bwd_cpu,
+#ifdef LADDER_HAVE_CUDA
+    dynconv_bwd_gpu_naive,
+    dynconv_bwd_gpu_tiled,
+    dynconv_bwd_gpu_tensorcore,
+#endif
+};
+
+#define TRY(expr)                                                                                                      \
+    do {                                                                                                               \
+        ladder_status st_ = (expr);                                                                                    \
+        if (st_ != LADDER_OK) return st_;                                                                              \
+    } while (0)
+
+/* Shapes and sizes: everything that needs no dtype and no data access. */
+static ladder_status check_problem(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
+    if (!p) return ladder_fail(LADDER_ERR_ARG, "problem is null");
+    if (!a) return ladder_fail(LADDER_ERR_ARG, "args is null");
+    if (p->B <= 0) return ladder_fail(LADDER_ERR_ARG, "B is %lld but must be >= 1", (long long)p->B);
+    if (p->T <= 0) return ladder_fail(LADDER_ERR_ARG, "T is %lld but must be >= 1", (long long)p->T);
+    if (p->D <= 0) return ladder_fail(LADDER_ERR_ARG, "D is %lld but must be >= 1", (long long)p->D);
+    if (p->W < 1 || p->W > LADDER_DYNCONV_MAX_W)
+        return ladder_fail(LADDER_ERR_ARG, "W is %d but must be in 1..%d", p->W, LADDER_DYNCONV_MAX_W);
+    if (a->cu_seqlens.data && p->B != 1)
+        return ladder_fail(LADDER_ERR_ARG, "cu_seqlens is given, so B must be 1 (sequences packed along T), not %lld",
+                           (long long)p->B);
+    int64_t btd[3] = {p->B, p->T, p->D}, btdw[4] = {p->B, p->T, p->D, p->W};
+    TRY(ladder_check_tensor(&a->x, "x", 3, btd, "[B,T,D]"));
+    TRY(ladder_check_tensor(&a->kernels, "kernels", 4, btdw, "[B,T,D,W]"));
+    return LADDER_OK;
+}
+
+/* The dtypes each rung takes (the table in dynconv.h). */
+static ladder_status check_dtypes(ladder_rung rung, const ladder_tensor *const *ts, const char *const *names, int n) {
+    ladder_dtype want = LADDER_F32;
+    if (rung == LADDER_RUNG_GPU_TENSORCORE) {
+        want = ts[0]->dtype;
+        if (want != LADDER_BF16 && want != LADDER_F16)
+            return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes %s as bf16 or f16, not %s", names[0],
+                               ladder_dtype_name(want));
+    }
+    for (int i = 0; i < n; i++) TRY(ladder_check_dtype(ts[i], names[i], want, rung));
+    return LADDER_OK;
+}
+
+static ladder_status check_rung(ladder_rung rung, const ladder_dynconv_problem *p, const ladder_dynconv_args *a,
+                                const dynconv_fn *table) {
+    TRY(ladder_rung_available(rung));
+    if (!table[rung]) return ladder_fail(LADDER_ERR_UNAVAILABLE, "rung %s was not built", ladder_rung_name(rung));
+    if (a->cu_seqlens.data) TRY(ladder_check_cu_seqlens(&a->cu_seqlens, p->T, ladder_rung_is_gpu(rung)));
+    return LADDER_OK;
+}
+
+ladder_status ladder_dynconv_fwd(ladder_rung rung, const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
+    if ((unsigned)rung >= LADDER_RUNG_COUNT) return ladder_fail(LADDER_ERR_ARG, "rung %d is not a ladder_rung", rung);
+    TRY(check_problem(p, a));
+    int64_t btd[3] = {p->B, p->T, p->D};
+    TRY(ladder_check_tensor(&a->out, "out", 3, btd, "[B,T,D]"));
+    TRY(ladder_check_contiguous(&a->out, "out"));
+    const ladder_tensor *ts[] = {&a->x, &a->kernels, &a->out};
+    const char *names[] = {"x", "kernels", "out"};
+    TRY(check_dtypes(rung, ts, names, 3));
+    TRY(check_rung(rung, p, a, fwd_rungs));
+    ladder_clear_error();
+    return fwd_rungs[rung](p, a);
+}
+
+ladder_status ladder_dynconv_bwd(ladder_rung rung, const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
+    if ((unsigned)rung >= LADDER_RUNG_COUNT) return ladder_fail(LADDER_ERR_ARG, "rung %d is not a ladder_rung", rung);
+    TRY(check_problem(p, a));
+    int64_t btd[3] = {p->B, p->T, p->D}, btdw[4] = {p->B, p->T, p->D, p->W};
+    TRY(ladder_check_tensor(&a->dout, "dout", 3, btd, "[B,T,D]"));
+    TRY(ladder_check_tensor(&a->dx, "dx", 3, btd, "[B,T,D]"));
+    TRY(ladder_check_tensor(&a->dkernels, "dkernels", 4, btdw, "[B,T,D,W]"));
+    TRY(ladder_check_contiguous(&a->dx, "dx"));
+    TRY(ladder_check_contiguous(&a->dkernels, "dkernels"));
+    const ladder_tensor *ts[] = {&a->x, &a->kernels, &a->dout, &a->dx, &a->dkernels};
+    const char *names[] = {"x", "kernels", "dout", "dx", "dkernels"};
+    TRY(check_dtypes(rung, ts, names, 5));
+    TRY(check_rung(rung, p, a, bwd_rungs));
+    ladder_clear_error();
+    return bwd_rungs[rung](p, a);
+}
+
+double ladder_dynconv_fwd_bytes(const ladder_dynconv_problem *p, ladder_dtype dtype) {
+    return (double)(p->W + 2) * (double)p->B * (double)p->T * (double)p->D * (double)ladder_dtype_size(dtype);
+}
+
+double ladder_dynconv_bwd_bytes(const ladder_dynconv_problem *p, ladder_dtype dtype) {
+    return (double)(2 * p->W + 3) * (double)p->B * (double)p->T * (double)p->D * (double)ladder_dtype_size(dtype);
+}

@@ -1,0 +1,146 @@
+/* Host-side GPU helpers (see gpu.h): device query, mirrors, poison, event timing. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cuda_check.cuh"
+#include "gpu.h"
+
+extern "C" {
+
+bool ladder_gpu_built(void) { return true; }
+
+static char absent_reason[256];
+
+int ladder_gpu_count(void) {
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+        snprintf(absent_reason, sizeof absent_reason, "cudaGetDeviceCount: %s", cudaGetErrorString(err));
+        cudaGetLastError(); /* clear the sticky error so later calls are not blamed */
+        return 0;
+    }
+    if (n == 0) snprintf(absent_reason, sizeof absent_reason, "no CUDA device");
+    return n;
+}
+
+const char *ladder_gpu_absent_reason(void) { return absent_reason; }
+
+ladder_status ladder_gpu_name(char *buf, size_t n) {
+    cudaDeviceProp prop;
+    LADDER_CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
+    snprintf(buf, n, "%s", prop.name);
+    return LADDER_OK;
+}
+
+ladder_status ladder_gpu_upload(const ladder_tensor *host, ladder_tensor *dev) {
+    *dev = *host;
+    dev->data = NULL;
+    size_t bytes = (size_t)ladder_tensor_span(host) * ladder_dtype_size(host->dtype);
+    if (bytes == 0) bytes = ladder_dtype_size(host->dtype); /* a valid, non-null pointer for empty tensors */
+    if (cudaMalloc(&dev->data, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        dev->data = NULL;
+        return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %zu bytes of device memory", bytes);
+    }
+    if (ladder_tensor_span(host) > 0) LADDER_CUDA_TRY(cudaMemcpy(dev->data, host->data, bytes, cudaMemcpyHostToDevice));
+    return LADDER_OK;
+}
+
+ladder_status ladder_gpu_alloc_poisoned(ladder_tensor *dev, ladder_dtype dtype, int rank, const int64_t *shape) {
+    *dev = ladder_tensor_make(NULL, dtype, rank, shape);
+    int64_t n = ladder_tensor_numel(dev);
+    size_t bytes = (size_t)(n > 0 ? n : 1) * ladder_dtype_size(dtype);
+    if (cudaMalloc(&dev->data, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        dev->data = NULL;
+        return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %zu bytes of device memory", bytes);
+    }
+    LADDER_CUDA_TRY(cudaMemset(dev->data, 0xff, bytes)); /* all-ones is NaN in f32, f16 and bf16 */
+    return LADDER_OK;
+}
+
+ladder_status ladder_gpu_download(const ladder_tensor *dev, ladder_tensor *host) {
+    size_t bytes = (size_t)ladder_tensor_span(dev) * ladder_dtype_size(dev->dtype);
+    if (bytes) LADDER_CUDA_TRY(cudaMemcpy(host->data, dev->data, bytes, cudaMemcpyDeviceToHost));
+    return LADDER_OK;
+}
+
+void ladder_gpu_free(ladder_tensor *dev) {
+    if (dev->data) cudaFree(dev->data);
+    dev->data = NULL;
+}
+
+ladder_status ladder_gpu_read_i32(const void *dev, int64_t n, int32_t *host) {
+    LADDER_CUDA_TRY(cudaMemcpy(host, dev, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    return LADDER_OK;
+}
+
+ladder_status ladder_gpu_sync(void) {
+    LADDER_CUDA_TRY(cudaDeviceSynchronize());
+    return LADDER_OK;
+}
+
+ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int reps, double *median_ms) {
+    for (int i = 0; i < warmup; i++) {
+        ladder_status st = fn(ctx);
+        if (st != LADDER_OK) return st;
+    }
+    cudaEvent_t start, stop;
+    LADDER_CUDA_TRY(cudaEventCreate(&start));
+    LADDER_CUDA_TRY(cudaEventCreate(&stop));
+    std::vector<double> ms(reps);
+    ladder_status st = LADDER_OK;
+    for (int i = 0; i < reps && st == LADDER_OK; i++) {
+        cudaEventRecord(start);
+        st = fn(ctx);
+        cudaEventRecord(stop);
+        float t = 0;
+        cudaError_t err = cudaEventSynchronize(stop);
+        if (err == cudaSuccess) err = cudaEventElapsedTime(&t, start, stop);
+        if (st == LADDER_OK && err != cudaSuccess)
+            st = ladder_fail(LADDER_ERR_CUDA, "timing with CUDA events failed: %s", cudaGetErrorString(err));
+        ms[i] = t;
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (st != LADDER_OK) return st;
+    std::sort(ms.begin(), ms.end());
+    *median_ms = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+    return LADDER_OK;
+}
+
+struct copy_ctx {
+    void *dst;
+    const void *src;
+    size_t bytes;
+};
+
+static ladder_status copy_once(void *p) {
+    copy_ctx *c = (copy_ctx *)p;
+    LADDER_CUDA_TRY(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice));
+    return LADDER_OK;
+}
+
+ladder_status ladder_gpu_copy_bandwidth(size_t bytes, double *bytes_per_s) {
+    copy_ctx c = {NULL, NULL, bytes};
+    void *src = NULL;
+    if (cudaMalloc(&c.dst, bytes) != cudaSuccess || cudaMalloc(&src, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(c.dst);
+        return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate 2 x %zu bytes for the copy benchmark", bytes);
+    }
+    c.src = src;
+    cudaMemset(src, 0x3c, bytes); /* not zeros: some paths are faster on zeros */
+    double ms = 0;
+    ladder_status st = ladder_gpu_median_ms(copy_once, &c, 3, 20, &ms);
+    cudaFree(c.dst);
+    cudaFree(src);
+    if (st != LADDER_OK) return st;
+    *bytes_per_s = 2.0 * (double)bytes / (ms * 1e-3);
+    return LADDER_OK;
+}
+
+} /* extern "C" */

@@ -1,0 +1,40 @@
+/**
+ * @file rung.h
+ * @brief The four rungs every algorithm is built at.
+ */
+#ifndef LADDER_RUNG_H
+#define LADDER_RUNG_H
+
+#include <stdbool.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Which implementation runs. CPU takes host pointers; the GPU rungs take device pointers. */
+typedef enum ladder_rung {
+    LADDER_RUNG_CPU = 0,          /**< cpu/: fp32, OpenMP, written to be read */
+    LADDER_RUNG_GPU_NAIVE,        /**< gpu_naive/: fp32, one thread per output, global memory only */
+    LADDER_RUNG_GPU_TILED,        /**< gpu_tiled/: fp32, shared-memory tiles */
+    LADDER_RUNG_GPU_TENSORCORE,   /**< gpu_tensorcore/: bf16/fp16 in, fp32 accumulate, matrix units */
+    LADDER_RUNG_COUNT
+} ladder_rung;
+
+/** "cpu", "gpu_naive", "gpu_tiled", "gpu_tensorcore". */
+const char *ladder_rung_name(ladder_rung rung);
+/** Parse a rung name; LADDER_ERR_ARG naming the valid ones otherwise. */
+ladder_status ladder_rung_parse(const char *name, ladder_rung *rung);
+/** True for the rungs that take device pointers. */
+bool ladder_rung_is_gpu(ladder_rung rung);
+/**
+ * LADDER_OK when @p rung can run here; LADDER_ERR_UNAVAILABLE with the reason
+ * (not built: no nvcc; or no CUDA GPU found) otherwise.
+ */
+ladder_status ladder_rung_available(ladder_rung rung);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,89 @@
+/**
+ * @file tensor.h
+ * @brief The one tensor descriptor: data pointer, dtype, rank, shape, strides.
+ *
+ * Strides are in elements and must be >= 0. Inputs may be strided (a slice of
+ * a larger tensor); outputs are written contiguous (row-major, C order).
+ * A descriptor does not own its data; ladder_tensor_alloc() and
+ * ladder_tensor_free() manage host memory for tests and tools.
+ */
+#ifndef LADDER_TENSOR_H
+#define LADDER_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Element types. bf16 and f16 are stored as raw 16-bit patterns. */
+typedef enum ladder_dtype {
+    LADDER_F32 = 0,
+    LADDER_F16,
+    LADDER_BF16,
+    LADDER_I32,
+    LADDER_I64
+} ladder_dtype;
+
+/** Largest rank any ladder tensor has. */
+#define LADDER_MAX_RANK 4
+
+/** A strided view of host or device memory. data == NULL means "absent". */
+typedef struct ladder_tensor {
+    void *data;                        /**< first element (host or device memory) */
+    ladder_dtype dtype;                /**< element type */
+    int rank;                          /**< number of dimensions, 0..LADDER_MAX_RANK */
+    int64_t shape[LADDER_MAX_RANK];    /**< size of each dimension */
+    int64_t strides[LADDER_MAX_RANK];  /**< step of each dimension, in elements, >= 0 */
+} ladder_tensor;
+
+/** Bytes per element. */
+size_t ladder_dtype_size(ladder_dtype dtype);
+/** "f32", "f16", "bf16", "i32", "i64". */
+const char *ladder_dtype_name(ladder_dtype dtype);
+/** True for f32, f16 and bf16. */
+bool ladder_dtype_is_float(ladder_dtype dtype);
+
+/** A contiguous (C-order) descriptor of @p data; shape has @p rank entries. */
+ladder_tensor ladder_tensor_make(void *data, ladder_dtype dtype, int rank, const int64_t *shape);
+/** Product of the shape (1 for rank 0). */
+int64_t ladder_tensor_numel(const ladder_tensor *t);
+/** Elements from data to one past the last addressed element (0 if empty). */
+int64_t ladder_tensor_span(const ladder_tensor *t);
+/** True when the strides are exactly C order for the shape. */
+bool ladder_tensor_is_contiguous(const ladder_tensor *t);
+/** Element offset of the multi-index @p idx (rank entries). */
+int64_t ladder_tensor_offset(const ladder_tensor *t, const int64_t *idx);
+/** Element offset of the @p flat-th element in C order. */
+int64_t ladder_tensor_offset_of_flat(const ladder_tensor *t, int64_t flat);
+/** Writes "[2,8,128]" into @p buf. */
+void ladder_tensor_shape_str(const ladder_tensor *t, char *buf, size_t n);
+
+/** Allocate a contiguous host tensor (contents undefined). */
+ladder_status ladder_tensor_alloc(ladder_tensor *t, ladder_dtype dtype, int rank, const int64_t *shape);
+/** Free a host tensor made by ladder_tensor_alloc() (or the npy reader); NULL data is fine. */
+void ladder_tensor_free(ladder_tensor *t);
+
+/** Read element at element offset @p off of a host float or int tensor as double. */
+double ladder_tensor_get(const ladder_tensor *t, int64_t off);
+/** Store @p v at element offset @p off of a host tensor, rounding to its dtype. */
+void ladder_tensor_set(ladder_tensor *t, int64_t off, double v);
+/** Fill every addressed element of a host float tensor with NaN (poison). */
+void ladder_tensor_poison(ladder_tensor *t);
+
+/**
+ * Convert a host tensor (any strides, any float dtype) into a new contiguous
+ * host tensor @p dst of dtype @p to (round to nearest even).
+ */
+ladder_status ladder_tensor_convert(const ladder_tensor *src, ladder_tensor *dst, ladder_dtype to);
+/** Round every addressed element of a host f32 tensor to @p precision (bf16 or f16) in place. */
+void ladder_tensor_round_to(ladder_tensor *t, ladder_dtype precision);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install what `make test` (Criterion) or `make docs` (Doxygen) needs, when it is missing.
+#   tools/install-deps.sh test|docs|all
+# Uses apt-get non-interactively (apt-get update first), through `sudo -n` when not root.
+# Without apt-get or the rights to use it, prints the exact packages to install and fails.
+set -euo pipefail
+
+want=${1:-all}
+pkgs=()
+if [[ $want == test || $want == all ]]; then
+    [[ -f /usr/include/criterion/criterion.h || -f /usr/local/include/criterion/criterion.h ]] || pkgs+=(libcriterion-dev)
+fi
+if [[ $want == docs || $want == all ]]; then
+    command -v doxygen >/dev/null || pkgs+=(doxygen)
+fi
+((${#pkgs[@]})) || exit 0
+
+echo "install-deps: installing ${pkgs[*]}"
+sudo=()
+if [[ $(id -u) != 0 ]]; then
+    if sudo -n true 2>/dev/null; then sudo=(sudo -n); else sudo=(false); fi
+fi
+if command -v apt-get >/dev/null && [[ ${sudo[0]:-} != false ]] &&
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null; then
+    exit 0
+fi
+echo "install-deps: could not install them; please run:" >&2
+echo "    sudo apt-get install ${pkgs[*]}" >&2
+exit 1

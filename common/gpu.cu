@@ -18,7 +18,7 @@ int ladder_gpu_count(void) {
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
-        snprintf(absent_reason, sizeof absent_reason, "cudaGetDeviceCount: %s", cudaGetErrorString(err));
+        snprintf(absent_reason, sizeof absent_reason, "no usable CUDA driver or device: %s", cudaGetErrorString(err));
         cudaGetLastError(); /* clear the sticky error so later calls are not blamed */
         return 0;
     }

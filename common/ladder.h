@@ -1,0 +1,20 @@
+/**
+ * @file ladder.h
+ * @brief Everything a user of ladder includes: status, tensors, rungs, the algorithms, and the helpers.
+ */
+#ifndef LADDER_H
+#define LADDER_H
+
+#include "check.h"
+#include "compare.h"
+#include "dynconv.h"
+#include "gpu.h"
+#include "half.h"
+#include "mirror.h"
+#include "npy.h"
+#include "rng.h"
+#include "rung.h"
+#include "status.h"
+#include "tensor.h"
+
+#endif

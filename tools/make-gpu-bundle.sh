@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Turn build/ into a lean bundle for a GPU machine that has no package manager:
+# the binaries, the shared libraries they need (found through the $ORIGIN/../lib rpath),
+# the two run scripts, and the commit it was built from. Objects stay in obj/.
+#   tools/make-gpu-bundle.sh BUILD_DIR
+set -euo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/.."
+
+commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit-dirty"
+echo "$commit" >"$build/COMMIT"
+
+# every shared library the binaries load, except the C runtime the GPU machine has itself
+mkdir -p "$build/lib"
+for bin in "$build"/bin/*; do
+    ldd "$bin" | awk '/=> \//{print $3}'
+done | sort -u | while read -r lib; do
+    case $(basename "$lib") in
+    libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | libresolv.so.* | ld-linux* | libgcc_s.so.* | libstdc++.so.*) ;;
+    *) cp -L "$lib" "$build/lib/" ;;
+    esac
+done
+install -m 755 tools/gpu/run-gpu-tests.sh tools/gpu/run-gpu-bench.sh "$build/"
+
+size=$(du -sm "$build" | cut -f1)
+echo "gpu-bundle: $build is ${size} MiB, commit $commit"
+if ((size > 48)); then
+    echo "gpu-bundle: $build is over 48 MiB; the device machine takes 64 MiB with the working tree" >&2
+    exit 1
+fi

@@ -1,0 +1,168 @@
+/* The `ladder` program as other builds use it: run --in DIR on .npy files, and its errors. */
+#include <criterion/criterion.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ladder.h"
+
+static char dir[64], ladder_bin[4096];
+
+static void setup(void) {
+    /* the program sits beside this test binary, in build/bin */
+    char self[4096] = {0};
+    cr_assert_gt(readlink("/proc/self/exe", self, sizeof self - 1), 0);
+    snprintf(ladder_bin, sizeof ladder_bin, "%s/ladder", dirname(self));
+    cr_assert_eq(access(ladder_bin, X_OK), 0, "%s is missing: build it with make", ladder_bin);
+    snprintf(dir, sizeof dir, "/tmp/ladder-tool-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(tool, .init = setup, .fini = teardown);
+
+/* Run the program with these arguments; stderr goes to dir/stderr. Returns the exit code. */
+static int run_ladder(const char *args) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s %s >%s/stdout 2>%s/stderr", ladder_bin, args, dir, dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void read_stderr(char *buf, size_t n) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/stderr", dir);
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[got] = '\0';
+    if (f) fclose(f);
+}
+
+static void write_random(const char *name, ladder_dtype dtype, int rank, const int64_t *shape, uint64_t seed) {
+    ladder_tensor t;
+    cr_assert_eq(ladder_tensor_alloc(&t, dtype, rank, shape), LADDER_OK);
+    ladder_rng rng;
+    ladder_rng_seed(&rng, seed);
+    ladder_rng_fill_normal(&rng, &t, 1.0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    cr_assert_eq(ladder_npy_write(path, &t), LADDER_OK, "%s", ladder_last_error());
+    ladder_tensor_free(&t);
+}
+
+static ladder_tensor read_npy(const char *name) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    ladder_tensor t;
+    cr_assert_eq(ladder_npy_read(path, &t), LADDER_OK, "%s", ladder_last_error());
+    return t;
+}
+
+Test(tool, run_in_matches_the_cpu_rung) {
+    int64_t btd[3] = {2, 37, 9}, btdw[4] = {2, 37, 9, 5};
+    write_random("x", LADDER_F32, 3, btd, 1);
+    write_random("kernels", LADDER_F16, 4, btdw, 2); /* float16 files are read too */
+    write_random("dout", LADDER_F32, 3, btd, 3);
+    char args[256];
+    snprintf(args, sizeof args, "run dynconv --in %s", dir);
+    int rc = run_ladder(args);
+    char err[2048];
+    read_stderr(err, sizeof err);
+    cr_assert_eq(rc, 0, "ladder run --in failed: %s", err);
+
+    ladder_tensor x = read_npy("x"), k16 = read_npy("kernels"), dout = read_npy("dout"), k;
+    cr_assert_eq(ladder_tensor_convert(&k16, &k, LADDER_F32), LADDER_OK);
+    ladder_tensor out, dx, dk;
+    cr_assert_eq(ladder_tensor_alloc(&out, LADDER_F32, 3, btd), LADDER_OK);
+    cr_assert_eq(ladder_tensor_alloc(&dx, LADDER_F32, 3, btd), LADDER_OK);
+    cr_assert_eq(ladder_tensor_alloc(&dk, LADDER_F32, 4, btdw), LADDER_OK);
+    ladder_dynconv_problem p = {2, 37, 9, 5};
+    ladder_dynconv_args a = {.x = x, .kernels = k, .out = out, .dout = dout, .dx = dx, .dkernels = dk};
+    cr_assert_eq(ladder_dynconv_fwd(LADDER_RUNG_CPU, &p, &a), LADDER_OK);
+    cr_assert_eq(ladder_dynconv_bwd(LADDER_RUNG_CPU, &p, &a), LADDER_OK);
+    const char *names[] = {"out", "dx", "dkernels"};
+    ladder_tensor *want[] = {&out, &dx, &dk};
+    for (int i = 0; i < 3; i++) {
+        ladder_tensor got = read_npy(names[i]);
+        cr_assert_eq(got.dtype, LADDER_F32, "%s.npy must be float32", names[i]);
+        ladder_cmp c = ladder_compare(&got, want[i], 0.0);
+        cr_assert(c.n > 0 && c.max_abs == 0.0, "%s.npy differs from the cpu rung run in-process (max abs %g)",
+                  names[i], c.max_abs);
+        ladder_tensor_free(&got);
+    }
+    ladder_tensor *all[] = {&x, &k16, &k, &dout, &out, &dx, &dk};
+    for (int i = 0; i < 7; i++) ladder_tensor_free(all[i]);
+}
+
+Test(tool, run_in_forward_only_and_varlen) {
+    int64_t btd[3] = {1, 10, 3}, btdw[4] = {1, 10, 3, 4}, n[1] = {4};
+    write_random("x", LADDER_F32, 3, btd, 4);
+    write_random("kernels", LADDER_F32, 4, btdw, 5);
+    ladder_tensor cu;
+    cr_assert_eq(ladder_tensor_alloc(&cu, LADDER_I64, 1, n), LADDER_OK);
+    int64_t offs[4] = {0, 6, 6, 10}; /* int64 offsets are accepted, an empty sequence too */
+    memcpy(cu.data, offs, sizeof offs);
+    char path[128], args[256];
+    snprintf(path, sizeof path, "%s/cu_seqlens.npy", dir);
+    cr_assert_eq(ladder_npy_write(path, &cu), LADDER_OK);
+    ladder_tensor_free(&cu);
+    snprintf(args, sizeof args, "run dynconv --in %s --out %s", dir, dir);
+    cr_assert_eq(run_ladder(args), 0);
+    snprintf(path, sizeof path, "%s/out.npy", dir);
+    cr_assert_eq(access(path, R_OK), 0, "out.npy was not written");
+    snprintf(path, sizeof path, "%s/dx.npy", dir);
+    cr_assert_neq(access(path, R_OK), 0, "dx.npy must not be written without dout.npy");
+}
+
+/* Each broken input directory makes the program exit non-zero with a message that says why. */
+static void expect_failure(const char *why) {
+    char args[256], err[2048];
+    snprintf(args, sizeof args, "run dynconv --in %s", dir);
+    int rc = run_ladder(args);
+    read_stderr(err, sizeof err);
+    cr_assert_neq(rc, 0, "ladder run --in should fail when %s", why);
+    cr_assert_not_null(strstr(err, why), "stderr '%s' should say '%s'", err, why);
+}
+
+Test(tool, run_in_truncated_file) {
+    int64_t btd[3] = {1, 8, 4}, btdw[4] = {1, 8, 4, 3};
+    write_random("x", LADDER_F32, 3, btd, 1);
+    write_random("kernels", LADDER_F32, 4, btdw, 2);
+    char path[128];
+    snprintf(path, sizeof path, "%s/kernels.npy", dir);
+    cr_assert_eq(truncate(path, 200), 0);
+    expect_failure("truncated");
+}
+
+Test(tool, run_in_missing_and_malformed_files) {
+    int64_t btd[3] = {1, 8, 4}, btdw[4] = {1, 8, 4, 3}, wrong[3] = {1, 8, 5};
+    write_random("x", LADDER_F32, 3, btd, 1);
+    expect_failure("kernels.npy: cannot open");
+    char path[128];
+    snprintf(path, sizeof path, "%s/kernels.npy", dir);
+    FILE *f = fopen(path, "wb");
+    fputs("not an npy file", f);
+    fclose(f);
+    expect_failure("no \\x93NUMPY magic");
+    write_random("kernels", LADDER_F32, 4, btdw, 2);
+    write_random("dout", LADDER_F32, 3, wrong, 3);
+    expect_failure("dout has shape [1,8,5] but the problem needs [1,8,4]");
+}
+
+Test(tool, bad_flags_exit_2) {
+    cr_assert_eq(run_ladder("run dynconv --rung gpu_fast"), 2);
+    char err[2048];
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "gpu_fast"));
+    cr_assert_eq(run_ladder("run dynconv --W 65"), 2);
+    cr_assert_eq(run_ladder("run nosuchalgo"), 2);
+    cr_assert_eq(run_ladder("run dynconv --varlen 3,x"), 1);
+}

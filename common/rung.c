@@ -27,7 +27,7 @@ ladder_status ladder_rung_available(ladder_rung rung) {
         return ladder_fail(LADDER_ERR_ARG, "rung %d is not a ladder_rung", (int)rung);
     if (!ladder_rung_is_gpu(rung)) return LADDER_OK;
     if (!ladder_gpu_built())
-        return ladder_fail(LADDER_ERR_UNAVAILABLE, "rung %s was not built: nvcc was not found when ladder was compiled",
+        return ladder_fail(LADDER_ERR_UNAVAILABLE, "rung %s was not built: this build has no CUDA (nvcc was not found, or SANITIZE=1)",
                            names[rung]);
     if (ladder_gpu_count() < 1)
         return ladder_fail(LADDER_ERR_UNAVAILABLE, "rung %s needs a CUDA GPU and none was found (%s)", names[rung],

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine, with build/ from `make gpu-bundle` carried along:
+# the full suites, the suites under compute-sanitizer (memcheck, racecheck), the SASS check,
+# and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
+# a summary is printed last.
+#   tools/gpu/device-session.sh [tests|sanitize|sass|bench]...   (default: all four)
+set -uo pipefail
+out=${OUT:-/tmp/ladder-out}
+mkdir -p "$out/bench" /tmp/logs
+steps=${*:-tests sanitize sass bench}
+summary=/tmp/logs/summary.txt
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
+
+say "bundle commit: $(cat build/COMMIT)"
+say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
+for step in $steps; do
+    case $step in
+    tests)
+        build/run-gpu-tests.sh -j8 >/tmp/logs/tests.log 2>&1
+        say "tests: exit $? | $(grep -a 'Synthesis' /tmp/logs/tests.log | tail -1)"
+        grep -a -E '^\[FAIL\]|\[----\].*(FAIL|Assertion)' /tmp/logs/tests.log | head -20 | tee -a "$summary"
+        ;;
+    sanitize)
+        for tool in memcheck racecheck; do
+            SANITIZE=$tool build/run-gpu-tests.sh -j4 >/tmp/logs/$tool.log 2>&1
+            say "$tool: exit $? | $(grep -a 'ERROR SUMMARY' /tmp/logs/$tool.log | sort | uniq -c | tr '\n' ' ') | $(grep -a Synthesis /tmp/logs/$tool.log | tail -1)"
+        done
+        ;;
+    sass)
+        cuobjdump -sass build/bin/ladder >/tmp/logs/sass.txt 2>&1
+        say "sass: HMMA $(grep -c HMMA /tmp/logs/sass.txt), HGMMA $(grep -c HGMMA /tmp/logs/sass.txt), LDL/STL $(grep -c -E 'LDL|STL' /tmp/logs/sass.txt)"
+        ;;
+    bench)
+        build/run-gpu-bench.sh "$out/bench" >/tmp/logs/bench.log 2>&1
+        say "bench: exit $?"
+        grep -a -E 'TFLOP|copy' /tmp/logs/bench.log | head -3 | tee -a "$summary"
+        cat "$out"/bench/*.md 2>/dev/null | tee -a "$summary"
+        ;;
+    esac
+done
+tar czf "$out/logs.tgz" -C /tmp logs
+echo "==== summary"
+cat "$summary"

@@ -112,6 +112,8 @@ gpu-bundle:
 	@$(MAKE) --no-print-directory REQUIRE_CUDA=1 all
 	tools/make-gpu-bundle.sh $(BUILD)
 
+include chapters/labs/labs.mk
+
 clean:
 	rm -rf build build-sanitize obj obj-sanitize
 

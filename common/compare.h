@@ -44,6 +44,8 @@ typedef struct ladder_cmp {
     int64_t first_bad_at[LADDER_MAX_RANK]; /**< first_bad decoded to coordinates */
     double got_at_bad, want_at_bad;        /**< the two values there */
 } ladder_cmp;
+/** @var ladder_cmp::got_at_bad
+ *  got at first_bad (want_at_bad holds want there). */
 
 /** Compare two C-order double arrays of shape @p shape (rank entries). */
 ladder_cmp ladder_compare_f64(const double *got, const double *want, int rank, const int64_t *shape, double tol);

@@ -19,7 +19,7 @@ typedef enum ladder_rung {
     LADDER_RUNG_GPU_NAIVE,        /**< gpu_naive/: fp32, one thread per output, global memory only */
     LADDER_RUNG_GPU_TILED,        /**< gpu_tiled/: fp32, shared-memory tiles */
     LADDER_RUNG_GPU_TENSORCORE,   /**< gpu_tensorcore/: bf16/fp16 in, fp32 accumulate, matrix units */
-    LADDER_RUNG_COUNT
+    LADDER_RUNG_COUNT             /**< how many rungs there are (not a rung) */
 } ladder_rung;
 
 /** "cpu", "gpu_naive", "gpu_tiled", "gpu_tensorcore". */

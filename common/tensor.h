@@ -22,11 +22,11 @@ extern "C" {
 
 /** Element types. bf16 and f16 are stored as raw 16-bit patterns. */
 typedef enum ladder_dtype {
-    LADDER_F32 = 0,
-    LADDER_F16,
-    LADDER_BF16,
-    LADDER_I32,
-    LADDER_I64
+    LADDER_F32 = 0, /**< IEEE binary32 */
+    LADDER_F16,     /**< IEEE binary16 (fp16), raw bits */
+    LADDER_BF16,    /**< bfloat16 (the top half of an f32), raw bits */
+    LADDER_I32,     /**< int32_t (cu_seqlens) */
+    LADDER_I64      /**< int64_t */
 } ladder_dtype;
 
 /** Largest rank any ladder tensor has. */

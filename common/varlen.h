@@ -11,6 +11,11 @@
 
 #include <stdint.h>
 
+/**
+ * @def LADDER_HOST_DEVICE
+ * How the helpers below are declared: `__host__ __device__ inline` under
+ * nvcc, so kernels call them too, and `static inline` in C.
+ */
 #ifdef __CUDACC__
 #define LADDER_HOST_DEVICE __host__ __device__ inline
 #else

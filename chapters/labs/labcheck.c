@@ -1,0 +1,40 @@
+/* chapters/labs/labcheck.c: the helpers every lab checker shares (see labcheck.h). */
+#include "labcheck.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "compare.h"
+
+ladder_tensor labcheck_alloc(ladder_dtype dtype, int rank, const int64_t *shape) {
+    ladder_tensor t;
+    if (ladder_tensor_alloc(&t, dtype, rank, shape) != LADDER_OK) {
+        printf("ERROR: cannot allocate a host tensor: %s\n", ladder_last_error());
+        exit(LABCHECK_ERROR);
+    }
+    return t;
+}
+
+void labcheck_ok(const char *lab, ladder_status st, const char *what) {
+    if (st == LADDER_OK) return;
+    printf("ERROR %s: %s: %s (%s)\n", lab, what, ladder_last_error(), ladder_status_name(st));
+    exit(LABCHECK_ERROR);
+}
+
+bool labcheck_compare(const char *lab, const char *shape, const char *tensor, const ladder_tensor *got,
+                      const ladder_tensor *want) {
+    ladder_cmp cmp = ladder_compare(got, want, LADDER_TOL_F32);
+    if (cmp.ok) return true;
+    char what[512];
+    ladder_cmp_describe(&cmp, what, sizeof what);
+    printf("FAIL %s at %s: %s %s\n", lab, shape, tensor, what);
+    if (cmp.first_bad >= 0 && isnan(cmp.got_at_bad) && !isnan(cmp.want_at_bad))
+        printf("     (NaN there: outputs are poisoned with NaN before each run, so that element was never written)\n");
+    return false;
+}
+
+int labcheck_pass(const char *lab, int n_shapes) {
+    printf("PASS %s: %d shapes match the cpu rung\n", lab, n_shapes);
+    return LABCHECK_PASS;
+}

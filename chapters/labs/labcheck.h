@@ -1,0 +1,39 @@
+/*
+ * chapters/labs/labcheck.h: what every lab checker shares.
+ *
+ * A checker runs the student's function and the cpu rung on the same seeded
+ * inputs, compares with the library's comparator (common/compare.h) and
+ * prints one line. Its exit code says what happened:
+ *     0 PASS, 1 FAIL, 2 cannot run here (a GPU lab without a GPU), 3 the checker itself failed.
+ */
+#ifndef LADDER_LABCHECK_H
+#define LADDER_LABCHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tensor.h"
+
+#define LABCHECK_PASS 0
+#define LABCHECK_FAIL 1
+#define LABCHECK_SKIP 2
+#define LABCHECK_ERROR 3
+
+/* A contiguous host tensor of @p dtype; on failure prints ERROR and exits 3. */
+ladder_tensor labcheck_alloc(ladder_dtype dtype, int rank, const int64_t *shape);
+
+/* @p st must be LADDER_OK; otherwise prints "ERROR <lab>: <what>: <ladder_last_error()>" and exits 3. */
+void labcheck_ok(const char *lab, ladder_status st, const char *what);
+
+/*
+ * Compare the student's @p got with the cpu rung's @p want at LADDER_TOL_F32.
+ * On a mismatch prints "FAIL <lab> at <shape>: <tensor> ... first bad [..]"
+ * and returns false.
+ */
+bool labcheck_compare(const char *lab, const char *shape, const char *tensor, const ladder_tensor *got,
+                      const ladder_tensor *want);
+
+/* Prints "PASS <lab>: <n> shapes match the cpu rung" and returns 0. */
+int labcheck_pass(const char *lab, int n_shapes);
+
+#endif

@@ -1,0 +1,62 @@
+# chapters/labs/labs.mk: the labs, each with a checker that says PASS or FAIL.
+# Included by the Makefile after its variables (CC, CFLAGS, LDLIBS, OBJ, BUILD, LIB, HAVE_NVCC).
+#
+#   make lab LAB=lab1_dx   build your chapters/labs/<algo>/lab1_dx.c with its checker and run it
+#   make labs              list the labs
+#   make lab-check         prove every lab checkable: its checker must PASS the reference
+#                          solution and FAIL the untouched skeleton (run it on a clean checkout)
+#
+# A lab is chapters/labs/<algo>/lab<N>_<name>.c (or .cu), with check_<lab>.c beside it and a
+# reference solution in solutions/<lab>.c (or .cu). The checker runs the lab's function and
+# the cpu rung on the same seeded inputs and compares them with ladder_compare().
+# Checker exit codes: 0 PASS, 1 FAIL, 2 cannot run here (a .cu lab without a CUDA GPU), 3 checker error.
+# A .cu lab is built only where nvcc is found; its checker needs a CUDA GPU to run.
+
+LAB_SRCS := $(wildcard chapters/labs/*/lab[0-9]*.c chapters/labs/*/lab[0-9]*.cu)
+LAB_NAMES := $(sort $(basename $(notdir $(LAB_SRCS))))
+LAB_CU_NAMES := $(sort $(basename $(notdir $(filter %.cu,$(LAB_SRCS)))))
+# the labs this machine can build: the .cu ones only with nvcc
+LAB_BUILDABLE := $(if $(filter 1,$(HAVE_NVCC)),$(LAB_NAMES),$(filter-out $(LAB_CU_NAMES),$(LAB_NAMES)))
+LAB_UNBUILDABLE := $(filter-out $(LAB_BUILDABLE),$(LAB_NAMES))
+LAB_NO_CUDA := $(if $(filter 1,$(SANITIZE)),SANITIZE=1 builds without CUDA,nvcc ($(NVCC)) was not found)
+LABCHECK_OBJ := $(OBJ)/chapters/labs/labcheck.o
+
+# $(1): the lab's name, $(2): its source (the skeleton the student edits)
+define LAB_RULES
+LAB_OBJS += $(OBJ)/$(basename $(2)).o $(OBJ)/$(dir $(2))solutions/$(1).o $(OBJ)/$(dir $(2))check_$(1).o
+$(BUILD)/labs/$(1): $(OBJ)/$(basename $(2)).o $(OBJ)/$(dir $(2))check_$(1).o $(LABCHECK_OBJ) $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$^ -o $$@ $$(LDLIBS)
+$(BUILD)/labs/solutions/$(1): $(OBJ)/$(dir $(2))solutions/$(1).o $(OBJ)/$(dir $(2))check_$(1).o $(LABCHECK_OBJ) $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$^ -o $$@ $$(LDLIBS)
+endef
+LAB_OBJS := $(LABCHECK_OBJ)
+$(foreach n,$(LAB_BUILDABLE),$(eval $(call LAB_RULES,$(n),$(filter %/$(n).c %/$(n).cu,$(LAB_SRCS)))))
+
+.PHONY: lab labs lab-check
+lab: $(if $(filter $(LAB),$(LAB_BUILDABLE)),$(BUILD)/labs/$(LAB))
+	@if [ -z "$(LAB)" ] || [ -z "$(filter $(LAB),$(LAB_NAMES))" ]; then \
+	    echo "usage: make lab LAB=<name>, where <name> is one of: $(LAB_NAMES)" >&2; exit 2; fi
+	@if [ -z "$(filter $(LAB),$(LAB_BUILDABLE))" ]; then \
+	    echo "SKIP $(LAB) needs a CUDA GPU: $(LAB_NO_CUDA), so its .cu file is not built"; exit 2; fi
+	@$(BUILD)/labs/$(LAB)
+
+labs:
+	@echo "labs (make lab LAB=<name>): $(LAB_NAMES)"
+
+lab-check: $(foreach n,$(LAB_BUILDABLE),$(BUILD)/labs/$(n) $(BUILD)/labs/solutions/$(n))
+	@fail=0; \
+	for n in $(LAB_BUILDABLE); do \
+	    sol=$$($(BUILD)/labs/solutions/$$n); s=$$?; \
+	    ske=$$($(BUILD)/labs/$$n); k=$$?; \
+	    if [ $$s = 2 ] && [ $$k = 2 ]; then echo "lab-check $$n: skipped: $$sol"; continue; fi; \
+	    if [ $$s = 0 ] && [ $$k = 1 ]; then echo "lab-check $$n: ok"; \
+	    else echo "lab-check $$n: NOT CHECKABLE (the solution must PASS, exit 0; the skeleton must FAIL, exit 1)"; fail=1; fi; \
+	    echo "    solution (exit $$s): $$sol"; \
+	    echo "    skeleton (exit $$k): $$ske"; \
+	done; \
+	for n in $(LAB_UNBUILDABLE); do echo "lab-check $$n: skipped: $(LAB_NO_CUDA)"; done; \
+	exit $$fail
+
+-include $(LAB_OBJS:.o=.d)

@@ -13,7 +13,9 @@
 
 ARCH ?= 80 90
 NVCC ?= nvcc
-CC ?= gcc
+ifeq ($(origin CC),default)
+  CC := gcc
+endif
 REQUIRE_CUDA ?= 0
 SANITIZE ?= 0
 
@@ -25,6 +27,10 @@ ifeq ($(SANITIZE),1)
   HAVE_NVCC := 0
   BUILD := build-sanitize
   OBJ := obj-sanitize
+endif
+ifeq ($(HAVE_NVCC)$(SANITIZE),00)
+  # without nvcc the objects differ (no LADDER_HAVE_CUDA): keep them apart from the CUDA build's
+  OBJ := obj-nocuda
 endif
 ifeq ($(REQUIRE_CUDA),1)
   ifneq ($(HAVE_NVCC),1)
@@ -115,6 +121,6 @@ gpu-bundle:
 include chapters/labs/labs.mk
 
 clean:
-	rm -rf build build-sanitize obj obj-sanitize
+	rm -rf build build-sanitize obj obj-sanitize obj-nocuda
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_SRC:%.c=$(OBJ)/%.d) $(TEST_SRC:%.c=$(OBJ)/%.d)

@@ -18,7 +18,7 @@ for bin in "$build"/bin/*; do
 done | sort -u | while read -r lib; do
     case $(basename "$lib") in
     libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | libresolv.so.* | ld-linux* | libgcc_s.so.* | libstdc++.so.*) ;;
-    *) cp -L "$lib" "$build/lib/" ;;
+    *) [[ -e $build/lib/$(basename "$lib") ]] || cp -L "$lib" "$build/lib/" ;;
     esac
 done
 install -m 755 tools/gpu/run-gpu-tests.sh tools/gpu/run-gpu-bench.sh "$build/"

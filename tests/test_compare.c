@@ -1,0 +1,150 @@
+/*
+ * tests/test_compare.c: the comparator can fail, and says where.
+ *
+ * Every other suite trusts ladder_compare(); here it must catch one wrong
+ * element among a million (which the relative L2 error alone averages away)
+ * and a NaN or Inf against a finite value, and report the first bad element's
+ * coordinates.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "compare.h"
+#include "rng.h"
+
+/* want: [8,125,1000] = 1,000,000 normals; got: a copy of it */
+static ladder_tensor want, got;
+static const int64_t shape[3] = {8, 125, 1000};
+
+static void setup(void) {
+    cr_assert(ladder_tensor_alloc(&want, LADDER_F32, 3, shape) == LADDER_OK);
+    cr_assert(ladder_tensor_alloc(&got, LADDER_F32, 3, shape) == LADDER_OK);
+    ladder_rng rng;
+    ladder_rng_seed(&rng, 5);
+    ladder_rng_fill_normal(&rng, &want, 1.0);
+    memcpy(got.data, want.data, (size_t)ladder_tensor_numel(&want) * sizeof(float));
+}
+
+static void teardown(void) {
+    ladder_tensor_free(&want);
+    ladder_tensor_free(&got);
+}
+
+TestSuite(compare, .init = setup, .fini = teardown);
+
+static int64_t flat(int64_t i, int64_t j, int64_t k) { return (i * shape[1] + j) * shape[2] + k; }
+
+static void expect_first_bad(const ladder_cmp *c, int64_t i, int64_t j, int64_t k) {
+    char text[256];
+    ladder_cmp_describe(c, text, sizeof text);
+    cr_assert_not(c->ok, "the comparison passed: %s", text);
+    cr_assert_eq(c->first_bad, flat(i, j, k), "first_bad is %lld, expected %lld (%s)", (long long)c->first_bad,
+                 (long long)flat(i, j, k), text);
+    cr_assert_eq(c->rank, 3);
+    cr_assert(c->first_bad_at[0] == i && c->first_bad_at[1] == j && c->first_bad_at[2] == k,
+              "first_bad_at is [%lld,%lld,%lld], expected [%lld,%lld,%lld]", (long long)c->first_bad_at[0],
+              (long long)c->first_bad_at[1], (long long)c->first_bad_at[2], (long long)i, (long long)j, (long long)k);
+    char where[64];
+    snprintf(where, sizeof where, "first bad [%lld,%lld,%lld]", (long long)i, (long long)j, (long long)k);
+    cr_assert(strstr(text, where), "the description \"%s\" does not say \"%s\"", text, where);
+}
+
+Test(compare, equal_tensors_pass) {
+    ladder_cmp c = ladder_compare(&got, &want, LADDER_TOL_F32);
+    cr_assert(c.ok);
+    cr_assert_eq(c.n, 1000000);
+    cr_assert_eq(c.first_bad, -1);
+    cr_assert_eq(c.rel_l2, 0.0);
+}
+
+Test(compare, rounding_noise_inside_the_tolerance_passes) {
+    float *g = got.data;
+    for (int64_t i = 0; i < 1000000; i++) g[i] *= (i % 2 ? 1.0f + 1e-6f : 1.0f - 1e-6f);
+    ladder_cmp c = ladder_compare(&got, &want, LADDER_TOL_F32);
+    char text[256];
+    ladder_cmp_describe(&c, text, sizeof text);
+    cr_assert(c.ok, "%s", text);
+}
+
+Test(compare, one_wrong_element_in_a_million_fails) {
+    float *g = got.data;
+    g[flat(5, 77, 321)] += 0.005f; /* alone it moves the relative L2 error by only ~5e-6 < 1e-5 */
+    ladder_cmp c = ladder_compare(&got, &want, LADDER_TOL_F32);
+    cr_assert_lt(c.rel_l2, LADDER_TOL_F32, "this case is about the element test, so the L2 error must pass alone");
+    expect_first_bad(&c, 5, 77, 321);
+    cr_assert_float_eq(c.got_at_bad - c.want_at_bad, 0.005, 1e-6);
+}
+
+Test(compare, the_first_of_two_wrong_elements_is_reported) {
+    float *g = got.data;
+    g[flat(7, 0, 1)] += 1.0f;
+    g[flat(2, 100, 999)] -= 1.0f;
+    ladder_cmp c = ladder_compare(&got, &want, LADDER_TOL_F32);
+    expect_first_bad(&c, 2, 100, 999);
+}
+
+Test(compare, nan_against_a_finite_value_fails) {
+    float *g = got.data;
+    g[flat(3, 124, 0)] = NAN;
+    ladder_cmp c = ladder_compare(&got, &want, LADDER_TOL_F32);
+    cr_assert_eq(c.nonfinite_mismatches, 1);
+    expect_first_bad(&c, 3, 124, 0);
+    cr_assert(isnan(c.got_at_bad));
+}
+
+Test(compare, a_finite_value_against_nan_and_inf_fail) {
+    float *w = want.data, *g = got.data;
+    w[flat(0, 0, 7)] = NAN; /* the reference is NaN where got is finite */
+    g[flat(6, 50, 500)] = INFINITY;
+    w[flat(6, 50, 501)] = -INFINITY;
+    g[flat(6, 50, 501)] = INFINITY; /* opposite infinities */
+    ladder_cmp c = ladder_compare(&got, &want, LADDER_TOL_F32);
+    cr_assert_eq(c.nonfinite_mismatches, 3);
+    expect_first_bad(&c, 0, 0, 7);
+}
+
+Test(compare, matching_nans_do_not_count) {
+    float *w = want.data, *g = got.data;
+    w[flat(1, 1, 1)] = g[flat(1, 1, 1)] = NAN;
+    ladder_cmp c = ladder_compare(&got, &want, LADDER_TOL_F32);
+    cr_assert(c.ok);
+}
+
+Test(compare, strided_views_compare_by_coordinates) {
+    /* got as the transpose of a [1000,125,8] copy of want: same values, other strides */
+    ladder_tensor t;
+    int64_t tshape[3] = {1000, 125, 8};
+    cr_assert(ladder_tensor_alloc(&t, LADDER_F32, 3, tshape) == LADDER_OK);
+    for (int64_t i = 0; i < 8; i++)
+        for (int64_t j = 0; j < 125; j++)
+            for (int64_t k = 0; k < 1000; k++)
+                ((float *)t.data)[(k * 125 + j) * 8 + i] = ((float *)want.data)[flat(i, j, k)];
+    ladder_tensor view = t;
+    view.shape[0] = 8, view.shape[1] = 125, view.shape[2] = 1000;
+    view.strides[0] = 1, view.strides[1] = 8, view.strides[2] = 125 * 8;
+    ladder_cmp c = ladder_compare(&view, &want, LADDER_TOL_F32);
+    cr_assert(c.ok, "a transposed view of the same values must compare equal");
+    ((float *)t.data)[(321 * 125 + 77) * 8 + 5] += 1.0f;
+    c = ladder_compare(&view, &want, LADDER_TOL_F32);
+    expect_first_bad(&c, 5, 77, 321);
+    ladder_tensor_free(&t);
+}
+
+Test(compare, different_shapes_fail) {
+    ladder_tensor small = got;
+    small.shape[2] = 999;
+    ladder_cmp c = ladder_compare(&small, &want, LADDER_TOL_F32);
+    char text[256];
+    ladder_cmp_describe(&c, text, sizeof text);
+    cr_assert_not(c.ok);
+    cr_assert(strstr(text, "shapes differ"), "%s", text);
+}
+
+Test(compare, named_tolerances) {
+    cr_assert_eq(ladder_tolerance(LADDER_F32), LADDER_TOL_F32);
+    cr_assert_eq(ladder_tolerance(LADDER_F16), LADDER_TOL_F16);
+    cr_assert_eq(ladder_tolerance(LADDER_BF16), LADDER_TOL_BF16);
+}

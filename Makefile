@@ -101,7 +101,7 @@ deps-docs:
 	@tools/install-deps.sh docs
 
 test: deps-test
-	@$(MAKE) --no-print-directory $(TESTS)
+	@$(MAKE) --no-print-directory $(TESTS) $(LADDER)
 	@tests/run.sh $(TESTS) $(LADDER)
 
 bench: $(LADDER)

@@ -19,7 +19,7 @@ ladder_status ladder_mirror_begin(ladder_mirror *m, ladder_tensor *const *ins, i
         ladder_status st = i < n_in ? ladder_gpu_upload(&m->host[i], t)
                                     : ladder_gpu_alloc_poisoned(t, t->dtype, t->rank, t->shape);
         if (st != LADDER_OK) {
-            t->data = NULL; /* nothing was allocated for this one */
+            ladder_gpu_free(t); /* frees what was allocated before the failing copy, if anything */
             ladder_mirror_end(m, false);
             return st;
         }

@@ -85,11 +85,11 @@ $(LIB): $(LIB_OBJ)
 
 $(LADDER): $(TOOL_SRC:%.c=$(OBJ)/%.o) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $^ -o $@ $(LDLIBS) -Wl,-rpath,'$$ORIGIN/../lib'
+	$(CC) $^ -o $@ $(LDLIBS) -Wl,-rpath,'$$ORIGIN/../lib' -Wl,--disable-new-dtags
 
 $(TESTS): $(TEST_SRC:%.c=$(OBJ)/%.o) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $^ -o $@ -lcriterion $(LDLIBS) -Wl,-rpath,'$$ORIGIN/../lib'
+	$(CC) $^ -o $@ -lcriterion $(LDLIBS) -Wl,-rpath,'$$ORIGIN/../lib' -Wl,--disable-new-dtags
 
 run: $(LADDER)
 	$(LADDER) run all

@@ -11,8 +11,10 @@ commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit-dirty"
 echo "$commit" >"$build/COMMIT"
 
-# every shared library the binaries load, except the C runtime the GPU machine has itself
+# every shared library the binaries load (the rpath is a DT_RPATH, so it also serves the libraries
+# that those libraries load), except the C runtime the GPU machine has itself
 mkdir -p "$build/lib"
+rm -f "$build"/lib/*.so*  # a stale library from an earlier bundle must not ride along
 for bin in "$build"/bin/*; do
     ldd "$bin" | awk '/=> \//{print $3}'
 done | sort -u | while read -r lib; do

@@ -38,7 +38,7 @@ for step in $steps; do
         cat "$out"/bench/*.md 2>/dev/null | tee -a "$summary"
         ;;
     esac
+    tar czf "$out/logs.tgz" -C /tmp logs # after every step, so a run cut off at its limit still returns logs
 done
-tar czf "$out/logs.tgz" -C /tmp logs
 echo "==== summary"
 cat "$summary"

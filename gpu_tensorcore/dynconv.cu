@@ -63,7 +63,7 @@ constexpr int NWARPS = NT / 32;
 constexpr int TT = 32;             // tokens per block: two 16-token mma tiles
 constexpr int NS = TT / 16;        // 16-token subtiles per block
 constexpr int NCH = 4;             // channels (of one subtile) a warp carries through the k loop at once
-constexpr int U = 4;               // 16-byte loads each thread has in flight while staging (64 KB per SM at 4 blocks)
+constexpr int U = 2;               // 16-byte loads each thread has in flight while staging (more costs registers)
 constexpr int SMEM_BUDGET = 64 * 1024; // per block; below sm_80's 163 KB so W = 64 fits there too
 
 /* Everything the kernels need, filled by plan(). Sizes and strides in elements, offsets in bytes. */
@@ -188,23 +188,6 @@ __device__ void stage_kernels(uint16_t *dst, const tc_args &a, const tile &tl, i
             for (int k = 0; k < 8; k++)
                 if (k < nk) to[k][rb] = ladder_elem8(v[u], k);
         }
-    }
-}
-
-/*
- * Ask L2 for rows [tok0, tok0+rows) of a row-major input now (one prefetch per 16-byte chunk this thread
- * will stage), so that those bytes stream in while an earlier tile is still being staged: the block then
- * waits for DRAM once instead of once per tensor. chunk0 is the first element of this block's chunk of a
- * row, n the elements of the row the block uses.
- */
-__device__ void prefetch_rows(const uint16_t *chunk0, int64_t row_stride, int n, int rows, int64_t tok0,
-                              const tc_args &a) {
-    const int cpr = (n + 7) / 8, rpp = NT / cpr;
-    if (threadIdx.x >= rpp * cpr) return;
-    const uint16_t *p = chunk0 + 8 * (threadIdx.x % cpr);
-    for (int r = threadIdx.x / cpr; r < rows; r += rpp) {
-        const int64_t tok = tok0 + r;
-        if (tok >= 0 && tok < a.T) asm volatile("prefetch.L2 [%0];" ::"l"(p + tok * row_stride));
     }
 }
 
@@ -411,7 +394,7 @@ __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a
     }
 }
 
-template <class T> __global__ void __launch_bounds__(NT, 4) dynconv_fwd_tc_kernel(const tc_args a) {
+template <class T> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [DT][XS]: x rows t0-W+1 ..
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [DT][TT][RK] (stride CS per channel)
@@ -419,7 +402,6 @@ template <class T> __global__ void __launch_bounds__(NT, 4) dynconv_fwd_tc_kerne
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT]
     const tile tl = tile_of(a);
 
-    if (a.vec_k) prefetch_rows(a.k + tl.b * a.sk[0] + tl.d0 * a.W, a.sk[1], tl.Dv * a.W, TT, tl.t0, a);
     stage_tokens(sX, a.XS, a.xrows, TT + a.W - 1, a.x, a.sx, a, tl, tl.t0 - a.W + 1, a.vec_x);
     stage_kernels(sK, a, tl, a.krows, TT, tl.t0);
     zero_padding(sK, a);
@@ -434,7 +416,7 @@ template <class T> __global__ void __launch_bounds__(NT, 4) dynconv_fwd_tc_kerne
     store_tokens(a.out, sO, a, tl, a.vec_out);
 }
 
-template <class T> __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) {
+template <class T> __global__ void __launch_bounds__(NT) dynconv_bwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [DT][XS]: x rows t0-W+1 .. t0+TT-1
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [DT][krows][RK]: kernels rows t0 ..
@@ -444,8 +426,6 @@ template <class T> __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kerne
     const tile tl = tile_of(a);
     const int halo = TT + a.W - 1; // dx[t] reads dout and kernels up to token t+W-1
 
-    if (a.vec_k) prefetch_rows(a.k + tl.b * a.sk[0] + tl.d0 * a.W, a.sk[1], tl.Dv * a.W, halo, tl.t0, a);
-    if (a.vec_g) prefetch_rows(a.g + tl.b * a.sg[0] + tl.d0, a.sg[1], tl.Dv, halo, tl.t0, a);
     stage_tokens(sX, a.XS, a.xrows, halo, a.x, a.sx, a, tl, tl.t0 - a.W + 1, a.vec_x);
     stage_tokens(sG, a.GS, a.grows, halo, a.g, a.sg, a, tl, tl.t0, a.vec_g);
     stage_kernels(sK, a, tl, a.krows, halo, tl.t0);

@@ -24,7 +24,7 @@ for step in $steps; do
     sanitize)
         for tool in memcheck racecheck; do
             SANITIZE=$tool build/run-gpu-tests.sh -j4 >/tmp/logs/$tool.log 2>&1
-            say "$tool: exit $? | $(grep -a 'ERROR SUMMARY' /tmp/logs/$tool.log | sort | uniq -c | tr '\n' ' ') | $(grep -a Synthesis /tmp/logs/$tool.log | tail -1)"
+            say "$tool: exit $? | $(grep -a -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/logs/$tool.log | sort | uniq -c | tr '\n' ' ') | $(grep -a Synthesis /tmp/logs/$tool.log | tail -1)"
         done
         ;;
     sass)
@@ -36,6 +36,14 @@ for step in $steps; do
         say "bench: exit $?"
         grep -a -E 'TFLOP|copy' /tmp/logs/bench.log | head -3 | tee -a "$summary"
         cat "$out"/bench/*.md 2>/dev/null | tee -a "$summary"
+        ;;
+    ncu)
+        # where the tensor-core forward spends its time: speed of light and warp stall reasons, one launch
+        ncu --kernel-name regex:fwd_tc --launch-count 1 --section SpeedOfLight --section WarpStateStats \
+            --section MemoryWorkloadAnalysis build/bin/ladder run dynconv --rung gpu_tensorcore --B 8 --T 4096 \
+            --D 2048 --W 4 >/tmp/logs/ncu.txt 2>&1
+        say "ncu: exit $?"
+        grep -a -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Stall|Warp Cycles Per Issued" /tmp/logs/ncu.txt | head -20 | tee -a "$summary"
         ;;
     esac
     tar czf "$out/logs.tgz" -C /tmp logs # after every step, so a run cut off at its limit still returns logs

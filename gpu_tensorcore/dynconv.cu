@@ -4,8 +4,10 @@
  * What changed since gpu_tiled/:
  *
  *  1. Half precision. x, kernels and dout come in as bf16 or fp16 (one dtype for all three), out, dx and
- *     dkernels go out in it, and every sum accumulates in fp32. The kernel is memory-bound, so moving half
- *     the bytes of fp32 is most of the speed-up. Elements travel as raw 16-bit patterns; only the mma and
+ *     dkernels go out in it, and every sum accumulates in fp32. Moving half the bytes of fp32 is the only
+ *     speed-up a memory-bound op can get, and only while the instructions keep up: on the H100 this
+ *     version is still bound by issue slots (the transposing staging stores, the fragment assembly), not
+ *     by DRAM (chapters/01-dynamic-conv.md, docs/results/h100-2026-11-21-run.md). Elements travel as raw 16-bit patterns; only the mma and
  *     the conversions know the format (common/mma.cuh): two instantiations, one per dtype, W at run time.
  *  2. The matrix units (fwd_mma, dx_mma). Per channel, 16 consecutive outputs are a band matrix times a
  *     slice of x,

@@ -30,8 +30,9 @@ ladder_status ladder_check_contiguous(const ladder_tensor *t, const char *name);
 ladder_status ladder_check_dtype(const ladder_tensor *t, const char *name, ladder_dtype want, ladder_rung rung);
 
 /**
- * Validate cu_seqlens [N+1] (i32, N >= 1) against @p total tokens: starts at
- * 0, never decreases, ends at @p total (LADDER_ERR_ARG naming the entry).
+ * Validate cu_seqlens [N+1] (i32, N >= 1, contiguous: LADDER_ERR_UNSUPPORTED
+ * otherwise) against @p total tokens: starts at 0, never decreases, ends at
+ * @p total (LADDER_ERR_ARG naming the entry).
  * Reads device memory through a copy when @p on_device.
  */
 ladder_status ladder_check_cu_seqlens(const ladder_tensor *cu, int64_t total, bool on_device);

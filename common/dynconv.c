@@ -37,6 +37,10 @@ static ladder_status check_problem(const ladder_dynconv_problem *p, const ladder
     if (p->D <= 0) return ladder_fail(LADDER_ERR_ARG, "D is %lld but must be >= 1", (long long)p->D);
     if (p->W < 1 || p->W > LADDER_DYNCONV_MAX_W)
         return ladder_fail(LADDER_ERR_ARG, "W is %d but must be in 1..%d", p->W, LADDER_DYNCONV_MAX_W);
+    int64_t sizes[4] = {p->B, p->T, p->D, p->W};
+    if (ladder_shape_bytes(LADDER_F32, 4, sizes) < 0)
+        return ladder_fail(LADDER_ERR_ARG, "B*T*D*W = %lld*%lld*%lld*%d elements is too large to address",
+                           (long long)p->B, (long long)p->T, (long long)p->D, p->W);
     if (a->cu_seqlens.data && p->B != 1)
         return ladder_fail(LADDER_ERR_ARG, "cu_seqlens is given, so B must be 1 (sequences packed along T), not %lld",
                            (long long)p->B);

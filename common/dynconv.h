@@ -14,8 +14,10 @@
  *
  * where the sum skips tokens s+W-1-w past the end of s's sequence.
  *
- * Every rung takes the same problem and arguments. Inputs (x, kernels, dout,
- * cu_seqlens) may be strided; outputs (out, dx, dkernels) must be contiguous.
+ * Every rung takes the same problem and arguments. Inputs (x, kernels, dout)
+ * may be strided; cu_seqlens and the outputs (out, dx, dkernels) must be
+ * contiguous (LADDER_ERR_UNSUPPORTED otherwise), and no output may overlap an
+ * input.
  * Which rung takes which dtypes:
  *
  * | rung           | x, kernels, dout | out, dx, dkernels |

@@ -14,6 +14,23 @@ bool ladder_gpu_built(void) { return true; }
 
 static char absent_reason[256];
 
+#define LADDER_TRY(expr)                                                                                      \
+    do {                                                                                                       \
+        ladder_status st_ = (expr);                                                                            \
+        if (st_ != LADDER_OK) return st_;                                                                      \
+    } while (0)
+
+/* cudaMalloc, with out-of-memory reported as LADDER_ERR_NOMEM and any other failure as LADDER_ERR_CUDA. */
+static ladder_status device_alloc(void **p, size_t bytes) {
+    cudaError_t err = cudaMalloc(p, bytes);
+    if (err == cudaSuccess) return LADDER_OK;
+    cudaGetLastError();
+    *p = NULL;
+    if (err == cudaErrorMemoryAllocation)
+        return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %zu bytes of device memory", bytes);
+    return ladder_fail(LADDER_ERR_CUDA, "cudaMalloc of %zu bytes failed: %s", bytes, cudaGetErrorString(err));
+}
+
 int ladder_gpu_count(void) {
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);
@@ -40,11 +57,7 @@ ladder_status ladder_gpu_upload(const ladder_tensor *host, ladder_tensor *dev) {
     dev->data = NULL;
     size_t bytes = (size_t)ladder_tensor_span(host) * ladder_dtype_size(host->dtype);
     if (bytes == 0) bytes = ladder_dtype_size(host->dtype); /* a valid, non-null pointer for empty tensors */
-    if (cudaMalloc(&dev->data, bytes) != cudaSuccess) {
-        cudaGetLastError();
-        dev->data = NULL;
-        return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %zu bytes of device memory", bytes);
-    }
+    LADDER_TRY(device_alloc(&dev->data, bytes));
     if (ladder_tensor_span(host) > 0) LADDER_CUDA_TRY(cudaMemcpy(dev->data, host->data, bytes, cudaMemcpyHostToDevice));
     return LADDER_OK;
 }
@@ -53,11 +66,7 @@ ladder_status ladder_gpu_alloc_poisoned(ladder_tensor *dev, ladder_dtype dtype, 
     *dev = ladder_tensor_make(NULL, dtype, rank, shape);
     int64_t n = ladder_tensor_numel(dev);
     size_t bytes = (size_t)(n > 0 ? n : 1) * ladder_dtype_size(dtype);
-    if (cudaMalloc(&dev->data, bytes) != cudaSuccess) {
-        cudaGetLastError();
-        dev->data = NULL;
-        return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %zu bytes of device memory", bytes);
-    }
+    LADDER_TRY(device_alloc(&dev->data, bytes));
     LADDER_CUDA_TRY(cudaMemset(dev->data, 0xff, bytes)); /* all-ones is NaN in f32, f16 and bf16 */
     return LADDER_OK;
 }

@@ -121,6 +121,14 @@ ladder_status ladder_npy_read(const char *path, ladder_tensor *out) {
     int64_t shape[LADDER_MAX_RANK];
     st = parse_header(path, header, &dtype, &rank, shape);
     if (st != LADDER_OK) goto done;
+    int64_t need = ladder_shape_bytes(dtype, rank, shape);
+    if (need < 0) {
+        st = ladder_fail(LADDER_ERR_IO, "%s: the shape in the .npy header is too large to address", path);
+        goto done;
+    }
+    long here = ftell(f); /* the data must all be there before anything is allocated for it */
+    if (fseek(f, 0, SEEK_END) != 0 || ftell(f) - here < need) goto truncated;
+    if (fseek(f, here, SEEK_SET) != 0) goto truncated;
     st = ladder_tensor_alloc(out, dtype, rank, shape);
     if (st != LADDER_OK) goto done;
     size_t n = (size_t)ladder_tensor_numel(out);

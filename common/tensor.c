@@ -94,10 +94,18 @@ void ladder_tensor_shape_str(const ladder_tensor *t, char *buf, size_t n) {
     if (used < n) snprintf(buf + used, n - used, "]");
 }
 
+int64_t ladder_shape_bytes(ladder_dtype dtype, int rank, const int64_t *shape) {
+    int64_t bytes = (int64_t)ladder_dtype_size(dtype);
+    for (int i = 0; i < rank; i++)
+        if (shape[i] < 0 || __builtin_mul_overflow(bytes, shape[i], &bytes)) return -1;
+    return bytes;
+}
+
 ladder_status ladder_tensor_alloc(ladder_tensor *t, ladder_dtype dtype, int rank, const int64_t *shape) {
     *t = ladder_tensor_make(NULL, dtype, rank, shape);
-    int64_t n = ladder_tensor_numel(t);
-    size_t bytes = (size_t)(n > 0 ? n : 1) * ladder_dtype_size(dtype);
+    int64_t need = ladder_shape_bytes(dtype, rank, shape);
+    if (need < 0) return ladder_fail(LADDER_ERR_NOMEM, "a tensor of that shape does not fit in memory (size overflows)");
+    size_t bytes = need > 0 ? (size_t)need : ladder_dtype_size(dtype);
     t->data = malloc(bytes);
     if (!t->data) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %zu bytes of host memory", bytes);
     return LADDER_OK;

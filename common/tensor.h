@@ -63,7 +63,13 @@ int64_t ladder_tensor_offset_of_flat(const ladder_tensor *t, int64_t flat);
 /** Writes "[2,8,128]" into @p buf. */
 void ladder_tensor_shape_str(const ladder_tensor *t, char *buf, size_t n);
 
-/** Allocate a contiguous host tensor (contents undefined). */
+/**
+ * Bytes a contiguous tensor of this shape needs, or -1 if a dimension is negative or the product
+ * does not fit in int64 (checked, so a huge shape cannot wrap around to a small allocation).
+ */
+int64_t ladder_shape_bytes(ladder_dtype dtype, int rank, const int64_t *shape);
+
+/** Allocate a contiguous host tensor (contents undefined); LADDER_ERR_NOMEM if the shape is too large. */
 ladder_status ladder_tensor_alloc(ladder_tensor *t, ladder_dtype dtype, int rank, const int64_t *shape);
 /** Free a host tensor made by ladder_tensor_alloc() (or the npy reader); NULL data is fine. */
 void ladder_tensor_free(ladder_tensor *t);
@@ -76,8 +82,9 @@ void ladder_tensor_set(ladder_tensor *t, int64_t off, double v);
 void ladder_tensor_poison(ladder_tensor *t);
 
 /**
- * Convert a host tensor (any strides, any float dtype) into a new contiguous
- * host tensor @p dst of dtype @p to (round to nearest even).
+ * Convert a host tensor (any strides, any dtype) into a new contiguous host
+ * tensor @p dst of dtype @p to: floats round to nearest even; integers are
+ * converted through double, so the caller checks that they fit @p to.
  */
 ladder_status ladder_tensor_convert(const ladder_tensor *src, ladder_tensor *dst, ladder_dtype to);
 /** Round every addressed element of a host f32 tensor to @p precision (bf16 or f16) in place. */

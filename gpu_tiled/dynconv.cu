@@ -23,8 +23,9 @@
  * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
  * 128-byte lines and shared-memory reads by a warp hit 32 different banks.
  * 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
- * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB.
- * TT = 32 up to W = 8, where the halo adds at most 7/32 to the x and dout
+ * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
+ * (with the launcher opting in to more shared memory) when none does.
+ * TT = 32 up to W = 9, where the halo adds at most 8/32 to the x and dout
  * reads (W = 4: 24.6 KiB forward, 29 KiB backward, so several blocks share an
  * SM); W = 64 needs TT = 8 and 74 KiB forward, 83 KiB backward. Each
  * channel's weights sit Ws = W|1 floats apart (odd), so in the compute loops

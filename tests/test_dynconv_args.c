@@ -265,6 +265,23 @@ Test(dynconv_args, cu_seqlens_must_be_i32_with_at_least_one_sequence) {
     fwd_fails(CPU, LADDER_ERR_ARG, "cu_seqlens must have shape [N+1]");
 }
 
+Test(dynconv_args, cu_seqlens_must_be_rank_1_and_contiguous) {
+    packed((const int64_t[]){0, 2, 5}, 3, LADDER_I32);
+    a.cu_seqlens.rank = 2;
+    a.cu_seqlens.shape[1] = 1;
+    fwd_fails(CPU, LADDER_ERR_ARG, "cu_seqlens must have shape [N+1]");
+    packed((const int64_t[]){0, 0, 2, 0, 5, 0}, 6, LADDER_I32);
+    a.cu_seqlens.shape[0] = 3; /* every second entry: 0, 2, 5 */
+    a.cu_seqlens.strides[0] = 2;
+    fwd_fails(CPU, LADDER_ERR_UNSUPPORTED, "cu_seqlens must be contiguous");
+}
+
+Test(dynconv_args, sizes_whose_product_overflows) {
+    p.B = (int64_t)1 << 40, p.T = (int64_t)1 << 40, p.D = 16;
+    fwd_fails(CPU, LADDER_ERR_ARG, "is too large to address");
+    bwd_fails(CPU, LADDER_ERR_ARG, "is too large to address");
+}
+
 /* ---- dtypes, rung by rung (the data is never read: dtypes are checked before anything touches it) -------- */
 
 Test(dynconv_args, cpu_takes_f32_only) {

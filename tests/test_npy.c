@@ -124,6 +124,14 @@ Test(npy, malformed_files_are_clear_errors) {
     expect_bad(buf, n, "no 'descr'");
 }
 
+Test(npy, a_shape_too_large_for_the_file_is_refused_before_allocating) {
+    char buf[512];
+    size_t n = make_npy(buf, "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387905, 1, 1), }", 4);
+    expect_bad(buf, n, "too large to address");
+    n = make_npy(buf, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000, 1000), }", 4);
+    expect_bad(buf, n, "truncated");
+}
+
 Test(npy, missing_file_is_io_error) {
     ladder_tensor t;
     cr_assert_eq(ladder_npy_read("/nonexistent/x.npy", &t), LADDER_ERR_IO);

@@ -66,6 +66,8 @@ static ladder_tensor read_npy(const char *name) {
     return t;
 }
 
+static void expect_failure(const char *why);
+
 Test(tool, run_in_matches_the_cpu_rung) {
     int64_t btd[3] = {2, 37, 9}, btdw[4] = {2, 37, 9, 5};
     write_random("x", LADDER_F32, 3, btd, 1);
@@ -93,9 +95,9 @@ Test(tool, run_in_matches_the_cpu_rung) {
     for (int i = 0; i < 3; i++) {
         ladder_tensor got = read_npy(names[i]);
         cr_assert_eq(got.dtype, LADDER_F32, "%s.npy must be float32", names[i]);
-        ladder_cmp c = ladder_compare(&got, want[i], 0.0);
-        cr_assert(c.n > 0 && c.max_abs == 0.0, "%s.npy differs from the cpu rung run in-process (max abs %g)",
-                  names[i], c.max_abs);
+        ladder_cmp c = ladder_compare(&got, want[i], 0.0); /* tolerance 0: bitwise equal, NaN fails */
+        cr_assert(c.ok, "%s.npy differs from the cpu rung run in-process (max abs %g, %lld NaN/Inf mismatches)",
+                  names[i], c.max_abs, (long long)c.nonfinite_mismatches);
         ladder_tensor_free(&got);
     }
     ladder_tensor *all[] = {&x, &k16, &k, &dout, &out, &dx, &dk};
@@ -116,10 +118,40 @@ Test(tool, run_in_forward_only_and_varlen) {
     ladder_tensor_free(&cu);
     snprintf(args, sizeof args, "run dynconv --in %s --out %s", dir, dir);
     cr_assert_eq(run_ladder(args), 0);
-    snprintf(path, sizeof path, "%s/out.npy", dir);
-    cr_assert_eq(access(path, R_OK), 0, "out.npy was not written");
     snprintf(path, sizeof path, "%s/dx.npy", dir);
     cr_assert_neq(access(path, R_OK), 0, "dx.npy must not be written without dout.npy");
+    snprintf(path, sizeof path, "%s/dkernels.npy", dir);
+    cr_assert_neq(access(path, R_OK), 0, "dkernels.npy must not be written without dout.npy");
+
+    /* out.npy is the cpu rung's answer with the same packing (the window never crosses offset 6) */
+    ladder_tensor x = read_npy("x"), k = read_npy("kernels"), got = read_npy("out"), want;
+    int32_t cu32[4] = {0, 6, 6, 10};
+    cr_assert_eq(ladder_tensor_alloc(&want, LADDER_F32, 3, btd), LADDER_OK);
+    ladder_dynconv_problem p = {1, 10, 3, 4};
+    ladder_dynconv_args a = {.x = x, .kernels = k, .cu_seqlens = ladder_tensor_make(cu32, LADDER_I32, 1, n), .out = want};
+    cr_assert_eq(ladder_dynconv_fwd(LADDER_RUNG_CPU, &p, &a), LADDER_OK, "%s", ladder_last_error());
+    ladder_cmp c = ladder_compare(&got, &want, 0.0);
+    cr_assert(c.ok, "out.npy differs from the cpu rung with cu_seqlens (max abs %g)", c.max_abs);
+    ladder_tensor *all[] = {&x, &k, &got, &want};
+    for (int i = 0; i < 4; i++) ladder_tensor_free(all[i]);
+}
+
+Test(tool, run_in_bad_values_in_files) {
+    int64_t btd[3] = {1, 10, 3}, bad_w[4] = {1, 10, 3, 100}, n[1] = {3};
+    write_random("x", LADDER_F32, 3, btd, 4);
+    write_random("kernels", LADDER_F32, 4, bad_w, 5);
+    expect_failure("kernels.npy has W = 100");
+    int64_t btdw[4] = {1, 10, 3, 4};
+    write_random("kernels", LADDER_F32, 4, btdw, 5);
+    ladder_tensor cu;
+    cr_assert_eq(ladder_tensor_alloc(&cu, LADDER_I64, 1, n), LADDER_OK);
+    int64_t offs[3] = {0, ((int64_t)1 << 32) + 2, 10};
+    memcpy(cu.data, offs, sizeof offs);
+    char path[128];
+    snprintf(path, sizeof path, "%s/cu_seqlens.npy", dir);
+    cr_assert_eq(ladder_npy_write(path, &cu), LADDER_OK);
+    ladder_tensor_free(&cu);
+    expect_failure("cu_seqlens.npy entry 1 is 4294967298, outside the int32 range");
 }
 
 /* Each broken input directory makes the program exit non-zero with a message that says why. */
@@ -165,4 +197,8 @@ Test(tool, bad_flags_exit_2) {
     cr_assert_eq(run_ladder("run dynconv --W 65"), 2);
     cr_assert_eq(run_ladder("run nosuchalgo"), 2);
     cr_assert_eq(run_ladder("run dynconv --varlen 3,x"), 1);
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "--varlen"), "stderr '%s' should name --varlen", err);
+    cr_assert_eq(run_ladder("run dynconv --varlen 1,99999999999999999999"), 1);
+    cr_assert_eq(run_ladder("bench dynconv --gemm-tflops abc"), 2);
 }

@@ -1,4 +1,5 @@
 /* Helpers every algorithm's tool code shares: rung choice, clocks, varlen parsing. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -60,10 +61,13 @@ ladder_status tool_parse_varlen(const char *spec, ladder_tensor *cu, int64_t *T)
     const char *p = spec;
     for (int i = 0; i < n; i++) {
         char *end;
+        errno = 0;
         long len = strtol(p, &end, 10);
-        if (end == p || len < 0 || (*end && *end != ',') || (int64_t)v[i] + len > 2000000000) {
+        if (end == p || errno || len < 0 || len > 2000000000 || (*end && *end != ',') ||
+            (int64_t)v[i] + len > 2000000000) {
             ladder_tensor_free(cu);
-            return ladder_fail(LADDER_ERR_ARG, "--varlen needs comma-separated lengths >= 0 such as 5,0,1,9; got '%s'",
+            return ladder_fail(LADDER_ERR_ARG,
+                               "--varlen needs comma-separated lengths >= 0 such as 5,0,1,9, at most 2e9 in all; got '%s'",
                                spec);
         }
         v[i + 1] = v[i] + (int32_t)len;

@@ -1,4 +1,6 @@
 /* The `ladder` program's dynconv: random cases, the run table, .npy in and out, benchmark rows. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +40,10 @@ static ladder_status make_case(const tool_opts *o, int64_t B, int64_t T, int64_t
         c->p.B = 1;
     }
     int64_t btd[3] = {c->p.B, c->p.T, c->p.D}, btdw[4] = {c->p.B, c->p.T, c->p.D, c->p.W};
+    int64_t bytes = ladder_shape_bytes(LADDER_F32, 4, btdw);
+    if (bytes < 0 || bytes > ((int64_t)1 << 36))
+        return ladder_fail(LADDER_ERR_ARG, "--B %lld --T %lld --D %lld --W %d needs more than 64 GiB for kernels alone",
+                           (long long)c->p.B, (long long)c->p.T, (long long)c->p.D, c->p.W);
     ladder_status st = ladder_tensor_alloc(&c->x, LADDER_F32, 3, btd);
     if (st == LADDER_OK) st = ladder_tensor_alloc(&c->kernels, LADDER_F32, 4, btdw);
     if (st == LADDER_OK) st = ladder_tensor_alloc(&c->dout, LADDER_F32, 3, btd);
@@ -125,25 +131,28 @@ static ladder_status run_rung(ladder_rung rung, ladder_dtype dtype, const dc_cas
     return st;
 }
 
+static void free_rounded(dc_case *r) {
+    ladder_tensor_free(&r->x);
+    ladder_tensor_free(&r->kernels);
+    ladder_tensor_free(&r->dout);
+}
+
 /* The same case with its inputs rounded to dtype (what the tensor-core rung sees), for the CPU reference. */
 static ladder_status round_case(const dc_case *c, ladder_dtype dtype, dc_case *r) {
     *r = *c;
-    r->cu_seqlens.data = NULL; /* shared with c, not owned */
+    r->x.data = r->kernels.data = r->dout.data = NULL; /* r owns only what the conversions below make */
     ladder_status st = ladder_tensor_convert(&c->x, &r->x, LADDER_F32);
     if (st == LADDER_OK) st = ladder_tensor_convert(&c->kernels, &r->kernels, LADDER_F32);
     if (st == LADDER_OK) st = ladder_tensor_convert(&c->dout, &r->dout, LADDER_F32);
-    if (st != LADDER_OK) return st;
+    if (st != LADDER_OK) {
+        free_rounded(r);
+        return st;
+    }
     ladder_tensor_round_to(&r->x, dtype);
     ladder_tensor_round_to(&r->kernels, dtype);
     ladder_tensor_round_to(&r->dout, dtype);
     r->cu_seqlens = c->cu_seqlens;
     return LADDER_OK;
-}
-
-static void free_rounded(dc_case *r) {
-    ladder_tensor_free(&r->x);
-    ladder_tensor_free(&r->kernels);
-    ladder_tensor_free(&r->dout);
 }
 
 /* Compare all three outputs; the worst relative L2 error goes to *worst. */
@@ -250,7 +259,7 @@ static int read_input(const char *dir, const char *name, bool required, ladder_t
     snprintf(path, sizeof path, "%s/%s.npy", dir, name);
     memset(t, 0, sizeof *t);
     FILE *f = fopen(path, "rb");
-    if (!f && !required) return 0;
+    if (!f && errno == ENOENT && !required) return 0; /* absent; any other failure is reported below */
     if (f) fclose(f);
     if (ladder_npy_read(path, t) != LADDER_OK) {
         fprintf(stderr, "ladder: %s\n", ladder_last_error());
@@ -282,6 +291,14 @@ static int to_dtype(ladder_tensor *t, ladder_dtype dtype, const char *name) {
                 dtype == LADDER_I32 ? "integers (int32 or int64)" : "floats (float32 or float16)");
         return 1;
     }
+    if (dtype == LADDER_I32)
+        for (int64_t i = 0; i < ladder_tensor_numel(t); i++) {
+            double v = ladder_tensor_get(t, i);
+            if (v < INT32_MIN || v > INT32_MAX) {
+                fprintf(stderr, "ladder: %s.npy entry %lld is %.0f, outside the int32 range\n", name, (long long)i, v);
+                return 1;
+            }
+        }
     ladder_tensor conv;
     if (ladder_tensor_convert(t, &conv, dtype) != LADDER_OK) {
         fprintf(stderr, "ladder: %s\n", ladder_last_error());
@@ -301,11 +318,20 @@ static int dynconv_run_npy(const tool_opts *o) {
         fprintf(stderr, "ladder: --in runs one rung; pick one --rung\n");
         return 2;
     }
+    if (ladder_rung_available(rung) != LADDER_OK) {
+        fprintf(stderr, "ladder: %s\n", ladder_last_error());
+        return 1;
+    }
     dc_case c = {0};
     int rc = read_input(o->in_dir, "x", true, &c.x) || read_input(o->in_dir, "kernels", true, &c.kernels) ||
              read_input(o->in_dir, "dout", false, &c.dout) || read_input(o->in_dir, "cu_seqlens", false, &c.cu_seqlens) ||
              to_dtype(&c.x, LADDER_F32, "x") || to_dtype(&c.kernels, LADDER_F32, "kernels") ||
              to_dtype(&c.dout, LADDER_F32, "dout") || to_dtype(&c.cu_seqlens, LADDER_I32, "cu_seqlens");
+    if (!rc && c.kernels.rank == 4 && (c.kernels.shape[3] < 1 || c.kernels.shape[3] > LADDER_DYNCONV_MAX_W)) {
+        fprintf(stderr, "ladder: kernels.npy has W = %lld (its last dimension) but W must be in 1..%d\n",
+                (long long)c.kernels.shape[3], LADDER_DYNCONV_MAX_W);
+        rc = 1;
+    }
     if (!rc && (c.x.rank != 3 || c.kernels.rank != 4)) {
         char xs[64], ks[64];
         ladder_tensor_shape_str(&c.x, xs, sizeof xs);
@@ -316,7 +342,6 @@ static int dynconv_run_npy(const tool_opts *o) {
     }
     if (!rc) {
         c.p = (ladder_dynconv_problem){c.x.shape[0], c.x.shape[1], c.x.shape[2], (int)c.kernels.shape[3]};
-        if (c.kernels.shape[3] > LADDER_DYNCONV_MAX_W) c.p.W = LADDER_DYNCONV_MAX_W + 1; /* let the check name it */
         bool backward = c.dout.data != NULL;
         if (!backward) {
             /* the run does both passes; without dout.npy give it x's shape and write only out */

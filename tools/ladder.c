@@ -126,7 +126,12 @@ static int parse_opts(int argc, char **argv, tool_opts *o) {
             if (parse_int(a, v, 0, 100000, &x)) return 1;
             o->warmup = (int)x;
         } else if (!strcmp(a, "--gemm-tflops")) {
-            o->gemm_tflops = atof(v);
+            char *end;
+            o->gemm_tflops = strtod(v, &end);
+            if (end == v || *end || !(o->gemm_tflops >= 0)) {
+                fprintf(stderr, "ladder: --gemm-tflops needs a rate >= 0 in TFLOP/s, got '%s'\n", v);
+                return 1;
+            }
         } else if (!strcmp(a, "--varlen")) {
             o->varlen = v;
         } else if (!strcmp(a, "--in")) {

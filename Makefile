@@ -8,6 +8,7 @@
 #   make bench-tables splice docs/results/*.csv into the chapters
 #   make docs         Doxygen HTML of the API and the chapters into build/docs/html
 #   make gpu-bundle   a lean, commit-stamped build/ to run on a GPU machine with no package manager
+#   make labs         list the chapters' labs; make lab LAB=name checks yours; make lab-check proves the checkers
 #
 # Options: ARCH (default "80 90"), NVCC, REQUIRE_CUDA=1 (fail without nvcc), SANITIZE=1.
 
@@ -69,7 +70,7 @@ HAVE_CRITERION := $(if $(wildcard /usr/include/criterion/criterion.h /usr/local/
 all: $(LIB) $(LADDER) $(if $(filter 1,$(HAVE_CRITERION)),$(TESTS))
 
 help:
-	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,/^# Options/p' Makefile | sed 's/^# \{0,1\}//'
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)

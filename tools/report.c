@@ -6,7 +6,8 @@
 
 #include "tool.h"
 
-void report_gpu_slug(const char *gpu, char *slug, size_t n) {
+/* Lower-case short name of a GPU for file names ("NVIDIA H100 80GB HBM3" -> "h100"). */
+static void report_gpu_slug(const char *gpu, char *slug, size_t n) {
     /* the first word that is letters then digits ("H100", "A100", "L40S") names the chip */
     for (const char *p = gpu; *p; p++) {
         if ((p == gpu || p[-1] == ' ') && isalpha((unsigned char)p[0]) && isdigit((unsigned char)p[1])) {

@@ -60,7 +60,5 @@ ladder_status tool_parse_varlen(const char *spec, ladder_tensor *cu_seqlens, int
 
 /* Write rows as CSV, Markdown and an SVG bar chart into dir (named <gpu>-<date>.*). */
 int report_write(const char *dir, const bench_env *env, const bench_row *rows, int n_rows);
-/* Lower-case, dash-separated short name of a GPU ("NVIDIA H100 80GB HBM3" -> "h100"). */
-void report_gpu_slug(const char *gpu, char *slug, size_t n);
 
 #endif

@@ -1,8 +1,9 @@
 /**
  * @file mma.cuh
  * @brief Tensor-core helpers shared by the gpu_tensorcore rungs: the warp-wide
- *        mma.sync.m16n8k16 (bf16 or fp16 in, fp32 accumulate), its fragment
- *        layout, and the 16-bit packing and conversion helpers around it.
+ *        mma.sync.m16n8k8 (bf16 or fp16 in, fp32 accumulate) and its fragment
+ *        layout, ldmatrix for B fragments, the 16-byte cp.async that stages
+ *        tiles, and the 16-bit packing and conversion helpers around them.
  *
  * Elements travel as raw 16-bit patterns (uint16_t) so that loads, stores and
  * shared-memory tiles need no knowledge of the format; only the two places
@@ -20,36 +21,25 @@
 
 // clang-format off
 /*
- * Fragment layout of mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32, from the
- * PTX ISA, section "Matrix Fragments for mma.m16n8k16 with floating point type"
- * (docs.nvidia.com/cuda/parallel-thread-execution/index.html#warp-level-matrix-fragment-mma-16816-float).
+ * Fragment layout of mma.sync.aligned.m16n8k8.row.col.f32.{bf16,f16}.{bf16,f16}.f32, from the
+ * PTX ISA, section "Matrix Fragments for mma.m16n8k8" (floating point types)
+ * (docs.nvidia.com/cuda/parallel-thread-execution/index.html#warp-level-matrix-fragment-mma-1688).
  *
  * lane = 4*g + t, with g = groupID = lane / 4 (0..7) and t = threadID_in_group = lane % 4 (0..3).
  * A 32-bit register holds two elements, the lower-numbered one in its low 16 bits.
  *
- * A (16 x 16, row-major): four registers a[0..3] per lane, (row, columns)
+ *   A (16 x 8, row-major), two registers:   a[0]: row g,   columns 2t and 2t+1
+ *                                           a[1]: row g+8, columns 2t and 2t+1
+ *   B (8 x 8, column-major), one register:  b:    rows 2t and 2t+1, column g
+ *   C and D (16 x 8, fp32), four floats:    c[0]: (g, 2t)    c[1]: (g, 2t+1)
+ *                                           c[2]: (g+8, 2t)  c[3]: (g+8, 2t+1)
  *
- *                 columns 0..7                 columns 8..15
- *              +----------------------------+----------------------------+
- *   rows 0..7  | a[0]: (g,   2t and 2t+1)   | a[2]: (g,   2t+8 and 2t+9) |
- *   rows 8..15 | a[1]: (g+8, 2t and 2t+1)   | a[3]: (g+8, 2t+8 and 2t+9) |
- *              +----------------------------+----------------------------+
+ * So entry (row i, column n) of C is in lane 4*(i % 8) + n/2, as c[2*(i/8) + n%2].
  *
- *   register r: row g + 8*(r & 1), columns 2t + 8*(r >> 1) and the next one.
- *   (The PTX ISA numbers the elements a0..a7: a[0] = {a0,a1}, a[1] = {a2,a3},
- *    a[2] = {a4,a5}, a[3] = {a6,a7}.)
- *
- * B (16 x 8, column-major): two registers b[0..1] per lane, (rows, column)
- *
- *   b[0]: (2t and 2t+1,   g)         b[1]: (2t+8 and 2t+9,   g)
- *
- * C and D (16 x 8, fp32): four floats c[0..3] per lane, (row, column)
- *
- *   c[0]: (g,   2t)    c[1]: (g,   2t+1)
- *   c[2]: (g+8, 2t)    c[3]: (g+8, 2t+1)
- *
- * So column 0 of C is held by the lanes with t == 0 (lanes 0, 4, ..., 28): c[0] is its row g,
- * c[2] its row g+8; and column 0 of B by lanes 0..3 (g == 0).
+ * ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 reads an 8 x 8 matrix M of 16-bit elements whose
+ * row r (8 consecutive elements, 16 bytes) starts at the address lane r passes (lanes 0..7), and
+ * gives lane 4g+t the elements M[2t][g] and M[2t+1][g]: exactly the B register above when the rows of
+ * M are the rows of B. A [token][channel] tile thus feeds B (k = token, n = channel) as it lies.
  */
 // clang-format on
 
@@ -87,43 +77,57 @@ __device__ __forceinline__ uint4 ladder_pack8(const uint16_t (&e)[8]) {
                       ladder_pack2(e[6], e[7]));
 }
 
-/** Element k (0..7) of a 16-byte vector (k is a compile-time constant in an unrolled loop). */
-__device__ __forceinline__ uint16_t ladder_elem8(uint4 v, int k) {
-    const uint32_t w = k < 2 ? v.x : k < 4 ? v.y : k < 6 ? v.z : v.w;
-    return (uint16_t)((k & 1) ? w >> 16 : w & 0xFFFFu);
-}
-
 /** One 32-bit word of shared memory: two consecutive elements at an even element index. */
 __device__ __forceinline__ uint32_t ladder_lds32(const uint16_t *p) {
     return *reinterpret_cast<const uint32_t *>(p);
 }
-/** Store two consecutive elements (@p v as from ladder_pack2()) at an even element index. */
-__device__ __forceinline__ void ladder_sts32(uint16_t *p, uint32_t v) { *reinterpret_cast<uint32_t *>(p) = v; }
+
+/** The B register of an 8 x 8 tile whose row r starts at @p row in lane r (r < 8), 16-byte aligned. */
+__device__ __forceinline__ uint32_t ladder_ldsm_x1_trans(const uint16_t *row) {
+    uint32_t b;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
+                 : "=r"(b)
+                 : "r"((unsigned)__cvta_generic_to_shared(row))
+                 : "memory");
+    return b;
+}
 
 /**
- * D = A * B + D on the tensor cores, one warp-wide m16n8k16 step with fp32
+ * Copy 16 bytes from global to shared memory without passing through registers (cp.async, sm_80+),
+ * or, when @p valid is false, write 16 zero bytes there and read nothing. Both addresses 16-byte
+ * aligned. The copy is complete for this thread after ladder_cp_async_wait_all(), and for the block
+ * after a __syncthreads() that follows it.
+ */
+__device__ __forceinline__ void ladder_cp_async16(void *smem, const void *global, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
+                 "l"(__cvta_generic_to_global(global)), "r"(valid ? 16 : 0)
+                 : "memory");
+}
+
+/** Wait until every cp.async this thread issued has landed. */
+__device__ __forceinline__ void ladder_cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+/**
+ * D = A * B + D on the tensor cores, one warp-wide m16n8k8 step with fp32
  * accumulation. Every lane of the warp must call it together (it is .sync and
  * .aligned), each passing its own fragments in the layout drawn above.
  */
-template <class T>
-__device__ __forceinline__ void ladder_mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
+template <class T> __device__ __forceinline__ void ladder_mma_m16n8k8(float (&d)[4], const uint32_t (&a)[2], uint32_t b);
 
 template <>
-__device__ __forceinline__ void ladder_mma_m16n8k16<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4],
-                                                                   const uint32_t (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+__device__ __forceinline__ void ladder_mma_m16n8k8<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[2], uint32_t b) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+                 : "r"(a[0]), "r"(a[1]), "r"(b));
 }
 
 template <>
-__device__ __forceinline__ void ladder_mma_m16n8k16<__half>(float (&d)[4], const uint32_t (&a)[4],
-                                                            const uint32_t (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+__device__ __forceinline__ void ladder_mma_m16n8k8<__half>(float (&d)[4], const uint32_t (&a)[2], uint32_t b) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+                 : "r"(a[0]), "r"(a[1]), "r"(b));
 }
 
 #endif

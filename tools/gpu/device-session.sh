@@ -3,7 +3,7 @@
 # the full suites, the suites under compute-sanitizer (memcheck, racecheck), the SASS check,
 # and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|bench]...   (default: all four)
+#   tools/gpu/device-session.sh [tests|sanitize|sass|bench|ncu]...   (default: the first four)
 set -uo pipefail
 out=${OUT:-/tmp/ladder-out}
 mkdir -p "$out/bench" /tmp/logs
@@ -38,12 +38,17 @@ for step in $steps; do
         cat "$out"/bench/*.md 2>/dev/null | tee -a "$summary"
         ;;
     ncu)
-        # where the tensor-core forward spends its time: speed of light and warp stall reasons, one launch
-        ncu --kernel-name regex:fwd_tc --launch-count 1 --section SpeedOfLight --section WarpStateStats \
-            --section MemoryWorkloadAnalysis build/bin/ladder run dynconv --rung gpu_tensorcore --B 8 --T 4096 \
-            --D 2048 --W 4 >/tmp/logs/ncu.txt 2>&1
-        say "ncu: exit $?"
-        grep -a -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Stall|Warp Cycles Per Issued" /tmp/logs/ncu.txt | head -20 | tee -a "$summary"
+        # where the tensor-core kernels spend their time: speed of light, issue, occupancy, one launch each
+        for k in fwd_tc bwd_tc; do
+            ncu --kernel-name regex:$k --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+                --section WarpStateStats --section InstructionStats --section Occupancy --section LaunchStats \
+                --section MemoryWorkloadAnalysis_Tables --print-details all \
+                build/bin/ladder run dynconv --rung gpu_tensorcore --B 8 --T 4096 --D 2048 --W 4 \
+                >/tmp/logs/ncu-$k.txt 2>&1
+            say "ncu $k: exit $?"
+            grep -a -E "Duration|DRAM Throughput|Compute \(SM\)|Issue Slots Busy|Executed Instructions  |Registers Per|Achieved Occupancy|Warp Cycles Per Issued|bank conflict" \
+                /tmp/logs/ncu-$k.txt | head -12 | tee -a "$summary"
+        done
         ;;
     esac
     tar czf "$out/logs.tgz" -C /tmp logs # after every step, so a run cut off at its limit still returns logs

@@ -115,20 +115,21 @@ __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t 
     const int r0 = threadIdx.x / per_row;
     if (r0 >= row_step) return;
     const uint16_t *base = src + tl.b * st[0] + (int64_t)tl.d0 * st[2];
-    for (int row = r0; row < rows; row += row_step) {
-        const int64_t tok = tok0 + row;
-        const bool live_row = row < live && tok >= 0 && tok < a.T;
-        for (int f0 = 8 * (threadIdx.x % per_row); f0 < 8 * cpr; f0 += 8 * per_row) {
+    // rows holding input: tokens in [0, T), rows below live
+    const int row_lo = (int)max((int64_t)0, -tok0), row_hi = (int)min((int64_t)live, a.T - tok0);
+    for (int f0 = 8 * (threadIdx.x % per_row); f0 < 8 * cpr; f0 += 8 * per_row) {
+        const bool whole = f0 + 8 <= nv; // all 8 elements are input (in a live row)
+        for (int row = r0; row < rows; row += row_step) {
             uint16_t *d = dst + row * ld + f0;
-            const bool in = live_row && f0 < nv;
-            if (vec && (!in || f0 + 8 <= nv)) { // the whole chunk is input, or the whole chunk is zero
-                ladder_cp_async16(d, in ? base + tok * st[1] + f0 : src, in);
+            const bool in = row >= row_lo && row < row_hi && f0 < nv;
+            if (vec && (!in || whole)) { // the whole chunk is input, or the whole chunk is zero
+                ladder_cp_async16(d, in ? base + (tok0 + row) * st[1] + f0 : src, in);
                 continue;
             }
             uint16_t e[8];
 #pragma unroll
             for (int k = 0, c = f0 / nw, w = f0 % nw; k < 8; k++) {
-                e[k] = in && f0 + k < nv && w < w_real ? base[tok * st[1] + c * st[2] + w * st[3]] : 0;
+                e[k] = in && f0 + k < nv && w < w_real ? base[(tok0 + row) * st[1] + c * st[2] + w * st[3]] : 0;
                 if (++w == nw) w = 0, c++;
             }
             *reinterpret_cast<uint4 *>(d) = ladder_pack8(e);
@@ -224,13 +225,14 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
         for (int b = 0; b < a.NK; b++) {
             const int p = 8 * b + 2 * t;
             const bool lo = p < a.We, hi = (unsigned)(p - S) < (unsigned)a.We;
-            const int hi_off = S * a.KR + p - S, off = lo ? p : hi_off;
+            // one word per lane: row g's when lo, else row g+8's when hi, else any word of the tile (masked)
+            const int hi_off = S * a.KR + p - S, off = lo ? p : hi ? hi_off : 0;
+            const uint32_t m0 = lo ? ~0u : 0u, m1 = hi ? ~0u : 0u;
 #pragma unroll
             for (int j = 0; j < UNIT; j++) {
-                uint32_t v0 = 0, v1 = 0;
-                if (lo || hi) v0 = ladder_lds32(kr[j] + off);
-                if (lo && hi) v1 = ladder_lds32(kr[j] + hi_off); // only when W > 8: the windows overlap
-                const uint32_t A[2] = {lo ? v0 : 0u, hi ? (lo ? v1 : v0) : 0u};
+                const uint32_t v = ladder_lds32(kr[j] + off);
+                // when W > 8 the windows overlap: a lane can need both words (hi_off then stays in the tile)
+                const uint32_t A[2] = {v & m0, (a.W > 8 ? ladder_lds32(kr[j] + hi_off) : v) & m1};
                 ladder_mma_m16n8k8<T>(acc[j], A, ladder_ldsm_x1_trans(xr[j] + 8 * b * a.XR));
             }
         }
@@ -260,17 +262,18 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
         for (int b = 0; b < a.NK; b++) {
             const int p = 8 * b + 2 * t;
             const bool lo = p < a.W, hi = (unsigned)(p - S) < (unsigned)a.W;
-            // element offsets (from kr[j]) of the pair for q, and whether its second tap exists
+            // the pair for q (from kr[j]): row r+p, tap W-1-q, and row r+p+1, tap W-2-q; its mask keeps the
+            // second half only when that tap exists. Lanes that need neither read element 0 and mask it away.
             const int q0 = lo ? p : p - S, q1 = p - S;
-            const int e00 = p * a.KR + a.W - 1 - q0, e01 = e00 + a.KR - 1, e10 = p * a.KR + a.W - 1 - q1,
-                      e11 = e10 + a.KR - 1;
-            const bool second0 = q0 <= a.W - 2, second1 = q1 <= a.W - 2;
+            const int e00 = lo || hi ? p * a.KR + a.W - 1 - q0 : 0, e10 = p * a.KR + a.W - 1 - q1;
+            const uint32_t pm0 = q0 <= a.W - 2 ? ~0u : 0xFFFFu, pm1 = q1 <= a.W - 2 ? ~0u : 0xFFFFu;
+            const uint32_t m0 = lo ? pm0 : 0u, m1 = hi ? (lo ? pm1 : pm0) : 0u;
 #pragma unroll
             for (int j = 0; j < UNIT; j++) {
-                uint32_t v0 = 0, v1 = 0;
-                if (lo || hi) v0 = ladder_pack2(kr[j][e00], second0 ? kr[j][e01] : (uint16_t)0);
-                if (lo && hi) v1 = ladder_pack2(kr[j][e10], second1 ? kr[j][e11] : (uint16_t)0); // W > 8 only
-                const uint32_t A[2] = {lo ? v0 : 0u, hi ? (lo ? v1 : v0) : 0u};
+                const uint32_t v = ladder_pack2(kr[j][e00], kr[j][e00 + a.KR - 1]);
+                // when W > 8 the windows overlap: a lane can need both pairs
+                const uint32_t A[2] = {v & m0,
+                                       (a.W > 8 ? ladder_pack2(kr[j][e10], kr[j][e10 + a.KR - 1]) : v) & m1};
                 ladder_mma_m16n8k8<T>(acc[j], A, ladder_ldsm_x1_trans(gr[j] + 8 * b * a.XR));
             }
         }
@@ -279,37 +282,42 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
 }
 
 /* dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
- * each, rounded to T. Each thread owns 8 consecutive (channel, tap) elements of a row, the same 8 in every row
- * it writes, so their channels and taps are decoded once. */
+ * each, rounded to T. One thread per (row, channel), writing its taps in pairs into the dkernels tile sD, laid
+ * out as the kernels tile (dx_mma is done with that by now); store_dkernels sends it out in 16-byte rows. */
 template <class T>
-__device__ void dkernels_mul(const tc_args &a, const tile &tl, const uint16_t *sX, const uint16_t *sG,
-                             const int *wmin) {
+__device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_t *sG, const int *wmin,
+                             uint16_t *sD) {
+    const int lgDT = a.lg_oct + 3; // DT = 2^lgDT
+    for (int i = threadIdx.x; i < TT << lgDT; i += NT) {
+        const int row = i >> lgDT, c = i & (a.DT - 1), w_lo = wmin[row];
+        const float gv = ladder_to_float<T>(sG[row * a.XR + c]);
+        const uint16_t *xs = sX + row * a.XR + c; // x-tile row row+w is token t0+row+w-W+1
+        uint16_t *d = sD + row * a.KR + c * a.We;
+        for (int w = 0; w < a.We; w += 2) { // taps from w_lo on are inside the sequence; tap W is padding
+            const float v0 = w >= w_lo ? gv * ladder_to_float<T>(xs[w * a.XR]) : 0.0f;
+            const float v1 = w + 1 >= w_lo && w + 1 < a.W ? gv * ladder_to_float<T>(xs[(w + 1) * a.XR]) : 0.0f;
+            *reinterpret_cast<uint32_t *>(d + w) = ladder_pack2_float<T>(v0, v1);
+        }
+    }
+}
+
+/* The dkernels tile [TT][KR] (channel slots of We taps) -> rows t0.. of the contiguous [B,T,D,W] output, 8
+ * elements per thread (the same 8 in every row it writes): 16-byte copies where the slots have no padding
+ * (W even) and the output is aligned, element copies otherwise. */
+__device__ void store_dkernels(const uint16_t *sD, const tc_args &a, const tile &tl) {
     const int cpr = a.DT * a.W / 8, nv = tl.Dv * a.W;
     const int per_row = min(cpr, NT), row_step = NT / per_row, r0 = threadIdx.x / per_row;
     if (r0 >= row_step) return;
+    const bool vec = a.vec_dk && a.We == a.W;
     for (int f0 = 8 * (threadIdx.x % per_row); f0 < nv; f0 += 8 * per_row) {
-        const int c_first = f0 / a.W, w_first = f0 % a.W;
         for (int row = r0; row < TT && tl.t0 + row < a.T; row += row_step) {
-            const int w_lo = wmin[row];
-            float v[8];
-#pragma unroll
-            for (int k = 0, c = c_first, w = w_first; k < 8; k++) {
-                // x-tile row row+w is token t0+row+w-W+1, inside the sequence from tap w_lo on
-                const bool in = f0 + k < nv && w >= w_lo;
-                v[k] = in ? ladder_to_float<T>(sG[row * a.XR + c]) *
-                                ladder_to_float<T>(sX[(row + w) * a.XR + c])
-                          : 0.0f;
-                if (++w == a.W) w = 0, c++;
-            }
             uint16_t *p = a.dk + ((tl.b * a.T + tl.t0 + row) * a.D + tl.d0) * a.W + f0;
-            if (a.vec_dk && f0 + 8 <= nv) {
-                *reinterpret_cast<uint4 *>(p) = make_uint4(ladder_pack2_float<T>(v[0], v[1]),
-                                                           ladder_pack2_float<T>(v[2], v[3]),
-                                                           ladder_pack2_float<T>(v[4], v[5]),
-                                                           ladder_pack2_float<T>(v[6], v[7]));
-            } else {
-                for (int k = 0; k < 8 && f0 + k < nv; k++) p[k] = ladder_from_float<T>(v[k]);
+            const uint16_t *q = sD + row * a.KR;
+            if (vec && f0 + 8 <= nv) {
+                *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(q + f0);
+                continue;
             }
+            for (int k = 0; k < 8 && f0 + k < nv; k++) p[k] = q[(f0 + k) / a.W * a.We + (f0 + k) % a.W];
         }
     }
 }
@@ -355,7 +363,7 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(c
 template <class T> __global__ void __launch_bounds__(NT) dynconv_bwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][XR]: x rows t0-W+1 .. t0+TT-1
-    uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [krows][KR]: kernels rows t0 ..
+    uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [krows][KR]: kernels rows t0 .., then dkernels
     uint16_t *sG = reinterpret_cast<uint16_t *>(smem + a.off_g); // [grows][XR]: dout rows t0 ..
     uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TT][OR]: dx
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT+W-1]
@@ -372,10 +380,12 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_bwd_tc_kernel(c
         mask_kernels(sK, wmin, halo, a);
         __syncthreads();
     }
-    dkernels_mul<T>(a, tl, sX, sG, wmin);
     dx_mma<T>(a, sG, sK, sO);
-    __syncthreads();
+    __syncthreads(); // dx_mma is done with sK: dkernels takes its place
+    dkernels_mul<T>(a, sX, sG, wmin, sK);
     store_tokens(a.dx, sO, a, tl, a.vec_out);
+    __syncthreads();
+    store_dkernels(sK, a, tl);
 }
 
 /* -------------------------------------------------------------------------------------------------------- */

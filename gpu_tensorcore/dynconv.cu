@@ -78,8 +78,8 @@ struct tc_args {
     int n_seqs;
     int DT, lg_oct;              // channels per block, DT = NCH * 2^lg_oct
     int KR, krows;               // kernels tile [krows][DT][We]: row pitch, rows
-    int XR, xrows, grows;        // x and dout tiles [rows][DT]: row pitch, rows
-    int OR;                      // output tile [TT][DT]: row pitch
+    int CR;                      // row pitch of the [token][channel] tiles: x, dout, and the output
+    int xrows, grows;            // x and dout tile rows
     int off_x, off_k, off_g, off_o, off_b;
     bool vec_x, vec_k, vec_g, vec_out, vec_dk; // 16-byte path per tensor
 };
@@ -118,14 +118,16 @@ __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t 
     // rows holding input: tokens in [0, T), rows below live
     const int row_lo = (int)max((int64_t)0, -tok0), row_hi = (int)min((int64_t)live, a.T - tok0);
     for (int f0 = 8 * (threadIdx.x % per_row); f0 < 8 * cpr; f0 += 8 * per_row) {
-        const bool whole = f0 + 8 <= nv; // all 8 elements are input (in a live row)
+        if (vec && f0 + 8 <= nv) { // each chunk of this column is 16 bytes of input, or a zero row
+            for (int row = r0; row < rows; row += row_step) {
+                const bool in = row >= row_lo && row < row_hi;
+                ladder_cp_async16(dst + row * ld + f0, in ? base + (tok0 + row) * st[1] + f0 : src, in);
+            }
+            continue;
+        }
         for (int row = r0; row < rows; row += row_step) {
             uint16_t *d = dst + row * ld + f0;
             const bool in = row >= row_lo && row < row_hi && f0 < nv;
-            if (vec && (!in || whole)) { // the whole chunk is input, or the whole chunk is zero
-                ladder_cp_async16(d, in ? base + (tok0 + row) * st[1] + f0 : src, in);
-                continue;
-            }
             uint16_t e[8];
 #pragma unroll
             for (int k = 0, c = f0 / nw, w = f0 % nw; k < 8; k++) {
@@ -164,43 +166,45 @@ __device__ void mask_kernels(uint16_t *sK, const int *wmin, int rows, const tc_a
 
 /*
  * The mma work of a block, per 8-channel octet: TT/2 row pairs (r, r+S), pair m having r = 2S*(m/S) + m%S
- * (the first S rows of each run of 2S). A warp takes UNIT consecutive pairs of one octet and carries all of
- * them through the k loop together, so that what depends only on the lane and the k step (which words to
- * load, which halves to keep) is worked out once per UNIT mma. TT/2 is a multiple of UNIT.
+ * (the first S rows of each run of 2S). A warp keeps one octet (NWARPS is a multiple of the DT/8 octets) and
+ * takes UNIT consecutive pairs at a time, carrying all of them through the k loop together, so that what
+ * depends only on the lane and the k step (which word to load, which halves to keep) is worked out once per
+ * UNIT mma. Pair m0+j of a unit (m0 a multiple of UNIT) sits pair_row(j) rows below pair m0.
  */
-struct unit {
-    int c0;        // first channel of the octet
-    int row[UNIT]; // tile row r of each pair
+__device__ int pair_row(int m, const tc_args &a) { return ((m >> a.lgS) << (a.lgS + 1)) + (m & (a.S - 1)); }
+
+/* Where a warp works: its octet's first channel, and the row offsets (times the pitches) of a unit's pairs. */
+struct warp_plan {
+    int c0;
+    int dk[UNIT], dc[UNIT]; // pair_row(j) * KR, pair_row(j) * CR
 };
 
-__device__ int n_units(const tc_args &a) { return (TT / 2 / UNIT) << a.lg_oct; }
-
-__device__ unit unit_of(int u, const tc_args &a) {
-    unit un;
-    un.c0 = NCH * (u & ((1 << a.lg_oct) - 1));
-    const int m0 = UNIT * (u >> a.lg_oct);
+__device__ warp_plan plan_warp(const tc_args &a) {
+    warp_plan w;
+    w.c0 = NCH * ((threadIdx.x / 32) & ((1 << a.lg_oct) - 1));
 #pragma unroll
-    for (int j = 0; j < UNIT; j++) {
-        const int m = m0 + j;
-        un.row[j] = ((m >> a.lgS) << (a.lgS + 1)) + (m & (a.S - 1));
-    }
-    return un;
+    for (int j = 0; j < UNIT; j++) w.dk[j] = pair_row(j, a) * a.KR, w.dc[j] = pair_row(j, a) * a.CR;
+    return w;
 }
+
+/* The first tile row of each unit of this warp, in order. */
+__device__ int n_units(const tc_args &a) { return (TT / 2 / UNIT) << a.lg_oct; }
+__device__ int unit_row(int u, const tc_args &a) { return pair_row(UNIT * (u >> a.lg_oct), a); }
 
 /*
  * The useful entries of each C, (g, g) and (g+8, g) (common/mma.cuh: lane 4g + g/2, c[g%2] and c[2+g%2]),
- * are the outputs of channel c0+g at tile rows r and r+S: into the output tile, rounded to T.
+ * are the outputs of channel c0+g at tile rows r and r+S: into the output tile at o (row r0, channel c0+g),
+ * rounded to T.
  */
 template <class T>
-__device__ void store_diagonal(uint16_t *sO, const tc_args &a, const unit &un, const float (&acc)[UNIT][4]) {
+__device__ void store_diagonal(uint16_t *o, const tc_args &a, const warp_plan &wp, const float (&acc)[UNIT][4]) {
     const int lane = threadIdx.x % 32, g = lane / 4;
     if (lane % 4 != g / 2) return;
     const bool odd = g % 2; // a select, not acc[j][g % 2]: a run-time index would put acc in local memory
 #pragma unroll
     for (int j = 0; j < UNIT; j++) {
-        uint16_t *o = sO + un.row[j] * a.OR + un.c0 + g;
-        o[0] = ladder_from_float<T>(odd ? acc[j][1] : acc[j][0]);
-        o[a.S * a.OR] = ladder_from_float<T>(odd ? acc[j][3] : acc[j][2]);
+        o[wp.dc[j]] = ladder_from_float<T>(odd ? acc[j][1] : acc[j][0]);
+        o[wp.dc[j] + a.S * a.CR] = ladder_from_float<T>(odd ? acc[j][3] : acc[j][2]);
     }
 }
 
@@ -208,21 +212,20 @@ __device__ void store_diagonal(uint16_t *sO, const tc_args &a, const unit &un, c
  * Forward. In k step b, lane (g, t) of the warp (common/mma.cuh) holds columns p = 8b+2t and p+1 of A: for
  * row g, taps p and p+1 of kernels row r, channel c0+g, when p < We; for row g+8, taps p-S and p-S+1 of row
  * r+S when S <= p < S+We. Either is one aligned 32-bit word of the tile (taps past W are its zero padding).
- * For W <= 8 the two ranges do not overlap, so each lane loads at most one word per k step and product.
+ * For W <= 8 the two ranges do not overlap, so each lane loads one word per k step and product, and masks
+ * it into the register(s) it belongs to.
  */
 template <class T>
 __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK, uint16_t *sO) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
+    const warp_plan wp = plan_warp(a);
+    const uint16_t *kl = sK + (wp.c0 + g) * a.We;       // kernels row 0, channel c0+g
+    const uint16_t *xl = sX + (lane % 8) * a.CR + wp.c0; // B: x-tile row r+p is token r-W+1+p
     for (int u = threadIdx.x / 32; u < n_units(a); u += NWARPS) {
-        const unit un = unit_of(u, a);
-        const uint16_t *kr[UNIT], *xr[UNIT];
-#pragma unroll
-        for (int j = 0; j < UNIT; j++) {
-            kr[j] = sK + un.row[j] * a.KR + (un.c0 + g) * a.We; // kernels row r, channel c0+g
-            xr[j] = sX + (un.row[j] + lane % 8) * a.XR + un.c0;  // B rows: x-tile row r+p is token r-W+1+p
-        }
+        const int r0 = unit_row(u, a);
+        const uint16_t *kb = kl + r0 * a.KR, *xb = xl + r0 * a.CR;
         float acc[UNIT][4] = {};
-        for (int b = 0; b < a.NK; b++) {
+        for (int b = 0; b < a.NK; b++, xb += 8 * a.CR) {
             const int p = 8 * b + 2 * t;
             const bool lo = p < a.We, hi = (unsigned)(p - S) < (unsigned)a.We;
             // one word per lane: row g's when lo, else row g+8's when hi, else any word of the tile (masked)
@@ -230,13 +233,14 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
             const uint32_t m0 = lo ? ~0u : 0u, m1 = hi ? ~0u : 0u;
 #pragma unroll
             for (int j = 0; j < UNIT; j++) {
-                const uint32_t v = ladder_lds32(kr[j] + off);
+                const uint16_t *k = kb + wp.dk[j];
+                const uint32_t v = ladder_lds32(k + off);
                 // when W > 8 the windows overlap: a lane can need both words (hi_off then stays in the tile)
-                const uint32_t A[2] = {v & m0, (a.W > 8 ? ladder_lds32(kr[j] + hi_off) : v) & m1};
-                ladder_mma_m16n8k8<T>(acc[j], A, ladder_ldsm_x1_trans(xr[j] + 8 * b * a.XR));
+                const uint32_t A[2] = {v & m0, (a.W > 8 ? ladder_lds32(k + hi_off) : v) & m1};
+                ladder_mma_m16n8k8<T>(acc[j], A, ladder_ldsm_x1_trans(xb + wp.dc[j]));
             }
         }
-        store_diagonal<T>(sO, a, un, acc);
+        store_diagonal<T>(sO + r0 * a.CR + wp.c0 + g, a, wp, acc);
     }
 }
 
@@ -245,39 +249,37 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
  *     dx[r] = sum_{p<W} kernels[r+p][W-1-p] * dout[r+p],   dx[r+S] = sum_{S<=p<S+W} kernels[r+p][W-1-(p-S)] * dout[r+p]
  * so lane (g, t) holds, in k step b, the entries at columns p = 8b+2t and p+1: for row g (q = p) when p < W,
  * for row g+8 (q = p-S) when S <= p < S+W. Each register joins two 16-bit loads from two kernels rows: row
- * r+p, tap W-1-q, and row r+p+1, tap W-2-q (zero when that tap is -1).
+ * r+p, tap W-1-q, and row r+p+1, tap W-2-q (masked away when that tap is -1).
  */
 template <class T>
 __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK, uint16_t *sO) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
+    const warp_plan wp = plan_warp(a);
+    const uint16_t *kl = sK + (wp.c0 + g) * a.We;       // kernels row 0, channel c0+g
+    const uint16_t *gl = sG + (lane % 8) * a.CR + wp.c0; // B: dout-tile row r+p
     for (int u = threadIdx.x / 32; u < n_units(a); u += NWARPS) {
-        const unit un = unit_of(u, a);
-        const uint16_t *kr[UNIT], *gr[UNIT];
-#pragma unroll
-        for (int j = 0; j < UNIT; j++) {
-            kr[j] = sK + un.row[j] * a.KR + (un.c0 + g) * a.We; // kernels row r, channel c0+g
-            gr[j] = sG + (un.row[j] + lane % 8) * a.XR + un.c0;  // B rows: dout-tile row r+p
-        }
+        const int r0 = unit_row(u, a);
+        const uint16_t *kb = kl + r0 * a.KR, *gb = gl + r0 * a.CR;
         float acc[UNIT][4] = {};
-        for (int b = 0; b < a.NK; b++) {
+        for (int b = 0; b < a.NK; b++, gb += 8 * a.CR) {
             const int p = 8 * b + 2 * t;
             const bool lo = p < a.W, hi = (unsigned)(p - S) < (unsigned)a.W;
-            // the pair for q (from kr[j]): row r+p, tap W-1-q, and row r+p+1, tap W-2-q; its mask keeps the
-            // second half only when that tap exists. Lanes that need neither read element 0 and mask it away.
+            // the pair for q starts at element p*KR + W-1-q and goes on KR-1 further; its mask keeps the second
+            // half only when that tap exists. Lanes that need neither read any pair and mask it away.
             const int q0 = lo ? p : p - S, q1 = p - S;
-            const int e00 = lo || hi ? p * a.KR + a.W - 1 - q0 : 0, e10 = p * a.KR + a.W - 1 - q1;
+            const int e0 = lo || hi ? p * a.KR + a.W - 1 - q0 : 0, e1 = p * a.KR + a.W - 1 - q1;
             const uint32_t pm0 = q0 <= a.W - 2 ? ~0u : 0xFFFFu, pm1 = q1 <= a.W - 2 ? ~0u : 0xFFFFu;
             const uint32_t m0 = lo ? pm0 : 0u, m1 = hi ? (lo ? pm1 : pm0) : 0u;
 #pragma unroll
             for (int j = 0; j < UNIT; j++) {
-                const uint32_t v = ladder_pack2(kr[j][e00], kr[j][e00 + a.KR - 1]);
+                const uint16_t *k = kb + wp.dk[j];
+                const uint32_t v = ladder_pack2(k[e0], k[e0 + a.KR - 1]);
                 // when W > 8 the windows overlap: a lane can need both pairs
-                const uint32_t A[2] = {v & m0,
-                                       (a.W > 8 ? ladder_pack2(kr[j][e10], kr[j][e10 + a.KR - 1]) : v) & m1};
-                ladder_mma_m16n8k8<T>(acc[j], A, ladder_ldsm_x1_trans(gr[j] + 8 * b * a.XR));
+                const uint32_t A[2] = {v & m0, (a.W > 8 ? ladder_pack2(k[e1], k[e1 + a.KR - 1]) : v) & m1};
+                ladder_mma_m16n8k8<T>(acc[j], A, ladder_ldsm_x1_trans(gb + wp.dc[j]));
             }
         }
-        store_diagonal<T>(sO, a, un, acc);
+        store_diagonal<T>(sO + r0 * a.CR + wp.c0 + g, a, wp, acc);
     }
 }
 
@@ -287,15 +289,15 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
 template <class T>
 __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_t *sG, const int *wmin,
                              uint16_t *sD) {
-    const int lgDT = a.lg_oct + 3; // DT = 2^lgDT
-    for (int i = threadIdx.x; i < TT << lgDT; i += NT) {
-        const int row = i >> lgDT, c = i & (a.DT - 1), w_lo = wmin[row];
-        const float gv = ladder_to_float<T>(sG[row * a.XR + c]);
-        const uint16_t *xs = sX + row * a.XR + c; // x-tile row row+w is token t0+row+w-W+1
+    const int lgDT = a.lg_oct + 3, c = threadIdx.x & (a.DT - 1); // DT = 2^lgDT; the thread's channel
+    for (int row = threadIdx.x >> lgDT; row < TT; row += NT >> lgDT) {
+        const int w_lo = wmin[row];
+        const float gv = ladder_to_float<T>(sG[row * a.CR + c]);
+        const uint16_t *xs = sX + row * a.CR + c; // x-tile row row+w is token t0+row+w-W+1
         uint16_t *d = sD + row * a.KR + c * a.We;
-        for (int w = 0; w < a.We; w += 2) { // taps from w_lo on are inside the sequence; tap W is padding
-            const float v0 = w >= w_lo ? gv * ladder_to_float<T>(xs[w * a.XR]) : 0.0f;
-            const float v1 = w + 1 >= w_lo && w + 1 < a.W ? gv * ladder_to_float<T>(xs[(w + 1) * a.XR]) : 0.0f;
+        for (int w = 0; w < a.We; w += 2, xs += 2 * a.CR) { // taps from w_lo on are inside the sequence
+            const float v0 = w >= w_lo ? gv * ladder_to_float<T>(xs[0]) : 0.0f;
+            const float v1 = w + 1 >= w_lo && w + 1 < a.W ? gv * ladder_to_float<T>(xs[a.CR]) : 0.0f; // W: pad
             *reinterpret_cast<uint32_t *>(d + w) = ladder_pack2_float<T>(v0, v1);
         }
     }
@@ -322,14 +324,14 @@ __device__ void store_dkernels(const uint16_t *sD, const tc_args &a, const tile 
     }
 }
 
-/* The staged [TT][OR] tile -> rows t0.. of a contiguous [B,T,D] output, 8 channels per thread (the same 8
+/* The staged [TT][CR] tile -> rows t0.. of a contiguous [B,T,D] output, 8 channels per thread (the same 8
  * in every row it writes). */
 __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a, const tile &tl, bool vec) {
     const int cpr = a.DT / 8, c = 8 * (threadIdx.x % cpr);
     if (c >= tl.Dv) return;
     for (int row = threadIdx.x / cpr; row < TT && tl.t0 + row < a.T; row += NT / cpr) {
         uint16_t *p = dst + (tl.b * a.T + tl.t0 + row) * a.D + tl.d0 + c;
-        const uint16_t *q = sO + row * a.OR + c;
+        const uint16_t *q = sO + row * a.CR + c;
         if (vec && c + 8 <= tl.Dv) {
             *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(q);
         } else {
@@ -340,13 +342,13 @@ __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a
 
 template <class T> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
-    uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][XR]: x rows t0-W+1 ..
+    uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 ..
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [TT][KR]: kernels rows t0 ..
-    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TT][OR]
+    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TT][CR]
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT]
     const tile tl = tile_of(a);
 
-    stage(sX, a.XR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
+    stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
     stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.W, a.vec_k, a, tl, tl.t0);
     if (a.cu_seqlens) stage_bounds(wmin, TT, a, tl);
     ladder_cp_async_wait_all();
@@ -362,16 +364,16 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(c
 
 template <class T> __global__ void __launch_bounds__(NT) dynconv_bwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
-    uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][XR]: x rows t0-W+1 .. t0+TT-1
+    uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 .. t0+TT-1
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [krows][KR]: kernels rows t0 .., then dkernels
-    uint16_t *sG = reinterpret_cast<uint16_t *>(smem + a.off_g); // [grows][XR]: dout rows t0 ..
-    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TT][OR]: dx
+    uint16_t *sG = reinterpret_cast<uint16_t *>(smem + a.off_g); // [grows][CR]: dout rows t0 ..
+    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TT][CR]: dx
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT+W-1]
     const tile tl = tile_of(a);
     const int halo = TT + a.W - 1; // dx[t] reads dout and kernels up to token t+W-1
 
-    stage(sX, a.XR, a.xrows, halo, a.x, a.sx, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
-    stage(sG, a.XR, a.grows, halo, a.g, a.sg, 1, 1, a.vec_g, a, tl, tl.t0);
+    stage(sX, a.CR, a.xrows, halo, a.x, a.sx, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
+    stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, a.vec_g, a, tl, tl.t0);
     stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.W, a.vec_k, a, tl, tl.t0);
     stage_bounds(wmin, halo, a, tl);
     ladder_cp_async_wait_all();
@@ -409,14 +411,13 @@ int layout(tc_args *a, bool bwd) {
     a->grows = window_rows;
     // 16 bytes of padding per row: the 8 row addresses of an ldmatrix then fall in 8 different groups of 4
     // banks, and for W = 4 the two tokens of an A load (rows r and r+4) in different halves of the banks
-    a->XR = a->DT + 8;
+    a->CR = a->DT + 8;
     a->KR = a->DT * a->We + 8;
-    a->OR = a->DT + 8;
     int off = 0;
-    a->off_x = off, off += round_up(a->xrows * a->XR * 2, 16);
+    a->off_x = off, off += round_up(a->xrows * a->CR * 2, 16);
     a->off_k = off, off += round_up(a->krows * a->KR * 2, 16);
-    a->off_g = off, off += bwd ? round_up(a->grows * a->XR * 2, 16) : 0;
-    a->off_o = off, off += round_up(TT * a->OR * 2, 16);
+    a->off_g = off, off += bwd ? round_up(a->grows * a->CR * 2, 16) : 0;
+    a->off_o = off, off += round_up(TT * a->CR * 2, 16);
     a->off_b = off, off += (TT + W - 1) * 4;
     return off;
 }

@@ -25,7 +25,7 @@
  *     32-bit word of the kernels tile (taps 2t, 2t+1 of a token), loaded as it lies. dx is the same product
  *     with the window looking ahead: row g of A holds kernels[r+p][W-1-p], two taps of two tokens per
  *     register, joined from two 16-bit loads. dkernels = dout * x has no sum and stays on fp32 multiplies
- *     (dkernels_mul).
+ *     (dkernels_mul), written into the kernels tile once dx is done with it and sent out in 16-byte rows.
  *  3. Tiles staged with cp.async (stage): 16 bytes per thread per instruction straight from global to shared
  *     memory, every load of the block in flight at once, no registers on the way; element loads where an
  *     input is strided or misaligned, in the same kernel. Every tile keeps the input's own layout,
@@ -37,6 +37,14 @@
  *     start are zeroed in the staged kernels tile (mask_kernels), one rule for the forward and for dx.
  *  5. Coalesced output: the useful entry of C goes to a [token][channel] tile in shared memory, and the tile
  *     leaves as 16-byte rows (store_tokens).
+ *  6. Few instructions per element. In the bf16 forward at W = 4 an output moves 12 bytes. At the copy rate
+ *     an H100 SM takes in about 13 bytes per cycle and issues at most 4 warp instructions per cycle, so the
+ *     kernel has about 4 warp instructions per output to spend, all bookkeeping included (an earlier
+ *     version spent 8.6 and reached a third of the copy rate; chapters/01-dynamic-conv.md). Hence: a block
+ *     covers TT = 64 tokens; the grid is (token tiles, channel tiles, batch), so no division finds the tile;
+ *     a warp keeps one 8-channel octet and works out its lane's offsets once (plan_warp); UNIT = 4 products
+ *     share each k step's per-lane work; the fragment loops mask instead of branching; and the staging and
+ *     store loops keep one column per thread, so they divide nothing per iteration.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (x, kernels, dout and the outputs all bf16 or all
  * f16; device pointers; any non-negative input strides; contiguous outputs). Inputs must be finite: like

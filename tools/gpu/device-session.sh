@@ -38,16 +38,18 @@ for step in $steps; do
         cat "$out"/bench/*.md 2>/dev/null | tee -a "$summary"
         ;;
     ncu)
-        # where the tensor-core kernels spend their time: speed of light, issue, occupancy, one launch each
+        # how the tensor-core kernels spend their time: duration, instructions, issue, DRAM, stall reasons
+        m=gpu__time_duration.sum,sm__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
+        m=$m,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread
+        m=$m,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem
+        for s in long_scoreboard math_pipe_throttle barrier wait not_selected; do
+            m=$m,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio
+        done
         for k in fwd_tc bwd_tc; do
-            ncu --kernel-name regex:$k --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
-                --section WarpStateStats --section InstructionStats --section Occupancy --section LaunchStats \
-                --section MemoryWorkloadAnalysis_Tables --print-details all \
-                build/bin/ladder run dynconv --rung gpu_tensorcore --B 8 --T 4096 --D 2048 --W 4 \
-                >/tmp/logs/ncu-$k.txt 2>&1
+            ncu --kernel-name regex:$k --launch-count 1 --metrics "$m" build/bin/ladder run dynconv \
+                --rung gpu_tensorcore --B 8 --T 4096 --D 2048 --W 4 >/tmp/logs/ncu-$k.txt 2>&1
             say "ncu $k: exit $?"
-            grep -a -E "Duration|DRAM Throughput|Compute \(SM\)|Issue Slots Busy|Executed Instructions  |Registers Per|Achieved Occupancy|Warp Cycles Per Issued|bank conflict" \
-                /tmp/logs/ncu-$k.txt | head -12 | tee -a "$summary"
+            grep -a -E "^ +[a-z_]+__" /tmp/logs/ncu-$k.txt | sed -E 's/ +/ /g' | tee -a "$summary"
         done
         ;;
     esac

@@ -114,7 +114,7 @@ __device__ tile tile_of(const tc_args &a) {
  * token lies outside [0,T): the mma multiplies them by zero weights, and 0 * 0 is harmless where 0 * garbage
  * might be NaN. x and dout are the case nw = w_real = 1. A row is DT*nw elements, copied 8 at a time: one
  * 16-byte cp.async where the input is contiguous and aligned (vec), element loads otherwise. Each thread keeps
- * the same 8-element chunk of every row it copies, so the only divisions are the two at the top.
+ * the same 8-element chunk of every row it copies, so the 16-byte path divides nothing per chunk.
  */
 __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t *src, const int64_t *st, int nw,
                       int w_real, bool vec, const tc_args &a, const tile &tl, int64_t tok0) {
@@ -195,7 +195,7 @@ __device__ warp_plan plan_warp(const tc_args &a) {
     return w;
 }
 
-/* The first tile row of each unit of this warp, in order. */
+/* Units per block (UNIT pairs of one octet each); unit u is octet u % octets, and its first pair's tile row: */
 __device__ int n_units(const tc_args &a) { return (TT / 2 / UNIT) << a.lg_oct; }
 __device__ int unit_row(int u, const tc_args &a) { return pair_row(UNIT * (u >> a.lg_oct), a); }
 

@@ -80,17 +80,27 @@ $(OBJ)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(LIB): $(LIB_OBJ)
+# $(OBJ)/NAME.inputs holds the list of what NAME is made from, rewritten only when the list changes, so that a
+# deleted source file rebuilds the archive or program it was part of (its timestamps alone would not).
+INPUTS_lib := $(LIB_OBJ)
+INPUTS_ladder := $(TOOL_SRC)
+INPUTS_tests := $(TEST_SRC)
+$(OBJ)/%.inputs: FORCE
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	@echo '$(INPUTS_$*)' | cmp -s - $@ || echo '$(INPUTS_$*)' > $@
+.PHONY: FORCE
 
-$(LADDER): $(TOOL_SRC:%.c=$(OBJ)/%.o) $(LIB)
+$(LIB): $(LIB_OBJ) $(OBJ)/lib.inputs
 	@mkdir -p $(dir $@)
-	$(CC) $^ -o $@ $(LDLIBS) -Wl,-rpath,'$$ORIGIN/../lib' -Wl,--disable-new-dtags
+	rm -f $@ && ar rcs $@ $(LIB_OBJ)
 
-$(TESTS): $(TEST_SRC:%.c=$(OBJ)/%.o) $(LIB)
+$(LADDER): $(TOOL_SRC:%.c=$(OBJ)/%.o) $(LIB) $(OBJ)/ladder.inputs
 	@mkdir -p $(dir $@)
-	$(CC) $^ -o $@ -lcriterion $(LDLIBS) -Wl,-rpath,'$$ORIGIN/../lib' -Wl,--disable-new-dtags
+	$(CC) $(filter-out %.inputs,$^) -o $@ $(LDLIBS) -Wl,-rpath,'$$ORIGIN/../lib' -Wl,--disable-new-dtags
+
+$(TESTS): $(TEST_SRC:%.c=$(OBJ)/%.o) $(LIB) $(OBJ)/tests.inputs
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out %.inputs,$^) -o $@ -lcriterion $(LDLIBS) -Wl,-rpath,'$$ORIGIN/../lib' -Wl,--disable-new-dtags
 
 run: $(LADDER)
 	$(LADDER) run all

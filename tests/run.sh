@@ -5,7 +5,7 @@
 # machine has no CUDA GPU (as `LADDER_BIN list` reports it with a line
 # "gpu: none (<reason>)"; a missing or failing tool counts as no GPU) one plain
 # line says so first. Then the suites run, with any extra arguments passed
-# through, and this script exits with their status.
+# through, and this script exits with their status (or 1 after a sanitizer report).
 set -uo pipefail
 
 if (($# < 2)); then
@@ -37,4 +37,18 @@ if [[ -n $reason ]]; then
     echo "GPU cases skipped: no CUDA GPU here ($reason); run build/run-gpu-tests.sh on a GPU machine"
 fi
 
-exec "$tests_bin" "$@"
+# Under SANITIZE=1 a sanitizer report, a leak among them, is printed but does not by itself fail a Criterion
+# test (LeakSanitizer speaks when a test process exits, after its result is in). So the reports go to files
+# and any report fails the run.
+reports=$(mktemp -d)
+trap 'rm -rf "$reports"' EXIT
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$reports/asan"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$reports/ubsan"
+"$tests_bin" "$@"
+status=$?
+if compgen -G "$reports/*" >/dev/null; then
+    cat "$reports"/* >&2
+    echo "FAIL: the sanitizer reports above (a leak counts) fail the run" >&2
+    status=1
+fi
+exit $status

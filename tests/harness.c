@@ -238,6 +238,17 @@ bool harness_small(void) {
     return v && strcmp(v, "1") == 0;
 }
 
+void harness_tmpdir_make(char *dir, size_t n, const char *tag) {
+    snprintf(dir, n, "/tmp/ladder-%s-XXXXXX", tag);
+    cr_assert_not_null(mkdtemp(dir), "cannot create %s", dir);
+}
+
+void harness_tmpdir_remove(const char *dir) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0, "cannot remove %s", dir);
+}
+
 /* Four packed sequences over T tokens: a long one, an empty one, one of length 1, and the rest. */
 static void edge_seqlens(dc_shape *s) {
     int32_t a = (int32_t)((s->T - 1) / 2);

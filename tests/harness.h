@@ -90,6 +90,12 @@ void harness_require_rung(ladder_rung rung);
 /** True when LADDER_TEST_SMALL=1: small grids, for compute-sanitizer runs. */
 bool harness_small(void);
 
+/** Create a fresh directory /tmp/ladder-<tag>-XXXXXX into @p dir (@p n bytes); the test fails if it cannot. */
+void harness_tmpdir_make(char *dir, size_t n, const char *tag);
+
+/** Remove @p dir and everything in it; the test fails if it cannot. */
+void harness_tmpdir_remove(const char *dir);
+
 /**
  * The cross-rung shape grid (LADDER_TEST_SMALL=1 picks the small one);
  * writes at most @p max shapes, returns how many.

@@ -5,20 +5,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "ladder.h"
 
 static char dir[64];
 
-static void make_dir(void) {
-    snprintf(dir, sizeof dir, "/tmp/ladder-npy-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void remove_dir(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void make_dir(void) { harness_tmpdir_make(dir, sizeof dir, "npy"); }
+static void remove_dir(void) { harness_tmpdir_remove(dir); }
 
 TestSuite(npy, .init = make_dir, .fini = remove_dir);
 

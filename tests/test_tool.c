@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "ladder.h"
 
 static char dir[64], ladder_bin[4096];
@@ -17,15 +18,10 @@ static void setup(void) {
     cr_assert_gt(readlink("/proc/self/exe", self, sizeof self - 1), 0);
     snprintf(ladder_bin, sizeof ladder_bin, "%s/ladder", dirname(self));
     cr_assert_eq(access(ladder_bin, X_OK), 0, "%s is missing: build it with make", ladder_bin);
-    snprintf(dir, sizeof dir, "/tmp/ladder-tool-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    harness_tmpdir_make(dir, sizeof dir, "tool");
 }
 
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void teardown(void) { harness_tmpdir_remove(dir); }
 
 TestSuite(tool, .init = setup, .fini = teardown);
 

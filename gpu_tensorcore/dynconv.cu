@@ -38,8 +38,8 @@
  *  5. Coalesced output: the useful entry of C goes to a [token][channel] tile in shared memory, and the tile
  *     leaves as 16-byte rows (store_tokens).
  *  6. Few instructions per element. In the bf16 forward at W = 4 an output moves 12 bytes. At the copy rate
- *     an H100 SM takes in about 13 bytes per cycle and issues at most 4 warp instructions per cycle, so the
- *     kernel has about 4 warp instructions per output to spend, all bookkeeping included (an earlier
+ *     an H100 SM takes in about 14 bytes per cycle (at 1.6 GHz) and issues at most 4 warp instructions per
+ *     cycle, so the kernel has 3 to 4 warp instructions per output to spend, all bookkeeping included (an earlier
  *     version spent 8.6 and reached a third of the copy rate; chapters/01-dynamic-conv.md). Hence: a block
  *     covers TT = 64 tokens; the grid is (token tiles, channel tiles, batch), so no division finds the tile;
  *     a warp keeps one 8-channel octet and works out its lane's offsets once (plan_warp); UNIT = 4 products

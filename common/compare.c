@@ -27,26 +27,33 @@ ladder_cmp ladder_compare_f64(const double *got, const double *want, int rank, c
     c.n = 1;
     for (int i = 0; i < rank; i++) c.n *= shape[i];
 
-    double diff2 = 0, want2 = 0;
-    int64_t finite = 0;
+    /* OpenMP reductions: a benchmark-sized output has hundreds of millions of elements */
+    double diff2 = 0, want2 = 0, max_abs = 0;
+    int64_t finite = 0, mismatches = 0;
+#pragma omp parallel for reduction(+ : diff2, want2, finite, mismatches) reduction(max : max_abs)
     for (int64_t i = 0; i < c.n; i++) {
         if (finite_pair_mismatch(got[i], want[i])) {
-            c.nonfinite_mismatches++;
+            mismatches++;
         } else if (isfinite(want[i])) {
             double d = got[i] - want[i];
             diff2 += d * d;
             want2 += want[i] * want[i];
-            if (fabs(d) > c.max_abs) c.max_abs = fabs(d);
+            if (fabs(d) > max_abs) max_abs = fabs(d);
             finite++;
         }
     }
+    c.nonfinite_mismatches = mismatches;
+    c.max_abs = max_abs;
     double rms = finite ? sqrt(want2 / (double)finite) : 0;
     c.rel_l2 = want2 > 0 ? sqrt(diff2 / want2) : sqrt(diff2);
-    for (int64_t i = 0; i < c.n && c.first_bad < 0; i++) {
+    int64_t first_bad = c.n;
+#pragma omp parallel for reduction(min : first_bad)
+    for (int64_t i = 0; i < c.n; i++) {
         bool bad = finite_pair_mismatch(got[i], want[i]) ||
                    (isfinite(want[i]) && fabs(got[i] - want[i]) > 4 * tol * (fabs(want[i]) + rms));
-        if (bad) c.first_bad = i;
+        if (bad && i < first_bad) first_bad = i;
     }
+    c.first_bad = first_bad < c.n ? first_bad : -1;
     c.ok = c.nonfinite_mismatches == 0 && c.rel_l2 <= tol && c.first_bad < 0;
     if (!c.ok && c.first_bad < 0) {
         /* the L2 test failed with every element inside its own bound: point at the largest error */
@@ -70,6 +77,7 @@ static double *to_f64(const ladder_tensor *t) {
     int64_t n = ladder_tensor_numel(t);
     double *out = malloc((size_t)(n > 0 ? n : 1) * sizeof *out);
     if (!out) return NULL;
+#pragma omp parallel for
     for (int64_t i = 0; i < n; i++) out[i] = ladder_tensor_get(t, ladder_tensor_offset_of_flat(t, i));
     return out;
 }

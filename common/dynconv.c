@@ -4,24 +4,6 @@
 #include "check.h"
 #include "dynconv_rungs.h"
 
-static const dynconv_fn fwd_rungs[LADDER_RUNG_COUNT] = {
-    dynconv_fwd_cpu,
-#ifdef LADDER_HAVE_CUDA
-    dynconv_fwd_gpu_naive,
-    dynconv_fwd_gpu_tiled,
-    dynconv_fwd_gpu_tensorcore,
-#endif
-};
-
-static const dynconv_fn bwd_rungs[LADDER_RUNG_COUNT] = {
-    dynconv_bwd_cpu,
-#ifdef LADDER_HAVE_CUDA
-    dynconv_bwd_gpu_naive,
-    dynconv_bwd_gpu_tiled,
-    dynconv_bwd_gpu_tensorcore,
-#endif
-};
-
 #define TRY(expr)                                                                                                      \
     do {                                                                                                               \
         ladder_status st_ = (expr);                                                                                    \
@@ -80,9 +62,9 @@ ladder_status ladder_dynconv_fwd(ladder_rung rung, const ladder_dynconv_problem 
     const ladder_tensor *ts[] = {&a->x, &a->kernels, &a->out};
     const char *names[] = {"x", "kernels", "out"};
     TRY(check_dtypes(rung, ts, names, 3));
-    TRY(check_rung(rung, p, a, fwd_rungs));
+    TRY(check_rung(rung, p, a, dynconv_fwd_rungs));
     ladder_clear_error();
-    return fwd_rungs[rung](p, a);
+    return dynconv_fwd_rungs[rung](p, a);
 }
 
 ladder_status ladder_dynconv_bwd(ladder_rung rung, const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
@@ -97,9 +79,9 @@ ladder_status ladder_dynconv_bwd(ladder_rung rung, const ladder_dynconv_problem 
     const ladder_tensor *ts[] = {&a->x, &a->kernels, &a->dout, &a->dx, &a->dkernels};
     const char *names[] = {"x", "kernels", "dout", "dx", "dkernels"};
     TRY(check_dtypes(rung, ts, names, 5));
-    TRY(check_rung(rung, p, a, bwd_rungs));
+    TRY(check_rung(rung, p, a, dynconv_bwd_rungs));
     ladder_clear_error();
-    return bwd_rungs[rung](p, a);
+    return dynconv_bwd_rungs[rung](p, a);
 }
 
 double ladder_dynconv_fwd_bytes(const ladder_dynconv_problem *p, ladder_dtype dtype) {

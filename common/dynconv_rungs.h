@@ -17,6 +17,11 @@ extern "C" {
 /** Signature shared by every dynconv rung function. */
 typedef ladder_status (*dynconv_fn)(const ladder_dynconv_problem *p, const ladder_dynconv_args *a);
 
+/** The rung functions by ::ladder_rung (NULL where a rung was not built): the dispatcher's table. */
+extern const dynconv_fn dynconv_fwd_rungs[LADDER_RUNG_COUNT];
+/** The backward's table. */
+extern const dynconv_fn dynconv_bwd_rungs[LADDER_RUNG_COUNT];
+
 ladder_status dynconv_fwd_cpu(const ladder_dynconv_problem *p, const ladder_dynconv_args *a);
 ladder_status dynconv_bwd_cpu(const ladder_dynconv_problem *p, const ladder_dynconv_args *a);
 ladder_status dynconv_fwd_gpu_naive(const ladder_dynconv_problem *p, const ladder_dynconv_args *a);

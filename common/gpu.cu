@@ -34,6 +34,13 @@ static ladder_status device_alloc(void **p, size_t bytes) {
 int ladder_gpu_count(void) {
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);
+    if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice) {
+        /* without a GPU there is no NVIDIA driver either, and CUDA reports that as an old driver */
+        snprintf(absent_reason, sizeof absent_reason, "no CUDA GPU found (no NVIDIA driver is loaded: %s)",
+                 cudaGetErrorString(err));
+        cudaGetLastError();
+        return 0;
+    }
     if (err != cudaSuccess) {
         snprintf(absent_reason, sizeof absent_reason, "no usable CUDA driver or device: %s", cudaGetErrorString(err));
         cudaGetLastError(); /* clear the sticky error so later calls are not blamed */
@@ -92,17 +99,31 @@ ladder_status ladder_gpu_sync(void) {
     return LADDER_OK;
 }
 
-ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int reps, double *median_ms) {
+/* A device buffer twice the L2 size, to overwrite between timed runs; NULL (and size 0) if it cannot be had. */
+static ladder_status l2_flush_buffer(void **buf, size_t *bytes) {
+    int dev = 0, l2 = 0;
+    LADDER_CUDA_TRY(cudaGetDevice(&dev));
+    LADDER_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    *bytes = 2 * (size_t)l2;
+    return device_alloc(buf, *bytes > 0 ? *bytes : 1);
+}
+
+ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int reps, bool flush_l2,
+                                   double *median_ms) {
     for (int i = 0; i < warmup; i++) {
         ladder_status st = fn(ctx);
         if (st != LADDER_OK) return st;
     }
+    void *flush = NULL;
+    size_t flush_bytes = 0;
+    if (flush_l2) LADDER_TRY(l2_flush_buffer(&flush, &flush_bytes));
     cudaEvent_t start, stop;
     LADDER_CUDA_TRY(cudaEventCreate(&start));
     LADDER_CUDA_TRY(cudaEventCreate(&stop));
     std::vector<double> ms(reps);
     ladder_status st = LADDER_OK;
     for (int i = 0; i < reps && st == LADDER_OK; i++) {
+        if (flush) cudaMemsetAsync(flush, i & 0xff, flush_bytes); /* before the start event: not timed */
         cudaEventRecord(start);
         st = fn(ctx);
         cudaEventRecord(stop);
@@ -115,6 +136,7 @@ ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int
     }
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
+    cudaFree(flush);
     if (st != LADDER_OK) return st;
     std::sort(ms.begin(), ms.end());
     *median_ms = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
@@ -144,7 +166,7 @@ ladder_status ladder_gpu_copy_bandwidth(size_t bytes, double *bytes_per_s) {
     c.src = src;
     cudaMemset(src, 0x3c, bytes); /* not zeros: some paths are faster on zeros */
     double ms = 0;
-    ladder_status st = ladder_gpu_median_ms(copy_once, &c, 3, 20, &ms);
+    ladder_status st = ladder_gpu_median_ms(copy_once, &c, 3, 20, false, &ms);
     cudaFree(c.dst);
     cudaFree(src);
     if (st != LADDER_OK) return st;

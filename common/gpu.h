@@ -47,9 +47,12 @@ ladder_status ladder_gpu_sync(void);
 typedef ladder_status (*ladder_work_fn)(void *ctx);
 /**
  * Median time in milliseconds of @p reps runs of @p fn after @p warmup runs,
- * each run bracketed by CUDA events on the default stream.
+ * each run bracketed by CUDA events on the default stream. With @p flush_l2,
+ * a buffer twice the size of the L2 cache is overwritten before each timed
+ * run, outside the events, so that no run finds its inputs already on chip.
  */
-ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int reps, double *median_ms);
+ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int reps, bool flush_l2,
+                                   double *median_ms);
 /**
  * Device-to-device copy bandwidth in bytes/s (bytes read plus bytes written),
  * measured with cudaMemcpy of @p bytes, median of 20 runs.

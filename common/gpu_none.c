@@ -28,8 +28,9 @@ ladder_status ladder_gpu_read_i32(const void *dev, int64_t n, int32_t *host) {
     return NOT_BUILT;
 }
 ladder_status ladder_gpu_sync(void) { return NOT_BUILT; }
-ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int reps, double *median_ms) {
-    (void)fn, (void)ctx, (void)warmup, (void)reps, (void)median_ms;
+ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int reps, bool flush_l2,
+                                   double *median_ms) {
+    (void)fn, (void)ctx, (void)warmup, (void)reps, (void)flush_l2, (void)median_ms;
     return NOT_BUILT;
 }
 ladder_status ladder_gpu_copy_bandwidth(size_t bytes, double *bytes_per_s) {

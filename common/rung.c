@@ -30,7 +30,7 @@ ladder_status ladder_rung_available(ladder_rung rung) {
         return ladder_fail(LADDER_ERR_UNAVAILABLE, "rung %s was not built: this build has no CUDA (nvcc was not found, or SANITIZE=1)",
                            names[rung]);
     if (ladder_gpu_count() < 1)
-        return ladder_fail(LADDER_ERR_UNAVAILABLE, "rung %s needs a CUDA GPU and none was found (%s)", names[rung],
+        return ladder_fail(LADDER_ERR_UNAVAILABLE, "rung %s needs a CUDA GPU: %s", names[rung],
                            ladder_gpu_absent_reason());
     return LADDER_OK;
 }

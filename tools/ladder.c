@@ -2,19 +2,18 @@
  * ladder: list the rungs, run and check them, run one on .npy files, benchmark them.
  *
  *   ladder list
- *   ladder run ALGO|all [--rung R]... [shape flags] [--dtype bf16|fp16] [--seed N]
+ *   ladder run ALGO|all [--rung R]... [the algorithm's flags] [--dtype bf16|fp16] [--seed N]
  *   ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16]
- *   ladder bench ALGO|all [--rung R]... [shape flags] [--reps N] [--warmup N] [--out DIR] [--gemm-tflops X]
+ *   ladder bench ALGO|all [--rung R]... [flags] [--reps N] [--warmup N] [--out DIR] [--gemm-tflops X]
+ *
+ * Everything algorithm-specific (flags, file names, shapes) comes from the descriptors in common/ (engine.h).
+ * Exit codes: 0 all good, 1 a failed check or run, 2 a usage error (bad flag, bad file, a rung that cannot run).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "tool.h"
-
-static const tool_algo *const algos[] = {&dynconv_tool};
-#define N_ALGOS (int)(sizeof algos / sizeof algos[0])
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -25,11 +24,42 @@ static void usage(FILE *f) {
             "  run ALGO|all              run every chosen rung, check it against the cpu rung, print one table\n"
             "                            (exit 1 on any failed check)\n"
             "  run ALGO --in DIR         run one rung on DIR/<name>.npy, write its outputs as float32 .npy\n"
-            "  bench ALGO|all            warmed-up timings (median), GB/s, %% of the copy bandwidth measured in\n"
-            "                            the same run; writes CSV, Markdown and SVG into --out DIR\n"
-            "  help                      this text (also --help; `ladder run --help` for the run flags)\n"
+            "  bench ALGO|all            warmed-up timings (median), GB/s and TFLOP/s beside the copy bandwidth\n"
+            "                            measured in the same run; writes CSV, Markdown and SVG into --out DIR\n"
+            "  help                      this text (also --help; `ladder run --help` for the flags)\n"
             "\n"
-            "algorithms: dynconv\n");
+            "algorithms:\n");
+    for (int i = 0; i < ladder_n_algos; i++) fprintf(f, "  %-10s %s\n", ladder_algos[i]->name, ladder_algos[i]->summary);
+    fprintf(f, "\nexit codes: 0 all good, 1 a failed check or run, 2 a usage error (bad flag, bad file, a rung\n"
+               "that cannot run here)\n");
+}
+
+/* The flags and files of one algorithm, from its descriptor. */
+static void algo_usage(FILE *f, const ladder_algo *a) {
+    fprintf(f, "\n%s flags (run defaults in brackets):\n", a->name);
+    for (int i = 0; i < a->n_params; i++) {
+        const ladder_param *p = &a->params[i];
+        char flag[32];
+        snprintf(flag, sizeof flag, "--%s %s", p->name, p->type == LADDER_PARAM_BOOL ? "0|1" : "N");
+        fprintf(f, "  %-17s %s, %.0f..%.0f [%g]\n", flag, p->help, p->lo, p->hi, p->run_default);
+    }
+    if (a->varlen_dim)
+        fprintf(f, "  --varlen L1,L2,.. packed sequences of these lengths (%s = 1, %s = their sum; not with --%s or "
+                   "--%s)\n",
+                a->varlen_batch, a->varlen_dim, a->varlen_batch, a->varlen_dim);
+    for (int out = 0; out < 2; out++) {
+        fprintf(f, out ? "  writes:" : "  --in DIR reads:");
+        for (int i = 0; i < a->n_tensors; i++) {
+            const ladder_tensor_spec *s = &a->tensors[i];
+            bool in = s->role & (LADDER_IN_FWD | LADDER_IN_BWD | LADDER_INDEX);
+            if (in == (out == 1)) continue;
+            fprintf(f, " %s%s.npy [%s]%s%s", (s->role & LADDER_OPTIONAL) ? "(" : "", s->name, s->dims,
+                    (s->role & (LADDER_IN_BWD | LADDER_OUT_BWD)) ? " backward" : "",
+                    (s->role & LADDER_OPTIONAL) ? ")" : "");
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "  (in parentheses: optional; without the backward's inputs only the forward runs)\n");
 }
 
 static void run_usage(FILE *f) {
@@ -44,18 +74,20 @@ static void run_usage(FILE *f) {
             "  --dtype bf16|fp16 input precision of the gpu_tensorcore rung (default bf16); the fp32 rungs\n"
             "                    ignore it. With --in, the inputs are rounded to it for that rung\n"
             "  --seed N          seed of the input generator (default 1)\n"
-            "  --in DIR          read the inputs from DIR/<name>.npy (float32, float16, int32 or int64)\n"
-            "  --out DIR         with --in: where the outputs go (default DIR); with bench: where the\n"
-            "                    CSV, Markdown and SVG go (default build/bench)\n"
+            "  --with A,B        include these optional tensors (inputs, or outputs asked for)\n"
+            "  --in DIR          read the inputs from DIR/<name>.npy: float tensors as float32 or float16,\n"
+            "                    index tensors (cu_seqlens) as int32 or int64\n"
+            "  --out DIR         with --in: where the outputs go (default DIR, created if missing); with\n"
+            "                    bench: where the CSV, Markdown and SVG go (default build/bench)\n"
             "  --reps N          bench: timed runs per measurement, median reported (default 20, at least 20)\n"
             "  --warmup N        bench: untimed runs first (default 3)\n"
             "  --gemm-tflops X   bench: the measured bf16 GEMM rate, for the FLOP floor\n");
-    for (int i = 0; i < N_ALGOS; i++) fprintf(f, "\n%s flags:\n%s", algos[i]->name, algos[i]->flags_help);
+    for (int i = 0; i < ladder_n_algos; i++) algo_usage(f, ladder_algos[i]);
 }
 
 static int list(void) {
     printf("algorithms:");
-    for (int i = 0; i < N_ALGOS; i++) printf(" %s", algos[i]->name);
+    for (int i = 0; i < ladder_n_algos; i++) printf(" %s", ladder_algos[i]->name);
     printf("\nrungs:\n");
     for (int r = 0; r < LADDER_RUNG_COUNT; r++) {
         ladder_status st = ladder_rung_available((ladder_rung)r);
@@ -64,21 +96,28 @@ static int list(void) {
     char name[128];
     if (ladder_gpu_count() > 0 && ladder_gpu_name(name, sizeof name) == LADDER_OK) printf("gpu: %s\n", name);
     else printf("gpu: none (%s)\n", ladder_gpu_absent_reason());
-    return 0;
+    return TOOL_OK;
 }
 
 static int parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out) {
     char *end;
-    long long x = v ? strtoll(v, &end, 10) : 0;
-    if (!v || *end || end == v || x < lo || x > hi) {
-        fprintf(stderr, "ladder: %s needs a whole number in %lld..%lld, got '%s'\n", flag, lo, hi, v ? v : "");
-        return 1;
+    long long x = strtoll(v, &end, 10);
+    if (*end || end == v || x < lo || x > hi) {
+        fprintf(stderr, "ladder: %s needs a whole number in %lld..%lld, got '%s'\n", flag, lo, hi, v);
+        return TOOL_USAGE;
     }
     *out = x;
-    return 0;
+    return TOOL_OK;
 }
 
-static int parse_opts(int argc, char **argv, tool_opts *o) {
+/* Is --NAME a param of one of the algorithms the command runs? */
+static bool some_algo_has(const ladder_algo *chosen, const char *name) {
+    for (int i = 0; i < ladder_n_algos; i++)
+        if ((!chosen || chosen == ladder_algos[i]) && ladder_algo_param(ladder_algos[i], name) >= 0) return true;
+    return false;
+}
+
+static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opts *o) {
     memset(o, 0, sizeof *o);
     o->dtype = LADDER_BF16;
     o->seed = 1;
@@ -89,64 +128,65 @@ static int parse_opts(int argc, char **argv, tool_opts *o) {
         long long x;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             run_usage(stdout);
-            exit(0);
+            exit(TOOL_OK);
         }
-        if (!v) {
-            fprintf(stderr, "ladder: %s needs a value (or is not an option; see ladder run --help)\n", a);
-            return 1;
+        if (strncmp(a, "--", 2) != 0 || !v) {
+            fprintf(stderr, "ladder: %s %s (see ladder run --help)\n", a,
+                    strncmp(a, "--", 2) ? "is not an option" : "needs a value");
+            return TOOL_USAGE;
         }
         i++;
         if (!strcmp(a, "--rung")) {
             ladder_rung r;
             if (ladder_rung_parse(v, &r) != LADDER_OK) {
                 fprintf(stderr, "ladder: %s\n", ladder_last_error());
-                return 1;
+                return TOOL_USAGE;
             }
-            o->rung_chosen[r] = true;
+            o->rung_chosen[r] = o->any_rung_chosen = true;
         } else if (!strcmp(a, "--dtype")) {
             if (!strcmp(v, "bf16")) o->dtype = LADDER_BF16;
             else if (!strcmp(v, "fp16") || !strcmp(v, "f16")) o->dtype = LADDER_F16;
             else {
                 fprintf(stderr, "ladder: --dtype must be bf16 or fp16, not '%s'\n", v);
-                return 1;
+                return TOOL_USAGE;
             }
-        } else if (!strcmp(a, "--B") || !strcmp(a, "--T") || !strcmp(a, "--D")) {
-            if (parse_int(a, v, 1, 1LL << 40, &x)) return 1;
-            *(a[2] == 'B' ? &o->B : a[2] == 'T' ? &o->T : &o->D) = x;
-        } else if (!strcmp(a, "--W")) {
-            if (parse_int(a, v, 1, LADDER_DYNCONV_MAX_W, &x)) return 1;
-            o->W = (int)x;
         } else if (!strcmp(a, "--seed")) {
-            if (parse_int(a, v, 0, 1LL << 62, &x)) return 1;
+            if (parse_int(a, v, 0, 1LL << 62, &x)) return TOOL_USAGE;
             o->seed = (uint64_t)x;
         } else if (!strcmp(a, "--reps")) {
-            if (parse_int(a, v, 20, 100000, &x)) return 1;
+            if (parse_int(a, v, 20, 100000, &x)) return TOOL_USAGE;
             o->reps = (int)x;
         } else if (!strcmp(a, "--warmup")) {
-            if (parse_int(a, v, 0, 100000, &x)) return 1;
+            if (parse_int(a, v, 0, 100000, &x)) return TOOL_USAGE;
             o->warmup = (int)x;
         } else if (!strcmp(a, "--gemm-tflops")) {
             char *end;
             o->gemm_tflops = strtod(v, &end);
             if (end == v || *end || !(o->gemm_tflops >= 0)) {
                 fprintf(stderr, "ladder: --gemm-tflops needs a rate >= 0 in TFLOP/s, got '%s'\n", v);
-                return 1;
+                return TOOL_USAGE;
             }
-        } else if (!strcmp(a, "--varlen")) {
-            o->varlen = v;
-        } else if (!strcmp(a, "--in")) {
-            o->in_dir = v;
-        } else if (!strcmp(a, "--out")) {
-            o->out_dir = v;
+        } else if (!strcmp(a, "--varlen") || !strcmp(a, "--with")) {
+            *(a[2] == 'v' ? &o->varlen : &o->with) = v;
+        } else if (!strcmp(a, "--in") || !strcmp(a, "--out")) {
+            if (!*v) {
+                fprintf(stderr, "ladder: %s needs a directory, not an empty string\n", a);
+                return TOOL_USAGE;
+            }
+            *(a[2] == 'i' ? &o->in_dir : &o->out_dir) = v;
+        } else if (some_algo_has(chosen, a + 2) && o->n_flags < TOOL_MAX_FLAGS) {
+            o->flag[o->n_flags][0] = a + 2;
+            o->flag[o->n_flags++][1] = v;
         } else {
-            fprintf(stderr, "ladder: unknown option '%s' (see ladder run --help)\n", a);
-            return 1;
+            fprintf(stderr, "ladder: unknown option '%s'%s%s (see ladder run --help)\n", a, chosen ? " for " : "",
+                    chosen ? chosen->name : "");
+            return TOOL_USAGE;
         }
     }
-    return 0;
+    return TOOL_OK;
 }
 
-static int bench(const char *algo, const tool_opts *o) {
+static int bench(const ladder_algo *chosen, const tool_opts *o) {
     bench_env env = {0};
     time_t now = time(NULL);
     strftime(env.date, sizeof env.date, "%Y-%m-%d", gmtime(&now));
@@ -157,65 +197,66 @@ static int bench(const char *algo, const tool_opts *o) {
         if (ladder_gpu_name(env.gpu, sizeof env.gpu) != LADDER_OK ||
             ladder_gpu_copy_bandwidth((size_t)1 << 30, &env.copy_gbps) != LADDER_OK) {
             fprintf(stderr, "ladder: %s\n", ladder_last_error());
-            return 1;
+            return TOOL_FAIL;
         }
         env.copy_gbps /= 1e9;
         fprintf(stderr, "bench: %s, device-to-device copy %.0f GB/s (read + write)\n", env.gpu, env.copy_gbps);
     } else {
         snprintf(env.gpu, sizeof env.gpu, "cpu-only");
-        fprintf(stderr, "bench: no GPU (%s): only the cpu rung is timed\n", ladder_gpu_absent_reason());
+        fprintf(stderr, "bench: %s: only the cpu rung is timed; the copy and GEMM ceilings are n/a\n",
+                ladder_gpu_absent_reason());
     }
-    bench_row rows[256];
-    int n = 0, rc = 0;
-    for (int i = 0; i < N_ALGOS; i++)
-        if (!strcmp(algo, "all") || !strcmp(algo, algos[i]->name)) {
-            int got = 0;
-            rc |= algos[i]->bench(o, &env, rows + n, 256 - n, &got);
-            n += got;
+    enum { MAX_ROWS = 512 };
+    static bench_row rows[MAX_ROWS];
+    int n = 0, rc = TOOL_OK;
+    for (int i = 0; i < ladder_n_algos; i++)
+        if (!chosen || chosen == ladder_algos[i]) {
+            int r = tool_bench(ladder_algos[i], o, rows, MAX_ROWS, &n);
+            if (r > rc) rc = r;
         }
-    return rc | report_write(o->out_dir ? o->out_dir : "build/bench", &env, rows, n);
-}
-
-static const tool_algo *find_algo(const char *name) {
-    for (int i = 0; i < N_ALGOS; i++)
-        if (!strcmp(name, algos[i]->name)) return algos[i];
-    return NULL;
+    if (rc == TOOL_USAGE) return rc;
+    int w = report_write(o->out_dir ? o->out_dir : "build/bench", &env, rows, n);
+    return w > rc ? w : rc;
 }
 
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return argc < 2 ? TOOL_USAGE : TOOL_OK;
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "list")) return list();
     if (strcmp(cmd, "run") && strcmp(cmd, "bench")) {
         fprintf(stderr, "ladder: unknown command '%s'\n", cmd);
         usage(stderr);
-        return 2;
+        return TOOL_USAGE;
     }
     if (argc < 3 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) {
         run_usage(argc < 3 ? stderr : stdout);
-        return argc < 3 ? 2 : 0;
+        return argc < 3 ? TOOL_USAGE : TOOL_OK;
     }
-    const char *algo = argv[2];
-    const tool_algo *a = find_algo(algo);
-    if (!a && strcmp(algo, "all")) {
-        fprintf(stderr, "ladder: unknown algorithm '%s' (known: dynconv, or all)\n", algo);
-        return 2;
+    const ladder_algo *algo = ladder_algo_find(argv[2]);
+    if (!algo && strcmp(argv[2], "all")) {
+        fprintf(stderr, "ladder: unknown algorithm '%s' (known:", argv[2]);
+        for (int i = 0; i < ladder_n_algos; i++) fprintf(stderr, " %s", ladder_algos[i]->name);
+        fprintf(stderr, ", or all)\n");
+        return TOOL_USAGE;
     }
     tool_opts o;
-    if (parse_opts(argc - 3, argv + 3, &o)) return 2;
+    if (parse_opts(argc - 3, argv + 3, algo, &o) != TOOL_OK) return TOOL_USAGE;
     if (!strcmp(cmd, "bench")) return bench(algo, &o);
     if (o.in_dir) {
-        if (!a) {
+        if (!algo) {
             fprintf(stderr, "ladder: --in needs one algorithm, not all\n");
-            return 2;
+            return TOOL_USAGE;
         }
-        return a->run_npy(&o);
+        return tool_run_npy(algo, &o);
     }
-    int rc = 0;
-    for (int i = 0; i < N_ALGOS; i++)
-        if (!a || a == algos[i]) rc |= algos[i]->run(&o);
+    int rc = TOOL_OK;
+    for (int i = 0; i < ladder_n_algos; i++)
+        if (!algo || algo == ladder_algos[i]) {
+            int r = tool_run(ladder_algos[i], &o);
+            if (r > rc) rc = r;
+        }
     return rc;
 }

@@ -1,4 +1,8 @@
-/* Benchmark reports: one CSV (the committed record), a Markdown table and an SVG bar chart. */
+/*
+ * Benchmark reports: one CSV (the committed record), a Markdown table and an SVG bar chart.
+ * A ceiling that was not measured (no GPU, no --gemm-tflops) leaves its cells empty in the CSV and "-" in the
+ * Markdown: never 0. tools/bench_tables.py prints the CSV's values with the same formats as the Markdown here.
+ */
 #include <ctype.h>
 #include <errno.h>
 #include <string.h>
@@ -22,24 +26,49 @@ static void report_gpu_slug(const char *gpu, char *slug, size_t n) {
     slug[i] = '\0';
 }
 
-static double floor_ms(const bench_env *env, const bench_row *r) {
-    double t = env->copy_gbps > 0 ? r->bytes / (env->copy_gbps * 1e9) * 1e3 : 0;
-    double f = env->gemm_tflops > 0 ? r->flops / (env->gemm_tflops * 1e12) * 1e3 : 0;
-    return t > f ? t : f;
+/* What the report says about one row; a ceiling not measured is negative. */
+typedef struct derived {
+    double gbps, tflops, pct_copy, pct_gemm, floor_ms;
+} derived;
+
+static derived derive(const bench_env *env, const bench_row *r) {
+    derived d = {.pct_copy = -1, .pct_gemm = -1, .floor_ms = -1};
+    d.gbps = r->bytes / (r->median_ms * 1e-3) / 1e9;
+    d.tflops = r->flops / (r->median_ms * 1e-3) / 1e12;
+    if (env->copy_gbps > 0) {
+        d.pct_copy = 100 * d.gbps / env->copy_gbps;
+        d.floor_ms = r->bytes / (env->copy_gbps * 1e9) * 1e3;
+    }
+    if (env->gemm_tflops > 0) {
+        d.pct_gemm = 100 * d.tflops / env->gemm_tflops;
+        double f = r->flops / (env->gemm_tflops * 1e12) * 1e3;
+        if (f > d.floor_ms) d.floor_ms = f;
+    }
+    return d;
+}
+
+/* A value in @p fmt, or @p empty when it was not measured (negative). */
+static const char *cell(char *buf, size_t n, const char *fmt, double v, const char *empty) {
+    if (v < 0) snprintf(buf, n, "%s", empty);
+    else snprintf(buf, n, fmt, v);
+    return buf;
 }
 
 static int write_csv(const char *path, const bench_env *env, const bench_row *rows, int n) {
     FILE *f = fopen(path, "w");
     if (!f) return fprintf(stderr, "ladder: cannot write %s: %s\n", path, strerror(errno)), 1;
-    fprintf(f, "gpu,date,commit,algo,pass,rung,dtype,B,T,D,W,median_ms,bytes,gbps,copy_gbps,pct_of_copy,floor_ms,"
-               "speedup_vs_cpu\n");
+    fprintf(f, "gpu,date,commit,algo,pass,rung,dtype,shape,median_ms,bytes,flops,gbps,tflops,copy_gbps,gemm_tflops,"
+               "pct_of_copy,pct_of_gemm,floor_ms,speedup_vs_cpu\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        double gbps = r->bytes / (r->median_ms * 1e-3) / 1e9;
-        fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%d,%.4f,%.0f,%.1f,%.1f,%.1f,%.4f,%.1f\n", env->gpu, env->date,
-                env->commit, r->algo, r->pass, r->rung, r->dtype, (long long)r->B, (long long)r->T, (long long)r->D,
-                r->W, r->median_ms, r->bytes, gbps, env->copy_gbps, env->copy_gbps > 0 ? 100 * gbps / env->copy_gbps : 0,
-                floor_ms(env, r), r->speedup_vs_cpu);
+        derived d = derive(env, r);
+        char copy[32], gemm[32], pc[32], pg[32], fl[32];
+        fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.0f,%.1f,%.3f,%s,%s,%s,%s,%s,%.1f\n", env->gpu, env->date,
+                env->commit, r->algo, r->pass, r->rung, r->dtype, r->shape, r->median_ms, r->bytes, r->flops, d.gbps,
+                d.tflops, cell(copy, sizeof copy, "%.1f", env->copy_gbps > 0 ? env->copy_gbps : -1, ""),
+                cell(gemm, sizeof gemm, "%.1f", env->gemm_tflops > 0 ? env->gemm_tflops : -1, ""),
+                cell(pc, sizeof pc, "%.1f", d.pct_copy, ""), cell(pg, sizeof pg, "%.2f", d.pct_gemm, ""),
+                cell(fl, sizeof fl, "%.4f", d.floor_ms, ""), r->speedup_vs_cpu);
     }
     return fclose(f) != 0;
 }
@@ -47,16 +76,22 @@ static int write_csv(const char *path, const bench_env *env, const bench_row *ro
 static int write_md(const char *path, const bench_env *env, const bench_row *rows, int n) {
     FILE *f = fopen(path, "w");
     if (!f) return fprintf(stderr, "ladder: cannot write %s: %s\n", path, strerror(errno)), 1;
-    fprintf(f, "Measured on %s on %s (commit %s); device-to-device copy %.0f GB/s in the same run.\n\n", env->gpu,
-            env->date, env->commit, env->copy_gbps);
-    fprintf(f, "| algo | pass | rung | dtype | shape | median ms | GB/s | %% of copy | floor ms | x cpu |\n");
-    fprintf(f, "|---|---|---|---|---|---:|---:|---:|---:|---:|\n");
+    char copy[32], gemm[32];
+    fprintf(f, "Measured on %s on %s (commit %s); device-to-device copy %s GB/s and bf16 GEMM %s TFLOP/s in the "
+               "same run.\n\n",
+            env->gpu, env->date, env->commit, cell(copy, sizeof copy, "%.0f", env->copy_gbps > 0 ? env->copy_gbps : -1, "n/a"),
+            cell(gemm, sizeof gemm, "%.0f", env->gemm_tflops > 0 ? env->gemm_tflops : -1, "n/a"));
+    fprintf(f, "| algo | pass | rung | dtype | shape | median ms | GB/s | TFLOP/s | %% of copy | %% of GEMM | floor ms | "
+               "x cpu |\n");
+    fprintf(f, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        double gbps = r->bytes / (r->median_ms * 1e-3) / 1e9;
-        fprintf(f, "| %s | %s | %s | %s | B=%lld T=%lld D=%lld W=%d | %.3f | %.0f | %.0f%% | %.3f | %.1f |\n", r->algo,
-                r->pass, r->rung, r->dtype, (long long)r->B, (long long)r->T, (long long)r->D, r->W, r->median_ms, gbps,
-                env->copy_gbps > 0 ? 100 * gbps / env->copy_gbps : 0, floor_ms(env, r), r->speedup_vs_cpu);
+        derived d = derive(env, r);
+        char pc[32], pg[32], fl[32];
+        fprintf(f, "| %s | %s | %s | %s | %s | %.3f | %.0f | %.2f | %s | %s | %s | %.1f |\n", r->algo, r->pass, r->rung,
+                r->dtype, r->shape, r->median_ms, d.gbps, d.tflops, cell(pc, sizeof pc, "%.0f%%", d.pct_copy, "-"),
+                cell(pg, sizeof pg, "%.1f%%", d.pct_gemm, "-"), cell(fl, sizeof fl, "%.3f", d.floor_ms, "-"),
+                r->speedup_vs_cpu);
     }
     return fclose(f) != 0;
 }
@@ -66,23 +101,25 @@ static int write_svg(const char *path, const bench_env *env, const bench_row *ro
     FILE *f = fopen(path, "w");
     if (!f) return fprintf(stderr, "ladder: cannot write %s: %s\n", path, strerror(errno)), 1;
     double max = env->copy_gbps;
+    bool shapes = false; /* label rows with their shape when there are several */
     for (int i = 0; i < n; i++) {
-        double g = rows[i].bytes / (rows[i].median_ms * 1e-3) / 1e9;
+        double g = derive(env, &rows[i]).gbps;
         if (g > max) max = g;
+        shapes |= strcmp(rows[i].shape, rows[0].shape) != 0;
     }
     if (max <= 0) max = 1;
-    const int left = 260, width = 460, bar = 22, top = 40;
+    const int left = shapes ? 420 : 260, width = 460, bar = 22, top = 40;
     int height = top + n * (bar + 6) + 30;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
                "font-size=\"12\">\n", left + width + 80, height);
-    fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\">GB/s on %s, %s (dashed: device-to-device copy)</text>\n",
-            env->gpu, env->date);
+    fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\">GB/s on %s, %s%s%s</text>\n", env->gpu, env->date,
+            shapes ? "" : ", ", shapes ? "" : rows[0].shape);
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        double g = r->bytes / (r->median_ms * 1e-3) / 1e9;
+        double g = derive(env, r).gbps;
         int y = top + i * (bar + 6);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s %s %s %s</text>\n", left - 8, y + 15, r->algo, r->pass,
-                r->rung, r->dtype);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s %s %s %s%s%s</text>\n", left - 8, y + 15, r->algo,
+                r->pass, r->rung, r->dtype, shapes ? " " : "", shapes ? r->shape : "");
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", left, y, width * g / max, bar,
                 strcmp(r->pass, "fwd") ? "#d08040" : "#4080c0");
         fprintf(f, "<text x=\"%.1f\" y=\"%d\">%.0f</text>\n", left + width * g / max + 4, y + 15, g);
@@ -99,21 +136,20 @@ static int write_svg(const char *path, const bench_env *env, const bench_row *ro
 }
 
 int report_write(const char *dir, const bench_env *env, const bench_row *rows, int n_rows) {
+    if (!dir || !*dir) return fprintf(stderr, "ladder: --out is empty\n"), TOOL_USAGE;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return fprintf(stderr, "ladder: cannot create %s: %s\n", dir, strerror(errno)), 1;
-    char slug[64], base[4096];
+        return fprintf(stderr, "ladder: cannot create %s: %s\n", dir, strerror(errno)), TOOL_FAIL;
+    char slug[64], csv[4096], md[4096], svg[4096];
     report_gpu_slug(env->gpu, slug, sizeof slug);
-    snprintf(base, sizeof base, "%s/%s-%s", dir, slug, env->date);
-    char csv[4200], md[4200], svg[4200];
-    snprintf(csv, sizeof csv, "%s.csv", base);
-    snprintf(md, sizeof md, "%s.md", base);
-    snprintf(svg, sizeof svg, "%s.svg", base);
+    int k = snprintf(csv, sizeof csv, "%s/%s-%s.csv", dir, slug, env->date);
+    if (k < 0 || (size_t)k >= sizeof csv) return fprintf(stderr, "ladder: --out %s is too long\n", dir), TOOL_USAGE;
+    snprintf(md, sizeof md, "%s/%s-%s.md", dir, slug, env->date);
+    snprintf(svg, sizeof svg, "%s/%s-%s.svg", dir, slug, env->date);
     int rc = write_csv(csv, env, rows, n_rows) | write_md(md, env, rows, n_rows) | write_svg(svg, env, rows, n_rows);
-    if (!rc) {
-        FILE *m = fopen(md, "r");
-        for (int ch; m && (ch = fgetc(m)) != EOF;) putchar(ch);
-        if (m) fclose(m);
-        printf("\nwrote %s, %s, %s\n", csv, md, svg);
-    }
-    return rc;
+    if (rc) return TOOL_FAIL;
+    FILE *m = fopen(md, "r");
+    for (int ch; m && (ch = fgetc(m)) != EOF;) putchar(ch);
+    if (m) fclose(m);
+    printf("\nwrote %s, %s, %s\n", csv, md, svg);
+    return TOOL_OK;
 }

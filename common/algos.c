@@ -1,0 +1,7 @@
+/* The registry of algorithms: adding one means adding its descriptor here (see engine.h). */
+#include "engine.h"
+
+extern const ladder_algo ladder_dynconv_algo;
+
+const ladder_algo *const ladder_algos[] = {&ladder_dynconv_algo};
+const int ladder_n_algos = sizeof ladder_algos / sizeof ladder_algos[0];

@@ -1,0 +1,593 @@
+/* The engine every algorithm plugs into (see engine.h): cases, runs, checks, .npy by name. */
+#include "engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "gpu.h"
+#include "half.h"
+#include "mirror.h"
+#include "npy.h"
+#include "rng.h"
+
+_Static_assert(LADDER_MIRROR_MAX >= LADDER_MAX_TENSORS, "a run mirrors every tensor of an algorithm");
+
+/* ---- descriptors ---------------------------------------------------------------------------------------------- */
+
+const ladder_algo *ladder_algo_find(const char *name) {
+    for (int i = 0; i < ladder_n_algos; i++)
+        if (strcmp(ladder_algos[i]->name, name) == 0) return ladder_algos[i];
+    return NULL;
+}
+
+int ladder_algo_tensor(const ladder_algo *algo, const char *name) {
+    for (int i = 0; name && i < algo->n_tensors; i++)
+        if (strcmp(algo->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+int ladder_algo_param(const ladder_algo *algo, const char *name) {
+    for (int i = 0; i < algo->n_params; i++)
+        if (strcmp(algo->params[i].name, name) == 0) return i;
+    return -1;
+}
+
+double ladder_param_get(const ladder_algo *algo, const void *problem, int i) {
+    const ladder_param *p = &algo->params[i];
+    const char *f = (const char *)problem + p->offset;
+    switch (p->type) {
+    case LADDER_PARAM_I64: return (double)*(const int64_t *)f;
+    case LADDER_PARAM_INT: return *(const int *)f;
+    case LADDER_PARAM_BOOL: return *(const bool *)f;
+    case LADDER_PARAM_DOUBLE: return *(const double *)f;
+    }
+    return 0;
+}
+
+void ladder_param_set(const ladder_algo *algo, void *problem, int i, double v) {
+    const ladder_param *p = &algo->params[i];
+    char *f = (char *)problem + p->offset;
+    switch (p->type) {
+    case LADDER_PARAM_I64: *(int64_t *)f = (int64_t)v; break;
+    case LADDER_PARAM_INT: *(int *)f = (int)v; break;
+    case LADDER_PARAM_BOOL: *(bool *)f = v != 0; break;
+    case LADDER_PARAM_DOUBLE: *(double *)f = v; break;
+    }
+}
+
+void ladder_problem_defaults(const ladder_algo *algo, void *problem) {
+    memset(problem, 0, algo->problem_size);
+    for (int i = 0; i < algo->n_params; i++) ladder_param_set(algo, problem, i, algo->params[i].run_default);
+}
+
+void ladder_problem_str(const ladder_algo *algo, const void *problem, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < algo->n_params && used < n; i++) {
+        const ladder_param *p = &algo->params[i];
+        double v = ladder_param_get(algo, problem, i);
+        const char *sep = used ? " " : "";
+        int k = p->type == LADDER_PARAM_BOOL     ? (v ? snprintf(buf + used, n - used, "%s%s", sep, p->name) : 0)
+                : p->type == LADDER_PARAM_DOUBLE ? snprintf(buf + used, n - used, "%s%s=%g", sep, p->name, v)
+                                                 : snprintf(buf + used, n - used, "%s%s=%.0f", sep, p->name, v);
+        used += k > 0 ? (size_t)k : 0;
+    }
+}
+
+/* The size called @p name (a param, or a derived dimension), or -1. */
+static int64_t dim_value(const ladder_algo *algo, const void *problem, const ladder_tensor *index, const char *name) {
+    int p = ladder_algo_param(algo, name);
+    if (p >= 0) return (int64_t)ladder_param_get(algo, problem, p);
+    return algo->derived_dim ? algo->derived_dim(problem, index, name) : -1;
+}
+
+/* Split "B,T,D,W" into names; returns how many (at most LADDER_MAX_RANK, -1 if more). */
+static int split_dims(const char *dims, char names[LADDER_MAX_RANK][16]) {
+    int n = 0;
+    for (const char *p = dims; *p;) {
+        if (n == LADDER_MAX_RANK) return -1;
+        size_t len = strcspn(p, ",");
+        if (len >= sizeof names[0]) return -1;
+        memcpy(names[n], p, len);
+        names[n++][len] = '\0';
+        p += len + (p[len] == ',');
+    }
+    return n;
+}
+
+int ladder_tensor_shape_of(const ladder_algo *algo, const void *problem, const ladder_tensor *index, int i,
+                           int64_t *shape) {
+    char names[LADDER_MAX_RANK][16];
+    int rank = split_dims(algo->tensors[i].dims, names);
+    for (int d = 0; d < rank; d++)
+        if ((shape[d] = dim_value(algo, problem, index, names[d])) < 0) return -1;
+    return rank;
+}
+
+ladder_dtype ladder_tensor_dtype_at(const ladder_algo *algo, int i, ladder_dtype dtype) {
+    unsigned role = algo->tensors[i].role;
+    if (role & LADDER_INDEX) return LADDER_I32;
+    return role & LADDER_KEEP_F32 ? LADDER_F32 : dtype;
+}
+
+ladder_dtype ladder_rung_dtype(ladder_rung rung, ladder_dtype tc_dtype) {
+    return rung == LADDER_RUNG_GPU_TENSORCORE ? tc_dtype : LADDER_F32;
+}
+
+static bool is_input(const ladder_tensor_spec *s) { return s->role & (LADDER_IN_FWD | LADDER_IN_BWD | LADDER_INDEX); }
+static bool is_output(const ladder_tensor_spec *s) { return s->role & (LADDER_OUT_FWD | LADDER_OUT_BWD); }
+static bool has(uint32_t set, int i) { return (set >> i) & 1u; }
+static ladder_tensor *arg(void *args, const ladder_tensor_spec *s) { return (ladder_tensor *)((char *)args + s->offset); }
+
+/* The case's index tensor (cu_seqlens), which derived dims such as N read; NULL without one. */
+static const ladder_tensor *case_index(const ladder_case *c) {
+    for (int i = 0; i < c->algo->n_tensors; i++)
+        if ((c->algo->tensors[i].role & LADDER_INDEX) && c->t[i].data) return &c->t[i];
+    return NULL;
+}
+
+/* Which outputs a case writes: the required ones, those asked for, and the gradients of present inputs. */
+static uint32_t outputs_present(const ladder_algo *algo, uint32_t present, uint32_t with) {
+    for (int i = 0; i < algo->n_tensors; i++) {
+        const ladder_tensor_spec *s = &algo->tensors[i];
+        if (!is_output(s)) continue;
+        int of = ladder_algo_tensor(algo, s->grad_of);
+        bool want = !(s->role & LADDER_OPTIONAL) || (of >= 0 ? has(present, of) : has(with, i));
+        if (want) present |= 1u << i;
+    }
+    return present;
+}
+
+/* ---- element loops (OpenMP: a benchmark case holds hundreds of millions of elements) --------------------------- */
+
+/* Convert @p n contiguous elements; with @p round_to set (bf16/f16), f32 values are rounded through it. */
+static void convert_flat(const ladder_tensor *src, ladder_tensor *dst, int64_t n, ladder_dtype round_to) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        double v = ladder_tensor_get(src, i);
+        if (round_to == LADDER_BF16) v = ladder_bf16_to_f32(ladder_f32_to_bf16((float)v));
+        else if (round_to == LADDER_F16) v = ladder_f16_to_f32(ladder_f32_to_f16((float)v));
+        ladder_tensor_set(dst, i, v);
+    }
+}
+
+/*
+ * A copy of @p view's buffer @p buf in dtype @p to (rounded through @p round_to if set), and the same view into it:
+ * strides and NaN padding are kept, so a rung sees the layout the case was made with.
+ */
+static ladder_status clone_view(const ladder_tensor *view, const ladder_tensor *buf, ladder_dtype to,
+                                ladder_dtype round_to, ladder_tensor *new_buf, ladder_tensor *new_view) {
+    ladder_status st = ladder_tensor_alloc(new_buf, to, buf->rank, buf->shape);
+    if (st != LADDER_OK) return st;
+    convert_flat(buf, new_buf, ladder_tensor_numel(buf), round_to);
+    ptrdiff_t offset = ((const char *)view->data - (const char *)buf->data) / (ptrdiff_t)ladder_dtype_size(buf->dtype);
+    *new_view = *view;
+    new_view->dtype = to;
+    new_view->data = (char *)new_buf->data + offset * (ptrdiff_t)ladder_dtype_size(to);
+    return LADDER_OK;
+}
+
+/* Every element of a contiguous float tensor NaN: all-ones bytes are NaN in f32, f16 and bf16. */
+static void poison(ladder_tensor *t) {
+    memset(t->data, 0xff, (size_t)ladder_tensor_numel(t) * ladder_dtype_size(t->dtype));
+}
+
+/* logsigmoid(z) = -log(1 + exp(-z)), written so that neither branch overflows. */
+static double log_sigmoid(double z) { return (z < 0 ? z : 0) - log1p(exp(-fabs(z))); }
+
+/*
+ * Fill a view with seeded values. Elements are drawn in chunks of 4096, each chunk from its own generator seeded
+ * by (seed, chunk), so the values do not depend on how many threads draw them.
+ */
+static void fill_view(ladder_tensor *t, uint64_t seed, ladder_fill fill, double normalizer) {
+    const int64_t n = ladder_tensor_numel(t), chunk = 4096;
+    double scale = 1.0;
+    if (fill == LADDER_FILL_FAN_IN && t->rank > 0) scale = 1.0 / sqrt((double)t->shape[t->rank - 1]);
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < (n + chunk - 1) / chunk; c++) {
+        ladder_rng rng;
+        ladder_rng_seed(&rng, seed ^ ((uint64_t)c * 0xd1342543de82ef95ull));
+        for (int64_t i = c * chunk; i < n && i < (c + 1) * chunk; i++) {
+            double z = ladder_rng_normal(&rng);
+            double v = fill == LADDER_FILL_LOG_GATE ? log_sigmoid(z) / normalizer : scale * z;
+            ladder_tensor_set(t, ladder_tensor_offset_of_flat(t, i), v);
+        }
+    }
+}
+
+/* ---- cases ----------------------------------------------------------------------------------------------------- */
+
+void ladder_case_free(ladder_case *c) {
+    for (int i = 0; i < LADDER_MAX_TENSORS; i++) ladder_tensor_free(&c->buf[i]);
+    memset(c->t, 0, sizeof c->t);
+}
+
+/*
+ * Allocate input @p i of @p shape. Strided cases vary the layout by input: odd-numbered inputs (of rank >= 2) are
+ * the transpose of a buffer with the last two dimensions swapped (a last stride that is not 1), the others a slice
+ * of a buffer padded by 1-3 elements in every dimension but the first, starting one element in. The buffer is NaN
+ * first, so a read outside the view shows up in the result.
+ */
+static ladder_status alloc_input(ladder_case *c, int i, int k, int rank, const int64_t *shape, bool strided) {
+    ladder_tensor *buf = &c->buf[i], *view = &c->t[i];
+    if (!strided) {
+        ladder_status st = ladder_tensor_alloc(buf, LADDER_F32, rank, shape);
+        *view = *buf;
+        return st;
+    }
+    int64_t big[LADDER_MAX_RANK];
+    bool transpose = rank >= 2 && k % 2 == 1;
+    for (int d = 0; d < rank; d++) big[d] = shape[d] + (transpose || d == 0 ? 0 : 1 + (d + k) % 3);
+    if (transpose) big[rank - 2] = shape[rank - 1], big[rank - 1] = shape[rank - 2];
+    ladder_status st = ladder_tensor_alloc(buf, LADDER_F32, rank, big);
+    if (st != LADDER_OK) return st;
+    poison(buf);
+    *view = ladder_tensor_make(buf->data, LADDER_F32, rank, shape);
+    memcpy(view->strides, buf->strides, sizeof view->strides);
+    if (transpose) {
+        view->strides[rank - 2] = buf->strides[rank - 1];
+        view->strides[rank - 1] = buf->strides[rank - 2];
+    } else {
+        int64_t start = 0;
+        for (int d = 1; d < rank; d++) start += buf->strides[d];
+        view->data = (float *)buf->data + start;
+    }
+    return LADDER_OK;
+}
+
+/* cu_seqlens for packed sequences of the given lengths. */
+static ladder_status make_index(ladder_tensor *t, const int64_t *lens, int n) {
+    int64_t shape[1] = {n + 1};
+    ladder_status st = ladder_tensor_alloc(t, LADDER_I32, 1, shape);
+    if (st != LADDER_OK) return st;
+    int32_t *cu = t->data;
+    cu[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (lens[i] < 0 || cu[i] + lens[i] > INT32_MAX)
+            return ladder_fail(LADDER_ERR_ARG, "sequence lengths must be >= 0 and sum to at most %d", INT32_MAX);
+        cu[i + 1] = (int32_t)(cu[i] + lens[i]);
+    }
+    return LADDER_OK;
+}
+
+ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const void *problem,
+                               const ladder_case_opts *opts) {
+    memset(c, 0, sizeof *c);
+    c->algo = algo;
+    if (algo->problem_size > LADDER_PROBLEM_MAX || algo->n_tensors > LADDER_MAX_TENSORS)
+        return ladder_fail(LADDER_ERR_ARG, "%s's descriptor is larger than the engine's limits", algo->name);
+    memcpy(c->problem, problem, algo->problem_size);
+    int index = -1;
+    if (opts->n_seqs > 0) {
+        int pd = algo->varlen_dim ? ladder_algo_param(algo, algo->varlen_dim) : -1;
+        int pb = algo->varlen_batch ? ladder_algo_param(algo, algo->varlen_batch) : -1;
+        for (int i = 0; i < algo->n_tensors && index < 0; i++)
+            if (algo->tensors[i].role & LADDER_INDEX) index = i;
+        if (pd < 0 || pb < 0 || index < 0 || opts->n_seqs > LADDER_MAX_SEQS)
+            return ladder_fail(LADDER_ERR_ARG, "%s takes no packed sequences (or more than %d)", algo->name,
+                               LADDER_MAX_SEQS);
+        ladder_status st = make_index(&c->buf[index], opts->seqlens, opts->n_seqs);
+        if (st != LADDER_OK) return st;
+        c->t[index] = c->buf[index];
+        c->present |= 1u << index;
+        ladder_param_set(algo, c->problem, pb, 1);
+        ladder_param_set(algo, c->problem, pd, ((int32_t *)c->t[index].data)[opts->n_seqs]);
+    }
+    const ladder_tensor *index_t = case_index(c);
+    int k = 0;
+    for (int i = 0; i < algo->n_tensors; i++) {
+        const ladder_tensor_spec *s = &algo->tensors[i];
+        if (!is_input(s) || (s->role & LADDER_INDEX)) continue;
+        if ((s->role & LADDER_OPTIONAL) && !has(opts->with, i)) continue;
+        int64_t shape[LADDER_MAX_RANK];
+        int rank = ladder_tensor_shape_of(algo, c->problem, index_t, i, shape);
+        ladder_status st = rank < 0 ? ladder_fail(LADDER_ERR_ARG, "%s: bad dims '%s'", s->name, s->dims)
+                                    : ladder_shape_bytes(LADDER_F32, rank, shape) < 0
+                                        ? ladder_fail(LADDER_ERR_ARG, "%s is too large to allocate", s->name)
+                                        : alloc_input(c, i, k++, rank, shape, opts->strided);
+        if (st != LADDER_OK) {
+            ladder_case_free(c);
+            return st;
+        }
+        fill_view(&c->t[i], opts->seed * 0x9e3779b97f4a7c15ull + (uint64_t)i, s->fill,
+                  opts->gate_normalizer > 0 ? opts->gate_normalizer : 1.0);
+        c->present |= 1u << i;
+    }
+    c->present = outputs_present(algo, c->present, opts->with);
+    c->backward = true;
+    return LADDER_OK;
+}
+
+ladder_status ladder_case_rounded(const ladder_case *c, ladder_dtype precision, ladder_case *r) {
+    *r = *c;
+    memset(r->buf, 0, sizeof r->buf);
+    for (int i = 0; i < c->algo->n_tensors; i++) {
+        if (!c->t[i].data) continue;
+        bool rounds = ladder_dtype_is_float(c->t[i].dtype) && !(c->algo->tensors[i].role & LADDER_KEEP_F32);
+        ladder_status st = clone_view(&c->t[i], &c->buf[i], c->buf[i].dtype, rounds ? precision : LADDER_F32,
+                                      &r->buf[i], &r->t[i]);
+        if (st != LADDER_OK) {
+            ladder_case_free(r);
+            return st;
+        }
+    }
+    return LADDER_OK;
+}
+
+/* ---- running a rung -------------------------------------------------------------------------------------------- */
+
+void ladder_result_free(ladder_result *r) {
+    for (int i = 0; i < LADDER_MAX_TENSORS; i++) ladder_tensor_free(&r->t[i]);
+}
+
+double ladder_median(double *ms, int n) {
+    for (int i = 1; i < n; i++) /* insertion sort: n is a few dozen */
+        for (int j = i; j > 0 && ms[j - 1] > ms[j]; j--) {
+            double x = ms[j];
+            ms[j] = ms[j - 1];
+            ms[j - 1] = x;
+        }
+    return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* One pass of the rung alone (input validated by an earlier dispatcher call): what the timer brackets. */
+typedef struct timed_call {
+    const ladder_algo *algo;
+    ladder_rung rung;
+    ladder_pass pass;
+    const void *problem, *args;
+} timed_call;
+
+static ladder_status call_once(void *ctx) {
+    const timed_call *t = ctx;
+    return t->algo->call_rung(t->rung, t->pass, t->problem, t->args);
+}
+
+static ladder_status cpu_median_ms(timed_call *t, int warmup, int reps, double *median) {
+    double *ms = malloc((size_t)reps * sizeof *ms);
+    if (!ms) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %d timings", reps);
+    ladder_status st = LADDER_OK;
+    for (int i = 0; i < warmup && st == LADDER_OK; i++) st = call_once(t);
+    for (int i = 0; i < reps && st == LADDER_OK; i++) {
+        double t0 = now_ms();
+        st = call_once(t);
+        ms[i] = now_ms() - t0;
+    }
+    if (st == LADDER_OK) *median = ladder_median(ms, reps);
+    free(ms);
+    return st;
+}
+
+/* The validated call of one pass, then its timing. */
+static ladder_status run_pass(const ladder_algo *algo, ladder_rung rung, ladder_pass pass, const void *problem,
+                              const void *args, const ladder_run_opts *o, double *ms) {
+    ladder_status st = algo->call(rung, pass, problem, args);
+    if (st == LADDER_OK && ladder_rung_is_gpu(rung)) st = ladder_gpu_sync(); /* an asynchronous fault shows here */
+    if (st != LADDER_OK || o->reps <= 0) return st;
+    timed_call t = {algo, rung, pass, problem, args};
+    return ladder_rung_is_gpu(rung) ? ladder_gpu_median_ms(call_once, &t, o->warmup, o->reps, o->flush_l2, ms)
+                                    : cpu_median_ms(&t, o->warmup, o->reps, ms);
+}
+
+ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_case *c, const ladder_run_opts *opts,
+                         ladder_result *r) {
+    const ladder_algo *algo = c->algo;
+    const ladder_dtype dt = ladder_rung_dtype(rung, tc_dtype);
+    memset(r, 0, sizeof *r);
+    void *args = calloc(1, algo->args_size);
+    if (!args) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate the args struct");
+    ladder_tensor conv[LADDER_MAX_TENSORS] = {{0}};
+    ladder_tensor *ins[LADDER_MAX_TENSORS], *outs[LADDER_MAX_TENSORS];
+    int n_in = 0, n_out = 0;
+    ladder_status st = LADDER_OK;
+    for (int i = 0; i < algo->n_tensors && st == LADDER_OK; i++) {
+        const ladder_tensor_spec *s = &algo->tensors[i];
+        if (!has(c->present, i)) continue;
+        ladder_tensor *a = arg(args, s);
+        ladder_dtype want = ladder_tensor_dtype_at(algo, i, dt);
+        if (is_input(s)) {
+            if (!c->t[i].data) continue; /* a backward input of a forward-only case */
+            *a = c->t[i];
+            if (c->t[i].dtype != want) st = clone_view(&c->t[i], &c->buf[i], want, LADDER_F32, &conv[i], a);
+            ins[n_in++] = a;
+        } else {
+            int64_t shape[LADDER_MAX_RANK];
+            int rank = ladder_tensor_shape_of(algo, c->problem, case_index(c), i, shape);
+            st = rank < 0 ? ladder_fail(LADDER_ERR_ARG, "%s: bad dims '%s'", s->name, s->dims)
+                          : ladder_tensor_alloc(&r->t[i], want, rank, shape);
+            if (st != LADDER_OK) break;
+            poison(&r->t[i]);
+            *a = r->t[i];
+            outs[n_out++] = a;
+        }
+    }
+    ladder_mirror m;
+    bool mirrored = false;
+    if (st == LADDER_OK && ladder_rung_is_gpu(rung)) {
+        st = ladder_rung_available(rung);
+        if (st == LADDER_OK) st = ladder_mirror_begin(&m, ins, n_in, outs, n_out);
+        mirrored = st == LADDER_OK;
+    }
+    if (st == LADDER_OK) st = run_pass(algo, rung, LADDER_PASS_FWD, c->problem, args, opts, &r->ms[0]);
+    if (st == LADDER_OK && c->backward && !opts->forward_only)
+        st = run_pass(algo, rung, LADDER_PASS_BWD, c->problem, args, opts, &r->ms[1]);
+    if (mirrored) {
+        ladder_status end = ladder_mirror_end(&m, st == LADDER_OK);
+        if (st == LADDER_OK) st = end;
+    }
+    for (int i = 0; i < LADDER_MAX_TENSORS; i++) ladder_tensor_free(&conv[i]);
+    free(args);
+    if (st != LADDER_OK) ladder_result_free(r);
+    else if (!c->backward || opts->forward_only) /* outputs of a pass that did not run hold only NaN */
+        for (int i = 0; i < algo->n_tensors; i++)
+            if (algo->tensors[i].role & LADDER_OUT_BWD) ladder_tensor_free(&r->t[i]);
+    return st;
+}
+
+/* ---- checking -------------------------------------------------------------------------------------------------- */
+
+ladder_check ladder_result_check(const ladder_case *c, const ladder_result *got, const ladder_result *want,
+                                 double tol) {
+    ladder_check k = {.ok = true};
+    for (int i = 0; i < c->algo->n_tensors; i++) {
+        if (!got->t[i].data || !want->t[i].data) continue;
+        ladder_cmp cmp = ladder_compare(&got->t[i], &want->t[i], tol);
+        double err = cmp.nonfinite_mismatches ? INFINITY : cmp.rel_l2;
+        if (err > k.worst) k.worst = err;
+        if (!cmp.ok && k.ok) {
+            int used = snprintf(k.why, sizeof k.why, "%s: ", c->algo->tensors[i].name);
+            ladder_cmp_describe(&cmp, k.why + used, sizeof k.why - (size_t)used);
+            k.ok = false;
+        }
+    }
+    return k;
+}
+
+/* ---- .npy by name ---------------------------------------------------------------------------------------------- */
+
+/* DIR/NAME.npy into @p path, refusing an empty directory or a path that does not fit. */
+static ladder_status npy_path(const char *dir, const char *name, char *path, size_t n) {
+    if (!dir || !*dir) return ladder_fail(LADDER_ERR_ARG, "the directory for %s.npy is empty", name);
+    int len = snprintf(path, n, "%s/%s.npy", dir, name);
+    if (len < 0 || (size_t)len >= n)
+        return ladder_fail(LADDER_ERR_ARG, "the path %s/%s.npy is longer than %zu bytes", dir, name, n - 1);
+    return LADDER_OK;
+}
+
+/* The file's tensor as f32 (a float tensor) or i32 (an index tensor), replacing @p t. */
+static ladder_status to_case_dtype(ladder_tensor *t, bool index, const char *name) {
+    ladder_dtype want = index ? LADDER_I32 : LADDER_F32;
+    if (t->dtype == want) return LADDER_OK;
+    if (ladder_dtype_is_float(t->dtype) == index)
+        return ladder_fail(LADDER_ERR_IO, "%s.npy holds %s but must hold %s", name, ladder_dtype_name(t->dtype),
+                           index ? "integers (int32 or int64)" : "floats (float32 or float16)");
+    int64_t n = ladder_tensor_numel(t);
+    for (int64_t i = 0; index && i < n; i++) {
+        double v = ladder_tensor_get(t, i);
+        if (v < INT32_MIN || v > INT32_MAX)
+            return ladder_fail(LADDER_ERR_IO, "%s.npy entry %lld is %.0f, outside the int32 range", name, (long long)i,
+                               v);
+    }
+    ladder_tensor conv;
+    ladder_status st = ladder_tensor_alloc(&conv, want, t->rank, t->shape);
+    if (st != LADDER_OK) return st;
+    convert_flat(t, &conv, n, LADDER_F32);
+    ladder_tensor_free(t);
+    *t = conv;
+    return LADDER_OK;
+}
+
+/* Take the sizes a file's shape names (those not yet known) into the problem, each within its param's range. */
+static ladder_status sizes_from_file(ladder_case *c, int i, bool *known) {
+    const ladder_algo *algo = c->algo;
+    const ladder_tensor_spec *s = &algo->tensors[i];
+    char names[LADDER_MAX_RANK][16];
+    int rank = split_dims(s->dims, names);
+    if (c->t[i].rank != rank) {
+        char got[96];
+        ladder_tensor_shape_str(&c->t[i], got, sizeof got);
+        return ladder_fail(LADDER_ERR_SHAPE, "%s.npy has shape %s but %s is [%s]", s->name, got, s->name, s->dims);
+    }
+    for (int d = 0; d < rank; d++) {
+        int p = ladder_algo_param(algo, names[d]);
+        if (p < 0 || known[p]) continue; /* a derived size, or one an earlier file gave: the dispatcher compares */
+        const ladder_param *par = &algo->params[p];
+        int64_t v = c->t[i].shape[d];
+        if (v < par->lo || v > par->hi)
+            return ladder_fail(LADDER_ERR_ARG, "%s.npy has %s = %lld (dimension %d) but %s must be in %.0f..%.0f",
+                               s->name, par->name, (long long)v, d, par->name, par->lo, par->hi);
+        ladder_param_set(algo, c->problem, p, (double)v);
+        known[p] = true;
+    }
+    return LADDER_OK;
+}
+
+ladder_status ladder_case_read_dir(ladder_case *c, const ladder_algo *algo, const char *dir, const void *options) {
+    memset(c, 0, sizeof *c);
+    c->algo = algo;
+    memcpy(c->problem, options, algo->problem_size);
+    bool known[LADDER_MAX_PARAMS] = {false};
+    c->backward = true;
+    ladder_status st = LADDER_OK;
+    for (int i = 0; i < algo->n_tensors && st == LADDER_OK; i++) {
+        const ladder_tensor_spec *s = &algo->tensors[i];
+        if (!is_input(s)) continue;
+        char path[4096];
+        st = npy_path(dir, s->name, path, sizeof path);
+        if (st != LADDER_OK) break;
+        struct stat sb;
+        if (stat(path, &sb) != 0 && errno == ENOENT && ((s->role & (LADDER_OPTIONAL | LADDER_IN_BWD)))) {
+            if ((s->role & LADDER_IN_BWD) && !(s->role & LADDER_OPTIONAL)) c->backward = false;
+            continue; /* absent: any other failure to open is the reader's to report */
+        }
+        st = ladder_npy_read(path, &c->buf[i]);
+        if (st == LADDER_OK) st = to_case_dtype(&c->buf[i], s->role & LADDER_INDEX, s->name);
+        if (st != LADDER_OK) break;
+        c->t[i] = c->buf[i];
+        c->present |= 1u << i;
+        if (!(s->role & LADDER_INDEX)) st = sizes_from_file(c, i, known);
+    }
+    if (st != LADDER_OK) {
+        ladder_case_free(c);
+        return st;
+    }
+    c->present = outputs_present(algo, c->present, ~0u);
+    return LADDER_OK;
+}
+
+/* mkdir -p */
+static ladder_status make_dirs(const char *dir) {
+    char path[4096];
+    if (!dir || !*dir) return ladder_fail(LADDER_ERR_ARG, "the output directory is empty");
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+        return ladder_fail(LADDER_ERR_ARG, "the output directory %s is longer than %zu bytes", dir, sizeof path - 1);
+    for (char *p = path + 1;; p++) {
+        bool end = *p == '\0';
+        if (*p == '/' || end) {
+            *p = '\0';
+            if (mkdir(path, 0755) != 0 && errno != EEXIST)
+                return ladder_fail(LADDER_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+            if (end) break;
+            *p = '/';
+        }
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return ladder_fail(LADDER_ERR_IO, "%s is not a directory", dir);
+    return LADDER_OK;
+}
+
+ladder_status ladder_result_write_dir(const ladder_case *c, const ladder_result *r, const char *dir, char *written,
+                                      size_t n) {
+    ladder_status st = make_dirs(dir);
+    size_t used = 0;
+    if (n) written[0] = '\0';
+    for (int i = 0; i < c->algo->n_tensors && st == LADDER_OK; i++) {
+        if (!r->t[i].data) continue;
+        char path[4096];
+        st = npy_path(dir, c->algo->tensors[i].name, path, sizeof path);
+        ladder_tensor f32 = {0};
+        if (st == LADDER_OK && r->t[i].dtype != LADDER_F32 && ladder_dtype_is_float(r->t[i].dtype)) {
+            st = ladder_tensor_alloc(&f32, LADDER_F32, r->t[i].rank, r->t[i].shape);
+            if (st == LADDER_OK) convert_flat(&r->t[i], &f32, ladder_tensor_numel(&f32), LADDER_F32);
+        }
+        if (st == LADDER_OK) st = ladder_npy_write(path, f32.data ? &f32 : &r->t[i]);
+        ladder_tensor_free(&f32);
+        if (st == LADDER_OK && used < n) {
+            int k = snprintf(written + used, n - used, "%s\n", path);
+            used += k > 0 ? (size_t)k : 0;
+        }
+    }
+    return st;
+}

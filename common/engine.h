@@ -1,0 +1,247 @@
+/**
+ * @file engine.h
+ * @brief One engine under every algorithm: descriptors, random cases, running a rung, checking, .npy by name.
+ *
+ * An algorithm tells the engine what it is through one small descriptor,
+ * ::ladder_algo: its named tensors (the names are also the `.npy` file
+ * names) with their role, the dimensions each shape is made of, the
+ * problem's sizes and options with their ranges, its dispatcher, and the
+ * byte and FLOP counts of each pass. Everything else is written once, here,
+ * against descriptors, and shared by the `ladder` program, the tests, the
+ * labs and the benchmark:
+ *
+ * - ladder_case_make(): seeded random inputs of a problem (also strided views
+ *   into NaN-padded buffers, and packed variable-length sequences);
+ * - ladder_case_rounded(): the same inputs rounded to bf16 or fp16, for the
+ *   CPU reference of the tensor-core rung;
+ * - ladder_run(): one rung, forward then backward: inputs converted to the
+ *   rung's dtype, mirrored to the device for the GPU rungs, outputs poisoned
+ *   with NaN, one validated call per pass, then (optionally) timed repeats of
+ *   the rung alone, outputs copied back;
+ * - ladder_result_check(): every present output compared with the one comparator;
+ * - ladder_case_read_dir() / ladder_result_write_dir(): `.npy` in and out by name.
+ *
+ * The rung files never see any of this: they take the algorithm's own
+ * problem and args structs, as a user's call would.
+ */
+#ifndef LADDER_ENGINE_H
+#define LADDER_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compare.h"
+#include "rung.h"
+#include "status.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Most named tensors one algorithm has (recurrent has 20). */
+#define LADDER_MAX_TENSORS 24
+/** Most sizes and options one problem has. */
+#define LADDER_MAX_PARAMS 24
+/** Largest problem struct, in bytes. */
+#define LADDER_PROBLEM_MAX 256
+/** Most packed sequences a generated varlen case has. */
+#define LADDER_MAX_SEQS 16
+
+/** The two passes. */
+typedef enum ladder_pass {
+    LADDER_PASS_FWD = 0, /**< forward */
+    LADDER_PASS_BWD = 1  /**< backward */
+} ladder_pass;
+
+/** What a tensor is to its algorithm: flags combined with `|`. */
+enum ladder_tensor_role {
+    LADDER_IN_FWD = 1u << 0,   /**< the forward reads it (and so does the backward) */
+    LADDER_IN_BWD = 1u << 1,   /**< only the backward reads it (dout, dht); from a file, its absence means forward only */
+    LADDER_OUT_FWD = 1u << 2,  /**< the forward writes it (the backward may read it too: see ::LADDER_READ_BY_BWD) */
+    LADDER_OUT_BWD = 1u << 3,  /**< the backward writes it */
+    LADDER_OPTIONAL = 1u << 4, /**< may be absent (an optional input, or an output written only when asked for) */
+    LADDER_INDEX = 1u << 5,    /**< an i32 index tensor (cu_seqlens): never rounded, never differentiated */
+    LADDER_KEEP_F32 = 1u << 6, /**< stays f32 at every rung (lse, recurrent states) */
+    LADDER_READ_BY_BWD = 1u << 7 /**< a forward output the backward reads (o, lse) */
+};
+
+/** How ladder_case_make() draws an input. */
+typedef enum ladder_fill {
+    LADDER_FILL_NORMAL = 0, /**< N(0, 1) */
+    LADDER_FILL_FAN_IN,     /**< N(0, 1/n), n the size of the last dimension: sums over it stay near unit scale */
+    LADDER_FILL_LOG_GATE    /**< logsigmoid(N(0,1)) / normalizer: a gate in log space, <= 0 */
+} ladder_fill;
+
+/** One named tensor of an algorithm. */
+typedef struct ladder_tensor_spec {
+    const char *name;    /**< the args field and the .npy name: "x" */
+    const char *dims;    /**< its shape as dimension names: "B,T,D,W" (problem params or derived dims) */
+    unsigned role;       /**< ::ladder_tensor_role flags */
+    size_t offset;       /**< offsetof(args struct, this tensor) */
+    const char *grad_of; /**< for a gradient, the tensor it belongs to ("x" for "dx", "out" for "dout"); else NULL */
+    ladder_fill fill;    /**< how random inputs are drawn */
+} ladder_tensor_spec;
+
+/** Type of a problem field. */
+typedef enum ladder_param_type {
+    LADDER_PARAM_I64 = 0, /**< int64_t size */
+    LADDER_PARAM_INT,     /**< int */
+    LADDER_PARAM_BOOL,    /**< bool (flag value 0 or 1) */
+    LADDER_PARAM_DOUBLE   /**< double */
+} ladder_param_type;
+
+/** One field of the problem struct; also the command-line flag --NAME and, for sizes, a dimension name. */
+typedef struct ladder_param {
+    const char *name;       /**< "W" */
+    ladder_param_type type; /**< the field's C type */
+    size_t offset;          /**< offsetof(problem struct, field) */
+    double lo, hi;          /**< the range the flag accepts */
+    double run_default;     /**< the value `ladder run` uses */
+    const char *help;       /**< one line for --help */
+} ladder_param;
+
+/** An algorithm, as the engine sees it. Each algorithm defines one (common/<algo>_desc.c). */
+typedef struct ladder_algo {
+    const char *name;    /**< "dynconv" */
+    const char *summary; /**< one line for ladder list and --help */
+    size_t problem_size; /**< sizeof its problem struct (at most ::LADDER_PROBLEM_MAX) */
+    size_t args_size;    /**< sizeof its args struct */
+    const ladder_param *params;
+    int n_params;
+    const ladder_tensor_spec *tensors;
+    int n_tensors;
+    const char *varlen_dim;   /**< the size packed sequences share ("T"), NULL without varlen */
+    const char *varlen_batch; /**< the size that is 1 when sequences are packed ("B") */
+    /** A dimension that is not a param (e.g. N, the number of sequences), or -1 if @p name is unknown. May be NULL. */
+    int64_t (*derived_dim)(const void *problem, const ladder_tensor *index, const char *name);
+    /** The public dispatcher of @p pass: validates, then runs the rung. */
+    ladder_status (*call)(ladder_rung rung, ladder_pass pass, const void *problem, const void *args);
+    /** The rung function alone, on input the dispatcher has already validated (for timing). */
+    ladder_status (*call_rung)(ladder_rung rung, ladder_pass pass, const void *problem, const void *args);
+    /** Bytes the pass must move at least, with float tensors of @p dtype. */
+    double (*bytes)(const void *problem, ladder_pass pass, ladder_dtype dtype);
+    /** Floating-point operations of the pass (a multiply-add counts 2). */
+    double (*flops)(const void *problem, ladder_pass pass);
+    const void *bench_problems; /**< problem structs `ladder bench` sweeps, problem_size apart */
+    int n_bench_problems;
+} ladder_algo;
+
+/** Every algorithm, in chapter order. */
+extern const ladder_algo *const ladder_algos[];
+/** How many there are. */
+extern const int ladder_n_algos;
+/** The algorithm called @p name, or NULL. */
+const ladder_algo *ladder_algo_find(const char *name);
+
+/** Index of the tensor called @p name, or -1. */
+int ladder_algo_tensor(const ladder_algo *algo, const char *name);
+/** Index of the param called @p name, or -1. */
+int ladder_algo_param(const ladder_algo *algo, const char *name);
+/** The value of param @p i in @p problem, as a double. */
+double ladder_param_get(const ladder_algo *algo, const void *problem, int i);
+/** Store @p v into param @p i of @p problem. */
+void ladder_param_set(const ladder_algo *algo, void *problem, int i, double v);
+/** Fill @p problem with every param's run default. */
+void ladder_problem_defaults(const ladder_algo *algo, void *problem);
+/** "B=2 T=1024 D=512 W=4" (sizes and options, in param order; bools only when true). */
+void ladder_problem_str(const ladder_algo *algo, const void *problem, char *buf, size_t n);
+/**
+ * The shape of tensor @p i for @p problem (@p index: the case's index tensor, for derived dims).
+ * Returns the rank, or -1 when a dimension name is unknown (a descriptor bug).
+ */
+int ladder_tensor_shape_of(const ladder_algo *algo, const void *problem, const ladder_tensor *index, int i,
+                           int64_t *shape);
+/** The dtype tensor @p i has at a rung whose float inputs are @p dtype (index: i32, ::LADDER_KEEP_F32: f32). */
+ladder_dtype ladder_tensor_dtype_at(const ladder_algo *algo, int i, ladder_dtype dtype);
+/** The float dtype the rung takes: bf16 or fp16 (@p tc_dtype) for gpu_tensorcore, f32 for the others. */
+ladder_dtype ladder_rung_dtype(ladder_rung rung, ladder_dtype tc_dtype);
+
+/** How ladder_case_make() builds a case. Zero-initialised: seed 0, contiguous, no varlen, no optional inputs. */
+typedef struct ladder_case_opts {
+    uint64_t seed;                        /**< seeds every input */
+    bool strided;                         /**< inputs are views into larger NaN-padded buffers */
+    int n_seqs;                           /**< > 0: pack sequences of these lengths along varlen_dim */
+    int64_t seqlens[LADDER_MAX_SEQS];     /**< their lengths (0 allowed) */
+    uint32_t with;                        /**< bit i: include optional tensor i (input, or output asked for) */
+    double gate_normalizer;               /**< ::LADDER_FILL_LOG_GATE divides by it (0 means 1) */
+} ladder_case_opts;
+
+/** A problem with its host inputs (f32, index tensors i32); absent tensors have data NULL. */
+typedef struct ladder_case {
+    const ladder_algo *algo;                   /**< what it is a case of */
+    _Alignas(16) unsigned char problem[LADDER_PROBLEM_MAX]; /**< the algorithm's problem struct */
+    ladder_tensor t[LADDER_MAX_TENSORS];       /**< input views (strided ones point into buf) */
+    ladder_tensor buf[LADDER_MAX_TENSORS];     /**< the allocations the views point into */
+    uint32_t present;                          /**< bit i: tensor i takes part (inputs given, outputs written) */
+    bool backward;                             /**< the backward runs too (its inputs are present) */
+} ladder_case;
+
+/** Make a seeded random case of @p problem (copied; varlen options set T and B). */
+ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const void *problem,
+                               const ladder_case_opts *opts);
+/** The same case with every float input rounded to @p precision (bf16 or f16), strides and NaN padding kept. */
+ladder_status ladder_case_rounded(const ladder_case *c, ladder_dtype precision, ladder_case *rounded);
+/** Free what a case owns (safe on a zeroed case). */
+void ladder_case_free(ladder_case *c);
+
+/** How ladder_run() runs. Zero-initialised: one validated call per pass, no timing. */
+typedef struct ladder_run_opts {
+    int warmup;       /**< untimed runs of the rung alone before the timed ones */
+    int reps;         /**< timed runs of the rung alone (median reported); 0: none */
+    bool flush_l2;    /**< GPU: overwrite a buffer twice the L2 size between timed runs (outside the timed region) */
+    bool forward_only;/**< skip the backward even when the case has its inputs */
+} ladder_run_opts;
+
+/** One rung's outputs, on the host in the rung's dtypes, with its median times. */
+typedef struct ladder_result {
+    ladder_tensor t[LADDER_MAX_TENSORS]; /**< outputs (inputs stay absent) */
+    double ms[2];                        /**< median ms per pass (0 when not timed or not run) */
+} ladder_result;
+
+/**
+ * Run @p rung on @p c: forward, then backward (when the case has its
+ * inputs). Float inputs go in as ladder_rung_dtype(rung, @p tc_dtype) with
+ * their strides; GPU rungs run on device mirrors. Each pass is called once
+ * through the validating dispatcher on NaN-poisoned outputs; with
+ * opts->reps > 0 the rung function is then timed alone (CUDA events on the
+ * GPU, the host clock on the CPU). A failure returns its status with
+ * ladder_last_error() set, and @p r holds nothing.
+ */
+ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_case *c, const ladder_run_opts *opts,
+                         ladder_result *r);
+/** Free a result (safe on a zeroed one). */
+void ladder_result_free(ladder_result *r);
+
+/** What ladder_result_check() found. */
+typedef struct ladder_check {
+    bool ok;          /**< every output passed */
+    double worst;     /**< the largest relative L2 error (infinity on a NaN/Inf mismatch) */
+    char why[512];    /**< the first failure: "dx: rel_l2 ... first bad [0,3,7]: got .. want .." */
+} ladder_check;
+
+/** Compare every output present in both results at tolerance @p tol. */
+ladder_check ladder_result_check(const ladder_case *c, const ladder_result *got, const ladder_result *want,
+                                 double tol);
+
+/**
+ * Read the inputs from DIR/<name>.npy: float tensors may be float32 or
+ * float16 files, index tensors int32 or int64 (checked to fit i32).
+ * Sizes come from the files' shapes (checked against each param's range);
+ * @p options supplies the rest of the problem (non-size params). A missing
+ * optional input stays absent; a missing backward input means forward only.
+ * Errors are LADDER_ERR_IO or LADDER_ERR_ARG naming the file.
+ */
+ladder_status ladder_case_read_dir(ladder_case *c, const ladder_algo *algo, const char *dir, const void *options);
+/** Write every output of @p r as DIR/<name>.npy (float32; DIR is created if missing). @p written: one name per line. */
+ladder_status ladder_result_write_dir(const ladder_case *c, const ladder_result *r, const char *dir, char *written,
+                                      size_t n);
+
+/** Median of @p n times (sorts them in place). */
+double ladder_median(double *ms, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

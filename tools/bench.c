@@ -1,0 +1,125 @@
+/*
+ * `ladder bench`: each bench problem of an algorithm at every available rung and dtype, forward and backward.
+ *
+ * Per rung: one validated call per pass (its outputs checked against the cpu rung, on inputs rounded to the
+ * rung's dtype), then the rung function alone, timed: --warmup untimed runs, then --reps runs, each bracketed by
+ * CUDA events with L2 flushed before it, median reported. The cpu rung is the reference, not the subject: it runs
+ * a median of 3.
+ */
+#include <string.h>
+
+#include "tool.h"
+
+enum { CPU_REPS = 3 };
+
+/* The rungs and dtypes a sweep times, in report order. */
+static const struct {
+    ladder_rung rung;
+    ladder_dtype dtype;
+} plan[] = {
+    {LADDER_RUNG_CPU, LADDER_F32},          {LADDER_RUNG_GPU_NAIVE, LADDER_F32},
+    {LADDER_RUNG_GPU_TILED, LADDER_F32},    {LADDER_RUNG_GPU_TENSORCORE, LADDER_BF16},
+    {LADDER_RUNG_GPU_TENSORCORE, LADDER_F16},
+};
+#define N_PLAN (int)(sizeof plan / sizeof plan[0])
+
+static void progress(const char *algo, const char *shape, int step, int steps, const char *what, double t0) {
+    fprintf(stderr, "bench %s [%s] %d/%d %s (%.1f s)\n", algo, shape, step, steps, what, (tool_now_ms() - t0) * 1e-3);
+}
+
+static void add_rows(const ladder_algo *algo, const ladder_case *c, const char *shape, ladder_rung rung,
+                     ladder_dtype dt, const ladder_result *res, const ladder_result *cpu, bench_row *rows, int *n) {
+    for (int pass = 0; pass < 2; pass++) {
+        if (res->ms[pass] <= 0) continue;
+        bench_row *row = &rows[(*n)++];
+        memset(row, 0, sizeof *row);
+        snprintf(row->algo, sizeof row->algo, "%s", algo->name);
+        snprintf(row->pass, sizeof row->pass, "%s", pass ? "bwd" : "fwd");
+        snprintf(row->rung, sizeof row->rung, "%s", ladder_rung_name(rung));
+        snprintf(row->dtype, sizeof row->dtype, "%s", ladder_dtype_name(dt));
+        snprintf(row->shape, sizeof row->shape, "%s", shape);
+        row->median_ms = res->ms[pass];
+        row->bytes = algo->bytes(c->problem, (ladder_pass)pass, dt);
+        row->flops = algo->flops(c->problem, (ladder_pass)pass);
+        row->speedup_vs_cpu = cpu->ms[pass] / res->ms[pass];
+    }
+}
+
+/* One bench problem: every planned rung, checked and timed. */
+static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void *base, bench_row *rows, int max_rows,
+                         int *n_rows) {
+    _Alignas(16) unsigned char problem[LADDER_PROBLEM_MAX];
+    ladder_case_opts co;
+    if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return TOOL_USAGE;
+    char shape[128];
+    ladder_problem_str(algo, problem, shape, sizeof shape);
+    const double t0 = tool_now_ms();
+    int steps = 2, step = 0, failures = 0;
+    for (int i = 1; i < N_PLAN; i++)
+        steps += tool_rung_wanted(o, plan[i].rung) && ladder_rung_available(plan[i].rung) == LADDER_OK;
+
+    progress(algo->name, shape, ++step, steps, "random inputs", t0);
+    ladder_case c;
+    if (ladder_case_make(&c, algo, problem, &co) != LADDER_OK) {
+        fprintf(stderr, "ladder: %s\n", ladder_last_error());
+        return TOOL_USAGE;
+    }
+    ladder_problem_str(algo, c.problem, shape, sizeof shape); /* varlen may have changed the sizes */
+    progress(algo->name, shape, ++step, steps, "cpu f32", t0);
+    const ladder_run_opts cpu_opts = {.reps = CPU_REPS};
+    ladder_result cpu;
+    if (ladder_run(LADDER_RUNG_CPU, LADDER_F32, &c, &cpu_opts, &cpu) != LADDER_OK) {
+        fprintf(stderr, "ladder: cpu rung: %s\n", ladder_last_error());
+        ladder_case_free(&c);
+        return TOOL_FAIL;
+    }
+    if (tool_rung_wanted(o, LADDER_RUNG_CPU) && *n_rows + 2 <= max_rows)
+        add_rows(algo, &c, shape, LADDER_RUNG_CPU, LADDER_F32, &cpu, &cpu, rows, n_rows);
+    const ladder_run_opts gpu_opts = {.warmup = o->warmup, .reps = o->reps, .flush_l2 = true};
+    for (int i = 1; i < N_PLAN && *n_rows + 2 <= max_rows; i++) {
+        ladder_rung rung = plan[i].rung;
+        ladder_dtype dt = plan[i].dtype;
+        if (!tool_rung_wanted(o, rung) || ladder_rung_available(rung) != LADDER_OK) continue;
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", ladder_rung_name(rung), ladder_dtype_name(dt));
+        progress(algo->name, shape, ++step, steps, what, t0);
+        ladder_result res, rounded = {0};
+        ladder_status st = ladder_run(rung, dt, &c, &gpu_opts, &res);
+        const ladder_result *want = &cpu;
+        if (st == LADDER_OK && dt != LADDER_F32) {
+            ladder_case rc;
+            const ladder_run_opts once = {0};
+            st = ladder_case_rounded(&c, dt, &rc);
+            if (st == LADDER_OK) st = ladder_run(LADDER_RUNG_CPU, LADDER_F32, &rc, &once, &rounded);
+            ladder_case_free(&rc);
+            want = &rounded;
+        }
+        if (st != LADDER_OK) {
+            fprintf(stderr, "ladder: %s: %s\n", what, ladder_last_error());
+            failures++;
+            continue;
+        }
+        ladder_check k = ladder_result_check(&c, &res, want, ladder_tolerance(dt));
+        if (!k.ok) {
+            fprintf(stderr, "ladder: %s gives wrong results at the bench shape: %s\n", what, k.why);
+            failures++;
+        }
+        add_rows(algo, &c, shape, rung, dt, &res, &cpu, rows, n_rows);
+        ladder_result_free(&res);
+        ladder_result_free(&rounded);
+    }
+    fprintf(stderr, "bench %s [%s] done in %.1f s\n", algo->name, shape, (tool_now_ms() - t0) * 1e-3);
+    ladder_result_free(&cpu);
+    ladder_case_free(&c);
+    return failures ? TOOL_FAIL : TOOL_OK;
+}
+
+int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int max_rows, int *n_rows) {
+    int rc = TOOL_OK;
+    for (int i = 0; i < algo->n_bench_problems && rc != TOOL_USAGE; i++) {
+        const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;
+        int r = bench_problem(algo, o, base, rows, max_rows, n_rows);
+        if (r > rc) rc = r;
+    }
+    return rc;
+}

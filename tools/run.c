@@ -1,0 +1,238 @@
+/* `ladder run`: every chosen rung against the cpu rung on a random case, or one rung on .npy files. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tool.h"
+
+bool tool_rung_wanted(const tool_opts *o, ladder_rung r) { return !o->any_rung_chosen || o->rung_chosen[r]; }
+
+double tool_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* "5,0,1,9" into lengths; TOOL_USAGE (printed) if malformed or empty. */
+static int parse_varlen(const char *spec, ladder_case_opts *co) {
+    const char *p = spec;
+    int64_t total = 0;
+    co->n_seqs = 0;
+    do {
+        char *end;
+        errno = 0;
+        long long len = strtoll(p, &end, 10);
+        if (end == p || errno || len < 0 || (*end && *end != ',') || co->n_seqs == LADDER_MAX_SEQS ||
+            (total += len) > INT32_MAX) {
+            fprintf(stderr,
+                    "ladder: --varlen needs 1 to %d comma-separated lengths >= 0 such as 5,0,1,9, at most %d in all; "
+                    "got '%s'\n",
+                    LADDER_MAX_SEQS, INT32_MAX, spec);
+            return TOOL_USAGE;
+        }
+        co->seqlens[co->n_seqs++] = len;
+        p = end + (*end == ',');
+    } while (p[-1] == ',');
+    if (total == 0) {
+        fprintf(stderr, "ladder: --varlen '%s' has no tokens in all\n", spec);
+        return TOOL_USAGE;
+    }
+    return TOOL_OK;
+}
+
+/* "g,gk" into a set of optional tensors of @p algo. */
+static int parse_with(const ladder_algo *algo, const char *spec, uint32_t *with) {
+    for (const char *p = spec; *p;) {
+        size_t len = strcspn(p, ",");
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(len < 31 ? len : 31), p);
+        int i = ladder_algo_tensor(algo, name);
+        if (i < 0 || !(algo->tensors[i].role & LADDER_OPTIONAL) || (algo->tensors[i].role & LADDER_INDEX)) {
+            fprintf(stderr, "ladder: --with %s: %s has no optional tensor '%s'\n", spec, algo->name, name);
+            return TOOL_USAGE;
+        }
+        *with |= 1u << i;
+        p += len + (p[len] == ',');
+    }
+    return TOOL_OK;
+}
+
+int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, void *problem, ladder_case_opts *co) {
+    memset(co, 0, sizeof *co);
+    co->seed = o->seed;
+    if (base) memcpy(problem, base, algo->problem_size);
+    else ladder_problem_defaults(algo, problem);
+    for (int f = 0; f < o->n_flags; f++) {
+        int i = ladder_algo_param(algo, o->flag[f][0]);
+        if (i < 0) continue; /* another algorithm's flag (main() checked that some algorithm has it) */
+        const ladder_param *p = &algo->params[i];
+        char *end;
+        double v = strtod(o->flag[f][1], &end);
+        bool whole = p->type != LADDER_PARAM_DOUBLE;
+        if (end == o->flag[f][1] || *end || !(v >= p->lo && v <= p->hi) || (whole && v != floor(v))) {
+            fprintf(stderr, "ladder: --%s needs %s in %g..%g, got '%s'\n", p->name, whole ? "a whole number" : "a number",
+                    p->lo, p->hi, o->flag[f][1]);
+            return TOOL_USAGE;
+        }
+        if (o->varlen && algo->varlen_dim &&
+            (!strcmp(p->name, algo->varlen_dim) || !strcmp(p->name, algo->varlen_batch))) {
+            fprintf(stderr, "ladder: --varlen sets %s = 1 and %s = the sum of the lengths; do not also give --%s\n",
+                    algo->varlen_batch, algo->varlen_dim, p->name);
+            return TOOL_USAGE;
+        }
+        ladder_param_set(algo, problem, i, v);
+    }
+    if (o->varlen) {
+        if (!algo->varlen_dim) {
+            fprintf(stderr, "ladder: %s takes no --varlen\n", algo->name);
+            return TOOL_USAGE;
+        }
+        if (parse_varlen(o->varlen, co) != TOOL_OK) return TOOL_USAGE;
+    }
+    return o->with ? parse_with(algo, o->with, &co->with) : TOOL_OK;
+}
+
+/* The cpu rung on the case rounded to @p dtype: the reference of the tensor-core rung. */
+static ladder_status rounded_reference(const ladder_case *c, ladder_dtype dtype, ladder_result *ref) {
+    ladder_case rounded;
+    ladder_status st = ladder_case_rounded(c, dtype, &rounded);
+    ladder_run_opts once = {0};
+    if (st == LADDER_OK) st = ladder_run(LADDER_RUNG_CPU, LADDER_F32, &rounded, &once, ref);
+    ladder_case_free(&rounded);
+    return st;
+}
+
+static double gbps(const ladder_algo *algo, const void *problem, ladder_pass pass, ladder_dtype dt, double ms) {
+    return ms > 0 ? algo->bytes(problem, pass, dt) / (ms * 1e-3) / 1e9 : 0;
+}
+
+int tool_run(const ladder_algo *algo, const tool_opts *o) {
+    _Alignas(16) unsigned char problem[LADDER_PROBLEM_MAX];
+    ladder_case_opts co;
+    if (tool_problem(algo, o, NULL, problem, &co) != TOOL_OK) return TOOL_USAGE;
+    for (int r = 0; r < LADDER_RUNG_COUNT; r++)
+        if (o->rung_chosen[r] && ladder_rung_available((ladder_rung)r) != LADDER_OK) {
+            fprintf(stderr, "ladder: --rung %s cannot run here: %s\n", ladder_rung_name((ladder_rung)r),
+                    ladder_last_error());
+            return TOOL_USAGE;
+        }
+    ladder_case c;
+    if (ladder_case_make(&c, algo, problem, &co) != LADDER_OK) {
+        fprintf(stderr, "ladder: %s\n", ladder_last_error());
+        return TOOL_USAGE;
+    }
+    char shape[256];
+    ladder_problem_str(algo, c.problem, shape, sizeof shape);
+    printf("%s  %s%s%s  seed %llu\n", algo->name, shape, o->varlen ? "  varlen " : "", o->varlen ? o->varlen : "",
+           (unsigned long long)o->seed);
+    printf("%-15s %-5s %9s %9s %9s %9s %8s %8s %11s  %s\n", "rung", "dtype", "fwd ms", "bwd ms", "fwd GB/s",
+           "bwd GB/s", "fwd x", "bwd x", "rel err", "check");
+    /* the reference: the cpu rung on the f32 inputs (timed, so its row is also the speedup baseline) */
+    const ladder_run_opts timed = {.warmup = 1, .reps = 5};
+    ladder_result ref, ref_rounded = {0};
+    bool have_rounded = false;
+    if (ladder_run(LADDER_RUNG_CPU, LADDER_F32, &c, &timed, &ref) != LADDER_OK) {
+        fprintf(stderr, "ladder: cpu rung failed: %s\n", ladder_last_error());
+        ladder_case_free(&c);
+        return TOOL_FAIL;
+    }
+    int failures = 0;
+    char skipped[128] = "", skip_reason[512] = "";
+    for (int r = 0; r < LADDER_RUNG_COUNT; r++) {
+        ladder_rung rung = (ladder_rung)r;
+        ladder_dtype dt = ladder_rung_dtype(rung, o->dtype);
+        if (!tool_rung_wanted(o, rung)) continue;
+        if (ladder_rung_available(rung) != LADDER_OK) {
+            size_t used = strlen(skipped);
+            snprintf(skipped + used, sizeof skipped - used, "%s%s", used ? ", " : "", ladder_rung_name(rung));
+            const char *why = strstr(ladder_last_error(), ": "); /* the same reason for every GPU rung */
+            snprintf(skip_reason, sizeof skip_reason, "%s", why ? why + 2 : ladder_last_error());
+            continue;
+        }
+        ladder_result got = ref;
+        const ladder_result *want = &ref;
+        ladder_status st = LADDER_OK;
+        if (rung != LADDER_RUNG_CPU) {
+            st = ladder_run(rung, o->dtype, &c, &timed, &got);
+            if (st == LADDER_OK && dt != LADDER_F32 && !have_rounded) {
+                st = rounded_reference(&c, dt, &ref_rounded);
+                have_rounded = st == LADDER_OK;
+            }
+            if (dt != LADDER_F32) want = &ref_rounded;
+        }
+        if (st != LADDER_OK) {
+            printf("%-15s %-5s FAIL: %s\n", ladder_rung_name(rung), ladder_dtype_name(dt), ladder_last_error());
+            failures++;
+            continue;
+        }
+        ladder_check k = {.ok = true};
+        if (rung != LADDER_RUNG_CPU) k = ladder_result_check(&c, &got, want, ladder_tolerance(dt));
+        char err[16];
+        snprintf(err, sizeof err, rung == LADDER_RUNG_CPU ? "reference" : "%.1e", k.worst);
+        printf("%-15s %-5s %9.3f %9.3f %9.1f %9.1f %8.1f %8.1f %11s  %s\n", ladder_rung_name(rung),
+               ladder_dtype_name(dt), got.ms[0], got.ms[1], gbps(algo, c.problem, LADDER_PASS_FWD, dt, got.ms[0]),
+               gbps(algo, c.problem, LADDER_PASS_BWD, dt, got.ms[1]), ref.ms[0] / got.ms[0], ref.ms[1] / got.ms[1],
+               err, k.ok ? "PASS" : "FAIL");
+        if (!k.ok) {
+            printf("    %s\n", k.why);
+            failures++;
+        }
+        if (rung != LADDER_RUNG_CPU) ladder_result_free(&got);
+    }
+    if (skipped[0]) printf("skipped %s: %s\n", skipped, skip_reason);
+    printf("%s: %d failed check%s\n", failures ? "FAIL" : "ok", failures, failures == 1 ? "" : "s");
+    ladder_result_free(&ref);
+    ladder_result_free(&ref_rounded);
+    ladder_case_free(&c);
+    return failures ? TOOL_FAIL : TOOL_OK;
+}
+
+/* A failed library call: the input was at fault (a usage error) or the run was (a failure). */
+static int report_failure(ladder_status st) {
+    fprintf(stderr, "ladder: %s: %s\n", ladder_status_name(st), ladder_last_error());
+    bool input = st == LADDER_ERR_ARG || st == LADDER_ERR_SHAPE || st == LADDER_ERR_UNSUPPORTED ||
+                 st == LADDER_ERR_IO || st == LADDER_ERR_UNAVAILABLE;
+    return input ? TOOL_USAGE : TOOL_FAIL;
+}
+
+int tool_run_npy(const ladder_algo *algo, const tool_opts *o) {
+    ladder_rung rung = LADDER_RUNG_CPU;
+    int chosen = 0;
+    for (int r = 0; r < LADDER_RUNG_COUNT; r++)
+        if (o->rung_chosen[r]) rung = (ladder_rung)r, chosen++;
+    if (chosen > 1) {
+        fprintf(stderr, "ladder: --in runs one rung; pick one --rung\n");
+        return TOOL_USAGE;
+    }
+    if (o->varlen) {
+        fprintf(stderr, "ladder: with --in, packed sequences come from cu_seqlens.npy, not --varlen\n");
+        return TOOL_USAGE;
+    }
+    if (ladder_rung_available(rung) != LADDER_OK) return report_failure(LADDER_ERR_UNAVAILABLE);
+    _Alignas(16) unsigned char options[LADDER_PROBLEM_MAX];
+    ladder_case_opts co;
+    if (tool_problem(algo, o, NULL, options, &co) != TOOL_OK) return TOOL_USAGE;
+    ladder_case c, rounded = {0};
+    ladder_status st = ladder_case_read_dir(&c, algo, o->in_dir, options);
+    if (st != LADDER_OK) return report_failure(st);
+    ladder_dtype dt = ladder_rung_dtype(rung, o->dtype);
+    if (dt != LADDER_F32) st = ladder_case_rounded(&c, dt, &rounded); /* the inputs as the rung sees them */
+    ladder_result res;
+    ladder_run_opts once = {0};
+    if (st == LADDER_OK) st = ladder_run(rung, o->dtype, dt != LADDER_F32 ? &rounded : &c, &once, &res);
+    int rc = TOOL_OK;
+    if (st != LADDER_OK) rc = report_failure(st);
+    else {
+        char written[2048];
+        st = ladder_result_write_dir(&c, &res, o->out_dir ? o->out_dir : o->in_dir, written, sizeof written);
+        if (st != LADDER_OK) rc = report_failure(st);
+        else
+            for (char *line = strtok(written, "\n"); line; line = strtok(NULL, "\n")) printf("wrote %s\n", line);
+        ladder_result_free(&res);
+    }
+    ladder_case_free(&rounded);
+    ladder_case_free(&c);
+    return rc;
+}

@@ -45,7 +45,7 @@ extern "C" {
 /** Most sizes and options one problem has. */
 #define LADDER_MAX_PARAMS 24
 /** Largest problem struct, in bytes. */
-#define LADDER_PROBLEM_MAX 256
+#define LADDER_PROBLEM_MAX 256 /* bytes, 8-byte aligned: problem structs hold int64, int, double and bool fields */
 /** Most packed sequences a generated varlen case has. */
 #define LADDER_MAX_SEQS 16
 
@@ -171,7 +171,7 @@ typedef struct ladder_case_opts {
 /** A problem with its host inputs (f32, index tensors i32); absent tensors have data NULL. */
 typedef struct ladder_case {
     const ladder_algo *algo;                   /**< what it is a case of */
-    _Alignas(16) unsigned char problem[LADDER_PROBLEM_MAX]; /**< the algorithm's problem struct */
+    _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX]; /**< the algorithm's problem struct */
     ladder_tensor t[LADDER_MAX_TENSORS];       /**< input views (strided ones point into buf) */
     ladder_tensor buf[LADDER_MAX_TENSORS];     /**< the allocations the views point into */
     uint32_t present;                          /**< bit i: tensor i takes part (inputs given, outputs written) */

@@ -1,192 +1,84 @@
-/* tests/harness.c: shared dynconv test machinery (see harness.h). */
+/* tests/harness.c: the test machinery every suite shares (see harness.h). */
 #include "harness.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu.h"
-#include "mirror.h"
-#include "rng.h"
-
-void dc_shape_str(const dc_shape *s, char *buf, size_t n) {
-    int used = snprintf(buf, n, "B=%lld T=%lld D=%lld W=%d%s", (long long)s->B, (long long)s->T, (long long)s->D, s->W,
-                        s->strided ? " strided" : "");
-    for (int i = 0; i < s->n_seqs && used > 0 && (size_t)used < n; i++)
-        used += snprintf(buf + used, n - (size_t)used, "%s%d", i ? "," : " varlen[", s->seqlens[i]);
-    if (s->n_seqs && used > 0 && (size_t)used < n) snprintf(buf + used, n - (size_t)used, "]");
-}
-
-void dc_rung_label(ladder_rung rung, ladder_dtype dtype, char *buf, size_t n) {
-    if (rung == LADDER_RUNG_GPU_TENSORCORE)
-        snprintf(buf, n, "%s (%s)", ladder_rung_name(rung), ladder_dtype_name(dtype));
-    else
-        snprintf(buf, n, "%s", ladder_rung_name(rung));
-}
-
-/* ---- cases ---------------------------------------------------------------------------------------------------- */
-
-/* Every field of the shape and the salt, mixed (FNV-1a), so each shape gets its own inputs. */
-static uint64_t shape_seed(const dc_shape *s, uint64_t salt) {
-    int64_t fields[5 + DC_MAX_SEQS] = {s->B, s->T, s->D, s->W, s->strided};
-    for (int i = 0; i < s->n_seqs; i++) fields[5 + i] = s->seqlens[i];
-    uint64_t h = 0xcbf29ce484222325ull ^ salt;
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) h = (h ^ (uint64_t)fields[i]) * 0x100000001b3ull;
+/* Every byte of the problem, the options and the salt mixed (FNV-1a), so each case gets its own inputs. */
+static uint64_t mix(const void *data, size_t n, uint64_t h) {
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)data)[i]) * 0x100000001b3ull;
     return h;
 }
 
-/* A contiguous f32 buffer of @p rank dims, every element NaN. */
-static void alloc_nan_buffer(ladder_tensor *buf, int rank, const int64_t *shape) {
-    cr_assert(ladder_tensor_alloc(buf, LADDER_F32, rank, shape) == LADDER_OK, "%s", ladder_last_error());
-    ladder_tensor_poison(buf);
+const ladder_algo *test_case_algo(const test_case *t) { return ladder_algos[t->algo]; }
+
+test_case test_case_of(const ladder_algo *algo, const void *problem) {
+    test_case t;
+    memset(&t, 0, sizeof t);
+    while (ladder_algos[t.algo] != algo) t.algo++;
+    memcpy(t.problem, problem, algo->problem_size);
+    t.opts.seed = mix(problem, algo->problem_size, 0xcbf29ce484222325ull);
+    t.dtype = LADDER_F32;
+    return t;
 }
 
-void dc_case_make(dc_case *c, const dc_shape *s, uint64_t salt) {
-    memset(c, 0, sizeof *c);
-    c->shape = *s;
-    c->problem = (ladder_dynconv_problem){.B = s->B, .T = s->T, .D = s->D, .W = s->W};
-    const int64_t B = s->B, T = s->T, D = s->D, W = s->W;
-    int64_t btd[3] = {B, T, D}, btdw[4] = {B, T, D, W};
-    if (s->strided) {
-        /* x: a slice of [B, T+2, D+3] starting at (0, 1, 2) */
-        int64_t xs[3] = {B, T + 2, D + 3};
-        alloc_nan_buffer(&c->x_buf, 3, xs);
-        c->x = ladder_tensor_make((float *)c->x_buf.data + 1 * (D + 3) + 2, LADDER_F32, 3, btd);
-        memcpy(c->x.strides, c->x_buf.strides, sizeof c->x.strides);
-        /* kernels: a slice of [B, T, D+1, W+3] starting at (0, 0, 1, 2): a channel slice with a padded W */
-        int64_t ks[4] = {B, T, D + 1, W + 3};
-        alloc_nan_buffer(&c->kernels_buf, 4, ks);
-        c->kernels = ladder_tensor_make((float *)c->kernels_buf.data + 1 * (W + 3) + 2, LADDER_F32, 4, btdw);
-        memcpy(c->kernels.strides, c->kernels_buf.strides, sizeof c->kernels.strides);
-        /* dout: the transpose of a [B, D, T] buffer, so its last stride is T, not 1 */
-        int64_t gs[3] = {B, D, T};
-        alloc_nan_buffer(&c->dout_buf, 3, gs);
-        c->dout = ladder_tensor_make(c->dout_buf.data, LADDER_F32, 3, btd);
-        c->dout.strides[0] = D * T, c->dout.strides[1] = 1, c->dout.strides[2] = T;
-    } else {
-        cr_assert(ladder_tensor_alloc(&c->x_buf, LADDER_F32, 3, btd) == LADDER_OK, "%s", ladder_last_error());
-        cr_assert(ladder_tensor_alloc(&c->kernels_buf, LADDER_F32, 4, btdw) == LADDER_OK, "%s", ladder_last_error());
-        cr_assert(ladder_tensor_alloc(&c->dout_buf, LADDER_F32, 3, btd) == LADDER_OK, "%s", ladder_last_error());
-        c->x = c->x_buf, c->kernels = c->kernels_buf, c->dout = c->dout_buf;
+void test_case_varlen(test_case *t, const int64_t *lens, int n) {
+    t->opts.n_seqs = n;
+    for (int i = 0; i < n; i++) t->opts.seqlens[i] = lens[i];
+    t->opts.seed = mix(lens, (size_t)n * sizeof *lens, t->opts.seed);
+}
+
+void test_case_str(const test_case *t, char *buf, size_t n) {
+    char shape[256];
+    ladder_problem_str(test_case_algo(t), t->problem, shape, sizeof shape);
+    int used = snprintf(buf, n, "%s %s%s", test_case_algo(t)->name, shape, t->opts.strided ? " strided" : "");
+    for (int i = 0; i < t->opts.n_seqs && used > 0 && (size_t)used < n; i++)
+        used += snprintf(buf + used, n - (size_t)used, "%s%lld", i ? "," : " varlen[", (long long)t->opts.seqlens[i]);
+    if (t->opts.n_seqs && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, "]");
+    for (int i = 0; i < test_case_algo(t)->n_tensors && used > 0 && (size_t)used < n; i++)
+        if ((t->opts.with >> i) & 1u) used += snprintf(buf + used, n - (size_t)used, " +%s", test_case_algo(t)->tensors[i].name);
+}
+
+void test_rung_label(ladder_rung rung, ladder_dtype dtype, char *buf, size_t n) {
+    if (rung == LADDER_RUNG_GPU_TENSORCORE) snprintf(buf, n, "%s (%s)", ladder_rung_name(rung), ladder_dtype_name(dtype));
+    else snprintf(buf, n, "%s", ladder_rung_name(rung));
+}
+
+void test_make(const test_case *t, ladder_case *c) {
+    char what[512];
+    ladder_status st = ladder_case_make(c, test_case_algo(t), t->problem, &t->opts);
+    if (st != LADDER_OK) test_case_str(t, what, sizeof what);
+    cr_assert(st == LADDER_OK, "making the case %s: %s", what, ladder_last_error());
+}
+
+void test_run(const test_case *t, ladder_rung rung, ladder_dtype dtype, const ladder_case *c, ladder_result *r) {
+    const ladder_run_opts once = {0};
+    ladder_status st = ladder_run(rung, dtype, c, &once, r);
+    if (st != LADDER_OK) {
+        char label[64], what[512];
+        test_rung_label(rung, dtype, label, sizeof label);
+        test_case_str(t, what, sizeof what);
+        cr_assert_fail("%s on %s returned %s: %s", label, what, ladder_status_name(st), ladder_last_error());
     }
-    ladder_rng rng;
-    ladder_rng_seed(&rng, shape_seed(s, salt));
-    ladder_rng_fill_normal(&rng, &c->x, 1.0);
-    ladder_rng_fill_normal(&rng, &c->kernels, 1.0 / sqrt((double)W)); /* keeps out near unit scale for every W */
-    ladder_rng_fill_normal(&rng, &c->dout, 1.0);
-    if (s->n_seqs) {
-        cr_assert(B == 1, "varlen shapes have B = 1");
-        int64_t n[1] = {s->n_seqs + 1};
-        cr_assert(ladder_tensor_alloc(&c->cu_seqlens, LADDER_I32, 1, n) == LADDER_OK, "%s", ladder_last_error());
-        int32_t *cu = c->cu_seqlens.data;
-        cu[0] = 0;
-        for (int i = 0; i < s->n_seqs; i++) cu[i + 1] = cu[i] + s->seqlens[i];
-        cr_assert(cu[s->n_seqs] == T, "the grid's sequence lengths must sum to T = %lld", (long long)T);
+}
+
+void test_expect_close(const char *who, const test_case *t, const char *tensor, const ladder_cmp *cmp) {
+    if (cmp->ok) return;
+    char what[512], why[512];
+    test_case_str(t, what, sizeof what);
+    ladder_cmp_describe(cmp, why, sizeof why);
+    cr_assert_fail("%s on %s: %s differs: %s", who, what, tensor, why);
+}
+
+void test_expect_results_close(const char *who, const test_case *t, const ladder_case *c, const ladder_result *got,
+                               const ladder_result *want, double tol) {
+    for (int i = 0; i < c->algo->n_tensors; i++) {
+        if (!want->t[i].data) continue;
+        cr_assert(got->t[i].data, "%s: %s was not returned", who, c->algo->tensors[i].name);
+        ladder_cmp cmp = ladder_compare(&got->t[i], &want->t[i], tol);
+        test_expect_close(who, t, c->algo->tensors[i].name, &cmp);
     }
-}
-
-void dc_case_round_inputs(dc_case *c, ladder_dtype precision) {
-    ladder_tensor_round_to(&c->x, precision);
-    ladder_tensor_round_to(&c->kernels, precision);
-    ladder_tensor_round_to(&c->dout, precision);
-}
-
-void dc_case_free(dc_case *c) {
-    ladder_tensor_free(&c->x_buf);
-    ladder_tensor_free(&c->kernels_buf);
-    ladder_tensor_free(&c->dout_buf);
-    ladder_tensor_free(&c->cu_seqlens);
-}
-
-/* ---- running a rung --------------------------------------------------------------------------------------------- */
-
-/* The same view over a copy of its buffer in dtype @p to: the strides (and the NaN padding) stay. */
-static void convert_view(const ladder_tensor *view, const ladder_tensor *buf, ladder_dtype to, ladder_tensor *new_buf,
-                         ladder_tensor *new_view) {
-    cr_assert(ladder_tensor_convert(buf, new_buf, to) == LADDER_OK, "%s", ladder_last_error());
-    ptrdiff_t offset = (const float *)view->data - (const float *)buf->data;
-    *new_view = *view;
-    new_view->dtype = to;
-    new_view->data = (char *)new_buf->data + offset * (ptrdiff_t)ladder_dtype_size(to);
-}
-
-/* One dispatcher call; GPU rungs get device mirrors of every present tensor, outputs copied back. */
-static ladder_status call_rung(ladder_rung rung, bool backward, const ladder_dynconv_problem *p,
-                               ladder_dynconv_args *a) {
-    if (!ladder_rung_is_gpu(rung)) return backward ? ladder_dynconv_bwd(rung, p, a) : ladder_dynconv_fwd(rung, p, a);
-    ladder_tensor *ins[] = {&a->x, &a->kernels, &a->cu_seqlens, &a->dout};
-    ladder_tensor *outs[] = {&a->out, &a->dx, &a->dkernels};
-    ladder_mirror m;
-    ladder_status st = ladder_mirror_begin(&m, ins, 4, outs, 3);
-    if (st != LADDER_OK) return st;
-    st = backward ? ladder_dynconv_bwd(rung, p, a) : ladder_dynconv_fwd(rung, p, a);
-    if (st == LADDER_OK) st = ladder_gpu_sync(); /* an asynchronous kernel fault shows here */
-    ladder_status end = ladder_mirror_end(&m, st == LADDER_OK);
-    return st != LADDER_OK ? st : end;
-}
-
-static void alloc_poisoned(ladder_tensor *t, ladder_dtype dtype, int rank, const int64_t *shape) {
-    cr_assert(ladder_tensor_alloc(t, dtype, rank, shape) == LADDER_OK, "%s", ladder_last_error());
-    ladder_tensor_poison(t);
-}
-
-void dc_run(ladder_rung rung, ladder_dtype dtype, const dc_case *c, dc_result *r) {
-    char label[64], shape[192];
-    dc_rung_label(rung, dtype, label, sizeof label);
-    dc_shape_str(&c->shape, shape, sizeof shape);
-    const ladder_dynconv_problem *p = &c->problem;
-    ladder_dtype io = rung == LADDER_RUNG_GPU_TENSORCORE ? dtype : LADDER_F32;
-    int64_t btd[3] = {p->B, p->T, p->D}, btdw[4] = {p->B, p->T, p->D, p->W};
-
-    ladder_dynconv_args in = {.x = c->x, .kernels = c->kernels, .dout = c->dout, .cu_seqlens = c->cu_seqlens};
-    ladder_tensor conv[3] = {{0}};
-    if (io != LADDER_F32) {
-        convert_view(&c->x, &c->x_buf, io, &conv[0], &in.x);
-        convert_view(&c->kernels, &c->kernels_buf, io, &conv[1], &in.kernels);
-        convert_view(&c->dout, &c->dout_buf, io, &conv[2], &in.dout);
-    }
-
-    memset(r, 0, sizeof *r);
-    alloc_poisoned(&r->out, io, 3, btd);
-    ladder_dynconv_args fa = {.x = in.x, .kernels = in.kernels, .cu_seqlens = in.cu_seqlens, .out = r->out};
-    ladder_status st = call_rung(rung, false, p, &fa);
-    cr_assert(st == LADDER_OK, "%s on %s: ladder_dynconv_fwd returned %s: %s", label, shape, ladder_status_name(st),
-              ladder_last_error());
-
-    alloc_poisoned(&r->dx, io, 3, btd);
-    alloc_poisoned(&r->dkernels, io, 4, btdw);
-    ladder_dynconv_args ba = in;
-    ba.dx = r->dx, ba.dkernels = r->dkernels;
-    st = call_rung(rung, true, p, &ba);
-    cr_assert(st == LADDER_OK, "%s on %s: ladder_dynconv_bwd returned %s: %s", label, shape, ladder_status_name(st),
-              ladder_last_error());
-    for (int i = 0; i < 3; i++) ladder_tensor_free(&conv[i]);
-}
-
-void dc_result_free(dc_result *r) {
-    ladder_tensor_free(&r->out);
-    ladder_tensor_free(&r->dx);
-    ladder_tensor_free(&r->dkernels);
-}
-
-/* ---- checks ----------------------------------------------------------------------------------------------------- */
-
-void dc_expect_close(const char *who, const dc_shape *s, const char *tensor, const ladder_cmp *cmp) {
-    char shape[192], what[512];
-    dc_shape_str(s, shape, sizeof shape);
-    ladder_cmp_describe(cmp, what, sizeof what);
-    cr_assert(cmp->ok, "%s on %s: %s differs: %s", who, shape, tensor, what);
-}
-
-ladder_cmp dc_compare_to_f64(const ladder_tensor *got, const double *want, double tol) {
-    int64_t n = ladder_tensor_numel(got);
-    double *g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
-    cr_assert(g, "out of memory converting %lld elements", (long long)n);
-    for (int64_t i = 0; i < n; i++) g[i] = ladder_tensor_get(got, ladder_tensor_offset_of_flat(got, i));
-    ladder_cmp cmp = ladder_compare_f64(g, want, got->rank, got->shape, tol);
-    free(g);
-    return cmp;
 }
 
 /* Flat index of the first element whose bytes differ, -1 if none (both contiguous, same dtype and shape). */
@@ -199,39 +91,34 @@ static int64_t first_bitwise_difference(const ladder_tensor *a, const ladder_ten
     return -1;
 }
 
-void dc_expect_deterministic(ladder_rung rung, ladder_dtype dtype, const dc_shape *s) {
+void test_expect_deterministic(const test_case *t) {
     enum { REPEATS = 10 };
-    char label[64], shape[192];
-    dc_rung_label(rung, dtype, label, sizeof label);
-    dc_shape_str(s, shape, sizeof shape);
-    dc_case c;
-    dc_case_make(&c, s, 0);
-    if (rung == LADDER_RUNG_GPU_TENSORCORE) dc_case_round_inputs(&c, dtype);
-    dc_result first, again;
-    dc_run(rung, dtype, &c, &first);
+    char label[64], what[512];
+    test_rung_label(t->rung, t->dtype, label, sizeof label);
+    test_case_str(t, what, sizeof what);
+    ladder_case c;
+    test_make(t, &c);
+    ladder_result first, again;
+    test_run(t, t->rung, t->dtype, &c, &first);
     for (int rep = 1; rep < REPEATS; rep++) {
-        dc_run(rung, dtype, &c, &again);
-        const ladder_tensor *a[3] = {&first.out, &first.dx, &first.dkernels};
-        const ladder_tensor *b[3] = {&again.out, &again.dx, &again.dkernels};
-        const char *names[3] = {"out", "dx", "dkernels"};
-        for (int i = 0; i < 3; i++) {
-            int64_t bad = first_bitwise_difference(a[i], b[i]);
+        test_run(t, t->rung, t->dtype, &c, &again);
+        for (int i = 0; i < c.algo->n_tensors; i++) {
+            if (!first.t[i].data) continue;
+            int64_t bad = first_bitwise_difference(&first.t[i], &again.t[i]);
             if (bad >= 0)
                 cr_assert_fail("%s on %s: %s of run %d differs bitwise from run 1 at flat index %lld (%.9g vs %.9g)",
-                               label, shape, names[i], rep + 1, (long long)bad, ladder_tensor_get(b[i], bad),
-                               ladder_tensor_get(a[i], bad));
+                               label, what, c.algo->tensors[i].name, rep + 1, (long long)bad,
+                               ladder_tensor_get(&again.t[i], bad), ladder_tensor_get(&first.t[i], bad));
         }
-        dc_result_free(&again);
+        ladder_result_free(&again);
     }
-    dc_result_free(&first);
-    dc_case_free(&c);
+    ladder_result_free(&first);
+    ladder_case_free(&c);
 }
 
 void harness_require_rung(ladder_rung rung) {
     if (ladder_rung_available(rung) != LADDER_OK) cr_skip_test("%s", ladder_last_error());
 }
-
-/* ---- grids ------------------------------------------------------------------------------------------------------ */
 
 bool harness_small(void) {
     const char *v = getenv("LADDER_TEST_SMALL");
@@ -249,67 +136,79 @@ void harness_tmpdir_remove(const char *dir) {
     cr_assert_eq(system(cmd), 0, "cannot remove %s", dir);
 }
 
-/* Four packed sequences over T tokens: a long one, an empty one, one of length 1, and the rest. */
-static void edge_seqlens(dc_shape *s) {
-    int32_t a = (int32_t)((s->T - 1) / 2);
-    s->B = 1;
-    s->n_seqs = 4;
-    s->seqlens[0] = a;
-    s->seqlens[1] = 0;
-    s->seqlens[2] = 1;
-    s->seqlens[3] = (int32_t)s->T - 1 - a;
-}
-
-int dc_grid(dc_shape *out, int max) {
-    /* small: the shapes that stress the edges, cheap enough for compute-sanitizer */
-    static const dc_shape small[] = {
-        {.B = 2, .T = 65, .D = 129, .W = 64},
-        {.B = 1, .T = 65, .D = 129, .W = 64, .strided = true, .n_seqs = 4, .seqlens = {32, 0, 1, 32}},
-        {.B = 3, .T = 1, .D = 7, .W = 3, .strided = true},
-        {.B = 1, .T = 101, .D = 7, .W = 64, .n_seqs = 8, .seqlens = {0, 1, 5, 0, 0, 64, 1, 30}},
-        {.B = 3, .T = 64, .D = 128, .W = 5},
-    };
-    /* full: beyond the (T, W) product below, the varlen and strided corners */
-    static const dc_shape extra[] = {
-        {.B = 1, .T = 101, .D = 7, .W = 64, .n_seqs = 8, .seqlens = {0, 1, 5, 0, 0, 64, 1, 30}},
-        {.B = 1, .T = 101, .D = 129, .W = 8, .strided = true, .n_seqs = 8, .seqlens = {0, 1, 5, 0, 0, 64, 1, 30}},
-        {.B = 1, .T = 1, .D = 1000, .W = 31, .n_seqs = 2, .seqlens = {1, 0}},
-        {.B = 3, .T = 65, .D = 129, .W = 64, .strided = true},
-        {.B = 1, .T = 1000, .D = 1000, .W = 64}, /* the largest corner: 64M kernel weights */
-    };
-    int n = 0;
-    if (harness_small()) {
-        for (size_t i = 0; i < sizeof small / sizeof small[0] && n < max; i++) out[n++] = small[i];
-        return n;
-    }
-    /*
-     * Every (T, W) pair once; D, B, strided and varlen cycle with different
-     * periods, so each value of each meets many of the others. Varlen rows
-     * (every 4th) pack a long, an empty, a length-1 and a last sequence.
-     */
-    static const int64_t Ts[] = {1, 2, 3, 63, 64, 65, 1000};
-    static const int Ws[] = {1, 2, 3, 4, 5, 8, 31, 64};
-    static const int64_t Ds[] = {1, 7, 128, 129, 1000};
-    static const int64_t Bs[] = {1, 3};
-    const int nT = sizeof Ts / sizeof Ts[0], nW = sizeof Ws / sizeof Ws[0];
-    for (int i = 0; i < nT; i++)
-        for (int j = 0; j < nW && n < max; j++) {
-            int k = i * nW + j;
-            dc_shape s = {.B = Bs[(i + j) % 2], .T = Ts[i], .D = Ds[k % 5], .W = Ws[j], .strided = k % 3 == 1};
-            if (k % 4 == 2) edge_seqlens(&s);
-            out[n++] = s;
-        }
-    for (size_t i = 0; i < sizeof extra / sizeof extra[0] && n < max; i++) out[n++] = extra[i];
-    return n;
-}
-
 static void free_params(struct criterion_test_params *params) { cr_free(params->params); }
 
-struct criterion_test_params dc_grid_params(void) {
-    enum { MAX = 128 };
-    dc_shape shapes[MAX];
-    int n = dc_grid(shapes, MAX);
-    dc_shape *params = cr_malloc((size_t)n * sizeof *params);
-    memcpy(params, shapes, (size_t)n * sizeof *params);
-    return cr_make_param_array(dc_shape, params, (size_t)n, free_params);
+struct criterion_test_params test_params(const test_case *cases, int n) {
+    test_case *params = cr_malloc((size_t)(n > 0 ? n : 1) * sizeof *params);
+    memcpy(params, cases, (size_t)n * sizeof *params);
+    return cr_make_param_array(test_case, params, (size_t)n, free_params);
+}
+
+struct criterion_test_params test_all(test_list list, ladder_rung rung, ladder_dtype dtype) {
+    enum { MAX = 512 };
+    static test_case cases[MAX];
+    int n = 0;
+    for (int a = 0; a < test_n_algos; a++) {
+        const test_algo *ta = test_algos[a];
+        int got = list == TEST_GRID          ? ta->grid(cases + n, MAX - n, harness_small())
+                  : list == TEST_DETERMINISM ? ta->determinism(cases + n, MAX - n)
+                  : list == TEST_FD          ? ta->fd_cases(cases + n, MAX - n)
+                                             : ta->args_case(cases + n, MAX - n);
+        for (int i = n; i < n + got; i++) cases[i].rung = rung, cases[i].dtype = dtype;
+        n += got;
+    }
+    return test_params(cases, n);
+}
+
+const test_algo *test_algo_of(const ladder_algo *algo) {
+    for (int i = 0; i < test_n_algos; i++)
+        if (test_algos[i]->algo == algo) return test_algos[i];
+    cr_assert_fail("%s has no test data in tests/algos.c", algo->name);
+    return NULL;
+}
+
+/* A C-order double copy of a host tensor (any dtype, any strides). */
+static double *to_f64(const ladder_tensor *t) {
+    int64_t n = ladder_tensor_numel(t);
+    double *d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    cr_assert(d, "out of memory copying %lld elements to double", (long long)n);
+    for (int64_t i = 0; i < n; i++) d[i] = ladder_tensor_get(t, ladder_tensor_offset_of_flat(t, i));
+    return d;
+}
+
+void test_oracle_run(const ladder_case *c, double *t[LADDER_MAX_TENSORS]) {
+    const ladder_algo *algo = c->algo;
+    const test_algo *ta = test_algo_of(algo);
+    const ladder_tensor *index = NULL;
+    memset(t, 0, LADDER_MAX_TENSORS * sizeof *t);
+    for (int i = 0; i < algo->n_tensors; i++) {
+        if (c->t[i].data) {
+            if (algo->tensors[i].role & LADDER_INDEX) index = &c->t[i];
+            else t[i] = to_f64(&c->t[i]);
+        }
+    }
+    for (int i = 0; i < algo->n_tensors; i++) {
+        if (c->t[i].data || !((c->present >> i) & 1u)) continue;
+        int64_t shape[LADDER_MAX_RANK], n = 1;
+        int rank = ladder_tensor_shape_of(algo, c->problem, index, i, shape);
+        cr_assert(rank >= 0, "%s: bad dims", algo->tensors[i].name);
+        for (int d = 0; d < rank; d++) n *= shape[d];
+        t[i] = calloc((size_t)(n > 0 ? n : 1), sizeof *t[i]);
+        cr_assert(t[i], "out of memory for the oracle's %s", algo->tensors[i].name);
+    }
+    const int32_t *cu = index ? index->data : NULL;
+    int n_seqs = index ? (int)index->shape[0] - 1 : 0;
+    ta->oracle_fwd(c->problem, cu, n_seqs, t);
+    if (c->backward) ta->oracle_bwd(c->problem, cu, n_seqs, t);
+}
+
+void test_oracle_free(double *t[LADDER_MAX_TENSORS]) {
+    for (int i = 0; i < LADDER_MAX_TENSORS; i++) free(t[i]), t[i] = NULL;
+}
+
+ladder_cmp test_compare_to_f64(const ladder_tensor *got, const double *want, double tol) {
+    double *g = to_f64(got);
+    ladder_cmp cmp = ladder_compare_f64(g, want, got->rank, got->shape, tol);
+    free(g);
+    return cmp;
 }

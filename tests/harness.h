@@ -1,10 +1,13 @@
 /*
- * tests/harness.h: what the dynconv test files share.
+ * tests/harness.h: what every suite shares, for every algorithm.
  *
- * A shape (B, T, D, W, strided?, varlen?), a random case of that shape, one
- * call that runs a rung forward and backward on host tensors (mirrored to the
- * device for GPU rungs, converted to bf16/fp16 for the tensor-core rung), the
- * shape grids, and the assertion whose message names the rung, the shape, the
+ * A test case is an algorithm, a problem and the engine's case options
+ * (seed, strided, packed sequences, optional tensors). The suites loop over
+ * the per-algorithm test data in test_algos[] (one tests/<algo>_cases.c
+ * each: its grid, its determinism cases, its float64 oracle and its
+ * finite-difference shapes); everything else (making the case, running a
+ * rung, comparing, the messages) is the engine's (common/engine.h) or here.
+ * Every failure message names the algorithm, the rung, the shape, the
  * tensor, the error and the first bad index (STYLE.md habit 7).
  */
 #ifndef LADDER_TESTS_HARNESS_H
@@ -18,91 +21,100 @@
 #include <criterion/parameterized.h>
 
 #include "compare.h"
-#include "dynconv.h"
-#include "rung.h"
-#include "tensor.h"
-
-/** Most sequences a varlen shape packs. */
-#define DC_MAX_SEQS 8
-
-/** One dynconv test shape. */
-typedef struct dc_shape {
-    int64_t B, T, D;
-    int W;
-    bool strided;                 /**< x, kernels, dout are views into larger NaN-padded buffers */
-    int n_seqs;                   /**< 0: no cu_seqlens; else B = 1 and seqlens sum to T */
-    int32_t seqlens[DC_MAX_SEQS]; /**< lengths of the packed sequences (0 allowed) */
-} dc_shape;
-
-/** "B=1 T=65 D=129 W=64 strided varlen[32,0,1,32]" */
-void dc_shape_str(const dc_shape *s, char *buf, size_t n);
+#include "engine.h"
 
 /**
- * A random f32 case. Strided views: x is a slice of a [B,T+2,D+3] buffer at
- * (0,1,2); kernels a slice of [B,T,D+1,W+3] at (0,0,1,2) (channel slice,
- * padded W); dout the transpose of a [B,D,T] buffer (last stride T). Every
- * buffer element outside the view is NaN, so a read outside the view shows.
+ * One test case: plain data, so that Criterion can copy it into a test's parameters. No pointers: Criterion
+ * runs each test in a freshly started process, where the parent's addresses mean nothing.
  */
-typedef struct dc_case {
-    dc_shape shape;
-    ladder_dynconv_problem problem;
-    ladder_tensor x, kernels, dout;             /**< f32 input views */
-    ladder_tensor x_buf, kernels_buf, dout_buf; /**< the allocations they point into */
-    ladder_tensor cu_seqlens;                   /**< i32 [n_seqs+1]; absent (data NULL) without varlen */
-} dc_case;
-
-/** Fill @p c with fresh inputs from a generator seeded by the shape and @p salt (asserts on NOMEM). */
-void dc_case_make(dc_case *c, const dc_shape *s, uint64_t salt);
-/** Round every input element to @p precision (bf16 or f16) in place, as the tensor-core rung will see them. */
-void dc_case_round_inputs(dc_case *c, ladder_dtype precision);
-void dc_case_free(dc_case *c);
-
-/** Outputs of one rung run: contiguous host tensors in the rung's output dtype. */
-typedef struct dc_result {
-    ladder_tensor out, dx, dkernels;
-} dc_result;
+typedef struct test_case {
+    int algo;                                               /**< what it is a case of: an index into ladder_algos */
+    _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX]; /**< the algorithm's problem struct */
+    ladder_case_opts opts;                                  /**< seed, strided, varlen, optional tensors */
+    ladder_rung rung;                                       /**< the rung under test (cross-rung suites) */
+    ladder_dtype dtype;                                     /**< its input dtype (bf16/f16 for gpu_tensorcore) */
+} test_case;
 
 /**
- * Run @p rung forward then backward on @p c's inputs, with outputs poisoned
- * (NaN) before each call. GPU rungs run on device mirrors; for the
- * tensor-core rung the inputs are converted to @p dtype (bf16 or f16,
- * strides kept) and the outputs come back in it. Asserts that both calls
- * return LADDER_OK, naming rung, shape and ladder_last_error() otherwise.
+ * A float64 oracle pass: t[i] is tensor i of the descriptor as a C-order double array (NULL when absent);
+ * inputs are filled, outputs are to be written. @p cu is cu_seqlens (NULL without) with @p n_seqs sequences.
  */
-void dc_run(ladder_rung rung, ladder_dtype dtype, const dc_case *c, dc_result *r);
-void dc_result_free(dc_result *r);
+typedef void (*test_oracle_fn)(const void *problem, const int32_t *cu, int n_seqs, double *const *t);
 
+/** What one algorithm adds to the generic suites (tests/<algo>_cases.c). */
+typedef struct test_algo {
+    const ladder_algo *algo;
+    /** The cross-rung grid (cpu vs oracle, every GPU rung vs cpu); @p small: the compute-sanitizer grid. */
+    int (*grid)(test_case *out, int max, bool small);
+    /** Cases for the bitwise-determinism repeats. */
+    int (*determinism)(test_case *out, int max);
+    test_oracle_fn oracle_fwd, oracle_bwd;
+    /** Tiny cases for the finite-difference check of the oracle backward. */
+    int (*fd_cases)(test_case *out, int max);
+    double fd_step; /**< central-difference step */
+    double fd_tol;  /**< relative L2 tolerance of the oracle backward against the differences */
+    /** A small valid problem for the bad-argument suite. */
+    int (*args_case)(test_case *out, int max);
+} test_algo;
+
+/** Every algorithm's test data, in chapter order. */
+extern const test_algo *const test_algos[];
+extern const int test_n_algos;
+
+/** The descriptor of @p t's algorithm. */
+const ladder_algo *test_case_algo(const test_case *t);
+/** A case of @p algo with @p problem (copied) and default options; the seed mixes every field of the problem. */
+test_case test_case_of(const ladder_algo *algo, const void *problem);
+/** Pack @p n sequences of these lengths into @p t (B = 1, T = their sum). */
+void test_case_varlen(test_case *t, const int64_t *lens, int n);
+
+/** "dynconv B=1 T=65 D=129 W=64 strided varlen[32,0,1,32]" */
+void test_case_str(const test_case *t, char *buf, size_t n);
 /** "gpu_tensorcore (bf16)", or the plain rung name for the fp32 rungs. */
-void dc_rung_label(ladder_rung rung, ladder_dtype dtype, char *buf, size_t n);
+void test_rung_label(ladder_rung rung, ladder_dtype dtype, char *buf, size_t n);
 
-/** Assert @p cmp passed: "<who> on <shape>: <tensor> differs: <ladder_cmp_describe>". */
-void dc_expect_close(const char *who, const dc_shape *s, const char *tensor, const ladder_cmp *cmp);
+/** Make the engine's case (asserts). */
+void test_make(const test_case *t, ladder_case *c);
+/** Run @p rung on @p c, forward and backward (asserts LADDER_OK, naming the rung, the case and the error). */
+void test_run(const test_case *t, ladder_rung rung, ladder_dtype dtype, const ladder_case *c, ladder_result *r);
+/** Assert @p cmp passed: "<who> on <case>: <tensor> differs: <ladder_cmp_describe>". */
+void test_expect_close(const char *who, const test_case *t, const char *tensor, const ladder_cmp *cmp);
+/** Assert every output of @p got matches @p want at @p tol. */
+void test_expect_results_close(const char *who, const test_case *t, const ladder_case *c, const ladder_result *got,
+                               const ladder_result *want, double tol);
+/** Run @p t's rung 10 times; assert every output is bitwise equal to the first run's. */
+void test_expect_deterministic(const test_case *t);
 
-/** ladder_compare_f64 of a host tensor (any dtype, any strides) against a C-order double array. */
-ladder_cmp dc_compare_to_f64(const ladder_tensor *got, const double *want, double tol);
-
-/** Run 10 times; assert out, dx and dkernels are bitwise equal to the first run's. */
-void dc_expect_deterministic(ladder_rung rung, ladder_dtype dtype, const dc_shape *s);
-
-/** Skip the current test (cr_skip_test with the reason) unless @p rung can run here. */
+/** Skip the current test (with the reason) unless @p rung can run here. */
 void harness_require_rung(ladder_rung rung);
-
 /** True when LADDER_TEST_SMALL=1: small grids, for compute-sanitizer runs. */
 bool harness_small(void);
-
 /** Create a fresh directory /tmp/ladder-<tag>-XXXXXX into @p dir (@p n bytes); the test fails if it cannot. */
 void harness_tmpdir_make(char *dir, size_t n, const char *tag);
-
 /** Remove @p dir and everything in it; the test fails if it cannot. */
 void harness_tmpdir_remove(const char *dir);
 
-/**
- * The cross-rung shape grid (LADDER_TEST_SMALL=1 picks the small one);
- * writes at most @p max shapes, returns how many.
- */
-int dc_grid(dc_shape *shapes, int max);
+/** Cases as parameters for a Criterion ParameterizedTest (memory from cr_malloc). */
+struct criterion_test_params test_params(const test_case *cases, int n);
 
-/** The grid as parameters for a Criterion ParameterizedTest (memory from cr_malloc). */
-struct criterion_test_params dc_grid_params(void);
+/** The test data of @p algo. */
+const test_algo *test_algo_of(const ladder_algo *algo);
+/**
+ * The case as C-order double arrays, one per tensor of the descriptor (NULL when absent): inputs copied from the
+ * case, outputs allocated and written by the algorithm's oracle, forward then backward. Free with test_oracle_free().
+ */
+void test_oracle_run(const ladder_case *c, double *t[LADDER_MAX_TENSORS]);
+/** Free what test_oracle_run() made. */
+void test_oracle_free(double *t[LADDER_MAX_TENSORS]);
+/** Compare a host tensor (any dtype, any strides) with a C-order double array. */
+ladder_cmp test_compare_to_f64(const ladder_tensor *got, const double *want, double tol);
+
+/** Which case list of a test_algo a suite draws from. */
+typedef enum test_list { TEST_GRID, TEST_DETERMINISM, TEST_FD, TEST_ARGS } test_list;
+/**
+ * Every algorithm's cases of @p list, each with rung @p rung and dtype @p dtype, as Criterion parameters
+ * (LADDER_TEST_SMALL=1 picks the small grids).
+ */
+struct criterion_test_params test_all(test_list list, ladder_rung rung, ladder_dtype dtype);
 
 #endif

@@ -1,5 +1,7 @@
 /*
- * tests/test_dynconv_args.c: bad input through ladder_dynconv_fwd/bwd.
+ * tests/test_dynconv_args.c: the bad input only dynconv has (cu_seqlens, sizes whose product overflows, the
+ * tensor-core rung's dtype rule), through ladder_dynconv_fwd/bwd; what every algorithm shares (missing tensors,
+ * shapes, strides, contiguity, overlap, ranges, rungs) is tests/test_args.c's, from the descriptors.
  *
  * Each case asserts the status from DESIGN.md's table, that
  * ladder_last_error() names the argument, and that nothing was written
@@ -15,7 +17,6 @@
 #include <criterion/criterion.h>
 
 #include "dynconv.h"
-#include "gpu.h"
 #include "rng.h"
 
 /* A valid problem: B=2, T=5, D=3, W=4, f32 host tensors; outputs NaN. */
@@ -81,133 +82,6 @@ static void bwd_fails(ladder_rung r, ladder_status want, const char *needle) {
 
 #define CPU LADDER_RUNG_CPU
 #define TC LADDER_RUNG_GPU_TENSORCORE
-
-Test(dynconv_args, a_valid_call_succeeds_and_clears_the_error) {
-    p.B = 0;
-    fwd_fails(CPU, LADDER_ERR_ARG, "B is 0"); /* leaves a message behind */
-    p.B = 2;
-    cr_assert_eq(ladder_dynconv_fwd(CPU, &p, &a), LADDER_OK, "%s", ladder_last_error());
-    cr_assert_str_empty(ladder_last_error(), "a successful call must clear the last error");
-    cr_assert_eq(ladder_dynconv_bwd(CPU, &p, &a), LADDER_OK, "%s", ladder_last_error());
-    cr_assert_str_empty(ladder_last_error());
-}
-
-/* ---- null pointers ----------------------------------------------------------------------------------------- */
-
-Test(dynconv_args, null_problem_or_args) {
-    expect_status("ladder_dynconv_fwd(problem NULL)", ladder_dynconv_fwd(CPU, NULL, &a), LADDER_ERR_ARG, "problem");
-    expect_status("ladder_dynconv_bwd(problem NULL)", ladder_dynconv_bwd(CPU, NULL, &a), LADDER_ERR_ARG, "problem");
-    expect_status("ladder_dynconv_fwd(args NULL)", ladder_dynconv_fwd(CPU, &p, NULL), LADDER_ERR_ARG, "args");
-    expect_status("ladder_dynconv_bwd(args NULL)", ladder_dynconv_bwd(CPU, &p, NULL), LADDER_ERR_ARG, "args");
-}
-
-Test(dynconv_args, null_tensors) {
-    a.x.data = NULL;
-    fwd_fails(CPU, LADDER_ERR_ARG, "x is null");
-    bwd_fails(CPU, LADDER_ERR_ARG, "x is null");
-    a.x = x;
-    a.kernels.data = NULL;
-    fwd_fails(CPU, LADDER_ERR_ARG, "kernels is null");
-    bwd_fails(CPU, LADDER_ERR_ARG, "kernels is null");
-    a.kernels = kernels;
-    a.out.data = NULL;
-    fwd_fails(CPU, LADDER_ERR_ARG, "out is null");
-    a.out = out;
-    a.dout.data = NULL;
-    bwd_fails(CPU, LADDER_ERR_ARG, "dout is null");
-    a.dout = dout;
-    a.dx.data = NULL;
-    bwd_fails(CPU, LADDER_ERR_ARG, "dx is null");
-    a.dx = dx;
-    a.dkernels.data = NULL;
-    bwd_fails(CPU, LADDER_ERR_ARG, "dkernels is null");
-}
-
-/* ---- sizes and W ------------------------------------------------------------------------------------------- */
-
-Test(dynconv_args, sizes_must_be_positive) {
-    p.B = 0;
-    fwd_fails(CPU, LADDER_ERR_ARG, "B is 0");
-    p.B = -3;
-    bwd_fails(CPU, LADDER_ERR_ARG, "B is -3");
-    p.B = 2, p.T = 0;
-    fwd_fails(CPU, LADDER_ERR_ARG, "T is 0");
-    p.T = -1;
-    bwd_fails(CPU, LADDER_ERR_ARG, "T is -1");
-    p.T = 5, p.D = 0;
-    fwd_fails(CPU, LADDER_ERR_ARG, "D is 0");
-    p.D = -7;
-    bwd_fails(CPU, LADDER_ERR_ARG, "D is -7");
-}
-
-Test(dynconv_args, W_must_be_1_to_64) {
-    p.W = 0;
-    fwd_fails(CPU, LADDER_ERR_ARG, "W is 0");
-    bwd_fails(CPU, LADDER_ERR_ARG, "W is 0");
-    p.W = 65;
-    fwd_fails(CPU, LADDER_ERR_ARG, "W is 65");
-    bwd_fails(CPU, LADDER_ERR_ARG, "W is 65");
-    p.W = -1;
-    fwd_fails(CPU, LADDER_ERR_ARG, "W is -1");
-}
-
-/* ---- shapes ------------------------------------------------------------------------------------------------ */
-
-Test(dynconv_args, x_must_match_the_problem) {
-    a.x.shape[2] = 4; /* D + 1: still inside the buffer's span, never read */
-    fwd_fails(CPU, LADDER_ERR_SHAPE, "x has shape [2,5,4]");
-    bwd_fails(CPU, LADDER_ERR_SHAPE, "x has shape [2,5,4]");
-    a.x = x;
-    a.x.rank = 2;
-    fwd_fails(CPU, LADDER_ERR_SHAPE, "x has shape [2,5]");
-}
-
-Test(dynconv_args, kernels_width_must_match_W) {
-    p.W = 3; /* kernels is [2,5,3,4] */
-    fwd_fails(CPU, LADDER_ERR_SHAPE, "kernels has shape [2,5,3,4] but the problem needs [2,5,3,3]");
-    bwd_fails(CPU, LADDER_ERR_SHAPE, "kernels has shape [2,5,3,4]");
-    p.W = 4;
-    a.kernels.shape[1] = 4;
-    fwd_fails(CPU, LADDER_ERR_SHAPE, "kernels has shape [2,4,3,4]");
-}
-
-Test(dynconv_args, outputs_must_match_the_problem) {
-    a.out.shape[1] = 4;
-    fwd_fails(CPU, LADDER_ERR_SHAPE, "out has shape [2,4,3]");
-    a.dout.shape[0] = 1;
-    bwd_fails(CPU, LADDER_ERR_SHAPE, "dout has shape [1,5,3]");
-    a.dout = dout;
-    a.dx.shape[2] = 2;
-    bwd_fails(CPU, LADDER_ERR_SHAPE, "dx has shape [2,5,2]");
-    a.dx = dx;
-    a.dkernels.shape[3] = 3;
-    bwd_fails(CPU, LADDER_ERR_SHAPE, "dkernels has shape [2,5,3,3]");
-}
-
-/* ---- strides ----------------------------------------------------------------------------------------------- */
-
-Test(dynconv_args, negative_strides_are_refused) {
-    a.x.strides[1] = -3;
-    fwd_fails(CPU, LADDER_ERR_ARG, "x has stride -3");
-    a.x = x;
-    a.kernels.strides[3] = -1;
-    bwd_fails(CPU, LADDER_ERR_ARG, "kernels has stride -1");
-    a.kernels = kernels;
-    a.dout.strides[0] = -15;
-    bwd_fails(CPU, LADDER_ERR_ARG, "dout has stride -15");
-}
-
-Test(dynconv_args, outputs_must_be_contiguous) {
-    /* [2,5,3] with strides [15,1,5]: the same 30 floats, transposed */
-    a.out.strides[1] = 1, a.out.strides[2] = 5;
-    fwd_fails(CPU, LADDER_ERR_UNSUPPORTED, "out is an output and must be contiguous");
-    a.dx.strides[1] = 1, a.dx.strides[2] = 5;
-    bwd_fails(CPU, LADDER_ERR_UNSUPPORTED, "dx is an output and must be contiguous");
-    a.dx = dx;
-    /* [2,5,3,4] with strides [60,12,1,3] */
-    a.dkernels.strides[2] = 1, a.dkernels.strides[3] = 3;
-    bwd_fails(CPU, LADDER_ERR_UNSUPPORTED, "dkernels is an output and must be contiguous");
-}
 
 /* ---- cu_seqlens -------------------------------------------------------------------------------------------- */
 
@@ -284,32 +158,6 @@ Test(dynconv_args, sizes_whose_product_overflows) {
 
 /* ---- dtypes, rung by rung (the data is never read: dtypes are checked before anything touches it) -------- */
 
-Test(dynconv_args, cpu_takes_f32_only) {
-    a.x.dtype = LADDER_F16;
-    fwd_fails(CPU, LADDER_ERR_UNSUPPORTED, "rung cpu takes x as f32, not f16");
-    a.x = x;
-    a.dout.dtype = LADDER_BF16;
-    bwd_fails(CPU, LADDER_ERR_UNSUPPORTED, "rung cpu takes dout as f32, not bf16");
-    a.dout = dout;
-    a.out.dtype = LADDER_F16;
-    fwd_fails(CPU, LADDER_ERR_UNSUPPORTED, "rung cpu takes out as f32, not f16");
-}
-
-Test(dynconv_args, fp32_gpu_rungs_take_f32_only) {
-    const ladder_rung rungs[] = {LADDER_RUNG_GPU_NAIVE, LADDER_RUNG_GPU_TILED};
-    for (int i = 0; i < 2; i++) {
-        char want[96];
-        a.x.dtype = LADDER_BF16;
-        snprintf(want, sizeof want, "rung %s takes x as f32, not bf16", ladder_rung_name(rungs[i]));
-        fwd_fails(rungs[i], LADDER_ERR_UNSUPPORTED, want);
-        a.x = x;
-        a.kernels.dtype = LADDER_F16;
-        snprintf(want, sizeof want, "rung %s takes kernels as f32, not f16", ladder_rung_name(rungs[i]));
-        bwd_fails(rungs[i], LADDER_ERR_UNSUPPORTED, want);
-        a.kernels = kernels;
-    }
-}
-
 /* Relabel every float tensor of the fixture as @p dtype (for dtype checks only: never run). */
 static void relabel(ladder_dtype dtype) {
     ladder_tensor *ts[] = {&a.x, &a.kernels, &a.out, &a.dout, &a.dx, &a.dkernels};
@@ -338,20 +186,3 @@ Test(dynconv_args, tensorcore_refuses_mixed_dtypes) {
     bwd_fails(TC, LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes dkernels as bf16, not f32");
 }
 
-/* ---- rungs ------------------------------------------------------------------------------------------------- */
-
-Test(dynconv_args, an_invalid_rung_number_is_an_argument_error) {
-    fwd_fails((ladder_rung)LADDER_RUNG_COUNT, LADDER_ERR_ARG, "rung 4 is not a ladder_rung");
-    bwd_fails((ladder_rung)7, LADDER_ERR_ARG, "rung 7 is not a ladder_rung");
-    fwd_fails((ladder_rung)-1, LADDER_ERR_ARG, "rung -1 is not a ladder_rung");
-}
-
-Test(dynconv_args, gpu_rungs_without_a_gpu_are_unavailable) {
-    if (ladder_gpu_count() > 0) cr_skip_test("a GPU is present here (this case needs a machine without one)");
-    const ladder_rung rungs[] = {LADDER_RUNG_GPU_NAIVE, LADDER_RUNG_GPU_TILED, LADDER_RUNG_GPU_TENSORCORE};
-    for (int i = 0; i < 3; i++) {
-        if (rungs[i] == LADDER_RUNG_GPU_TENSORCORE) relabel(LADDER_BF16); /* valid dtypes, so availability is next */
-        fwd_fails(rungs[i], LADDER_ERR_UNAVAILABLE, ladder_rung_name(rungs[i]));
-        bwd_fails(rungs[i], LADDER_ERR_UNAVAILABLE, ladder_rung_name(rungs[i]));
-    }
-}

@@ -9,6 +9,7 @@
 
 #include "harness.h"
 #include "ladder.h"
+#include "rng.h"
 
 static char dir[64], ladder_bin[4096];
 
@@ -27,8 +28,9 @@ TestSuite(tool, .init = setup, .fini = teardown);
 
 /* Run the program with these arguments; stderr goes to dir/stderr. Returns the exit code. */
 static int run_ladder(const char *args) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "%s %s >%s/stdout 2>%s/stderr", ladder_bin, args, dir, dir);
+    char cmd[16384];
+    int n = snprintf(cmd, sizeof cmd, "%s %s >%s/stdout 2>%s/stderr", ladder_bin, args, dir, dir);
+    cr_assert(n > 0 && (size_t)n < sizeof cmd, "the command line is too long for the test");
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -136,7 +138,7 @@ Test(tool, run_in_bad_values_in_files) {
     int64_t btd[3] = {1, 10, 3}, bad_w[4] = {1, 10, 3, 100}, n[1] = {3};
     write_random("x", LADDER_F32, 3, btd, 4);
     write_random("kernels", LADDER_F32, 4, bad_w, 5);
-    expect_failure("kernels.npy has W = 100");
+    expect_failure("kernels.npy has W = 100 (dimension 3) but W must be in 1..64");
     int64_t btdw[4] = {1, 10, 3, 4};
     write_random("kernels", LADDER_F32, 4, btdw, 5);
     ladder_tensor cu;
@@ -150,13 +152,13 @@ Test(tool, run_in_bad_values_in_files) {
     expect_failure("cu_seqlens.npy entry 1 is 4294967298, outside the int32 range");
 }
 
-/* Each broken input directory makes the program exit non-zero with a message that says why. */
+/* Each broken input directory is a usage error (exit 2) with a message that says why. */
 static void expect_failure(const char *why) {
     char args[256], err[2048];
     snprintf(args, sizeof args, "run dynconv --in %s", dir);
     int rc = run_ladder(args);
     read_stderr(err, sizeof err);
-    cr_assert_neq(rc, 0, "ladder run --in should fail when %s", why);
+    cr_assert_eq(rc, 2, "ladder run --in should exit 2 when %s (exit %d: %s)", why, rc, err);
     cr_assert_not_null(strstr(err, why), "stderr '%s' should say '%s'", err, why);
 }
 
@@ -192,9 +194,55 @@ Test(tool, bad_flags_exit_2) {
     cr_assert_not_null(strstr(err, "gpu_fast"));
     cr_assert_eq(run_ladder("run dynconv --W 65"), 2);
     cr_assert_eq(run_ladder("run nosuchalgo"), 2);
-    cr_assert_eq(run_ladder("run dynconv --varlen 3,x"), 1);
+    cr_assert_eq(run_ladder("run dynconv --varlen 3,x"), 2);
     read_stderr(err, sizeof err);
     cr_assert_not_null(strstr(err, "--varlen"), "stderr '%s' should name --varlen", err);
-    cr_assert_eq(run_ladder("run dynconv --varlen 1,99999999999999999999"), 1);
+    cr_assert_eq(run_ladder("run dynconv --varlen 1,99999999999999999999"), 2);
+    cr_assert_eq(run_ladder("run dynconv --varlen ''"), 2, "an empty --varlen is a usage error");
+    cr_assert_eq(run_ladder("run dynconv --varlen 0,0"), 2, "--varlen with no tokens is a usage error");
+    cr_assert_eq(run_ladder("run dynconv --varlen 3,4 --T 7"), 2);
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "do not also give --T"), "stderr '%s' should refuse --varlen with --T", err);
     cr_assert_eq(run_ladder("bench dynconv --gemm-tflops abc"), 2);
+    cr_assert_eq(run_ladder("run dynconv --nosuchflag 3"), 2);
+    cr_assert_eq(run_ladder("run dynconv --in ''"), 2, "an empty --in is a usage error");
+}
+
+/* A rung asked for by name that cannot run here is a usage error, never "ok". */
+Test(tool, an_unavailable_requested_rung_exits_2) {
+    if (ladder_rung_available(LADDER_RUNG_GPU_TILED) == LADDER_OK) cr_skip_test("gpu_tiled can run here");
+    cr_assert_eq(run_ladder("run dynconv --rung gpu_tiled --T 8 --D 4"), 2);
+    char err[2048];
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "gpu_tiled cannot run here"), "stderr '%s' should say why", err);
+}
+
+/* Without any --rung, unavailable GPU rungs are skipped, all named in one line, and the run passes. */
+Test(tool, skipped_gpu_rungs_are_all_named) {
+    if (ladder_gpu_count() > 0) cr_skip_test("a GPU is present here");
+    cr_assert_eq(run_ladder("run dynconv --T 8 --D 4"), 0);
+    char out[4096], path[128];
+    snprintf(path, sizeof path, "%s/stdout", dir);
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(out, 1, sizeof out - 1, f) : 0;
+    out[got] = '\0';
+    if (f) fclose(f);
+    cr_assert_not_null(strstr(out, "skipped gpu_naive, gpu_tiled, gpu_tensorcore: "), "stdout: %s", out);
+}
+
+/* --out names a directory that is created when missing; a path too long for the program is refused. */
+Test(tool, run_in_creates_out_and_refuses_long_paths) {
+    int64_t btd[3] = {1, 6, 2}, btdw[4] = {1, 6, 2, 3};
+    write_random("x", LADDER_F32, 3, btd, 1);
+    write_random("kernels", LADDER_F32, 4, btdw, 2);
+    char args[8192], path[256];
+    snprintf(args, sizeof args, "run dynconv --in %s --out %s/new/deeper", dir, dir);
+    cr_assert_eq(run_ladder(args), 0);
+    snprintf(path, sizeof path, "%s/new/deeper/out.npy", dir);
+    cr_assert_eq(access(path, R_OK), 0, "%s should have been written", path);
+    char longdir[5000];
+    memset(longdir, 'a', sizeof longdir - 1);
+    longdir[sizeof longdir - 1] = '\0';
+    snprintf(args, sizeof args, "run dynconv --in %s --out %s/%s", dir, dir, longdir);
+    cr_assert_eq(run_ladder(args), 2, "a path longer than the program's buffer must be refused, not cut short");
 }

@@ -48,7 +48,7 @@ static void add_rows(const ladder_algo *algo, const ladder_case *c, const char *
 /* One bench problem: every planned rung, checked and timed. */
 static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void *base, bench_row *rows, int max_rows,
                          int *n_rows) {
-    _Alignas(16) unsigned char problem[LADDER_PROBLEM_MAX];
+    _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
     if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return TOOL_USAGE;
     char shape[128];

@@ -109,7 +109,7 @@ static double gbps(const ladder_algo *algo, const void *problem, ladder_pass pas
 }
 
 int tool_run(const ladder_algo *algo, const tool_opts *o) {
-    _Alignas(16) unsigned char problem[LADDER_PROBLEM_MAX];
+    _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
     if (tool_problem(algo, o, NULL, problem, &co) != TOOL_OK) return TOOL_USAGE;
     for (int r = 0; r < LADDER_RUNG_COUNT; r++)
@@ -211,7 +211,7 @@ int tool_run_npy(const ladder_algo *algo, const tool_opts *o) {
         return TOOL_USAGE;
     }
     if (ladder_rung_available(rung) != LADDER_OK) return report_failure(LADDER_ERR_UNAVAILABLE);
-    _Alignas(16) unsigned char options[LADDER_PROBLEM_MAX];
+    _Alignas(8) unsigned char options[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
     if (tool_problem(algo, o, NULL, options, &co) != TOOL_OK) return TOOL_USAGE;
     ladder_case c, rounded = {0};

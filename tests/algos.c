@@ -1,0 +1,7 @@
+/* tests/algos.c: every algorithm's test data (tests/<algo>_cases.c), as the generic suites loop over it. */
+#include "harness.h"
+
+extern const test_algo dynconv_tests;
+
+const test_algo *const test_algos[] = {&dynconv_tests};
+const int test_n_algos = sizeof test_algos / sizeof test_algos[0];

@@ -1,0 +1,116 @@
+/*
+ * tests/dynconv_cases.c: what dynconv adds to the generic suites: its shape grid, its determinism cases, its
+ * float64 oracle as the suites call it, and its finite-difference shapes.
+ */
+#include "harness.h"
+#include "dynconv.h"
+#include "oracle/dynconv_oracle.h"
+
+extern const ladder_algo ladder_dynconv_algo;
+
+static test_case dc(int64_t B, int64_t T, int64_t D, int W, bool strided) {
+    ladder_dynconv_problem p = {.B = B, .T = T, .D = D, .W = W};
+    test_case t = test_case_of(&ladder_dynconv_algo, &p);
+    t.opts.strided = strided;
+    return t;
+}
+
+static test_case dc_varlen(int64_t D, int W, bool strided, const int64_t *lens, int n) {
+    test_case t = dc(1, 0, D, W, strided);
+    test_case_varlen(&t, lens, n);
+    return t;
+}
+
+static const int64_t EDGE8[8] = {0, 1, 5, 0, 0, 64, 1, 30}; /* empties first and between, length-1, one > 63 */
+
+static int grid(test_case *out, int max, bool small) {
+    int n = 0;
+#define ADD(t) \
+    if (n < max) out[n++] = (t)
+    if (small) { /* the shapes that stress the edges, cheap enough for compute-sanitizer */
+        ADD(dc(2, 65, 129, 64, false));
+        ADD(dc_varlen(129, 64, true, (const int64_t[]){32, 0, 1, 32}, 4));
+        ADD(dc(3, 1, 7, 3, true));
+        ADD(dc_varlen(7, 64, false, EDGE8, 8));
+        ADD(dc(3, 64, 128, 5, false));
+        return n;
+    }
+    /*
+     * Every (T, W) pair once; D, B, strided and varlen cycle with different periods, so each value of each meets
+     * many of the others. Varlen rows (every 4th) pack a long, an empty, a length-1 and a last sequence.
+     */
+    static const int64_t Ts[] = {1, 2, 3, 63, 64, 65, 1000};
+    static const int Ws[] = {1, 2, 3, 4, 5, 8, 31, 64};
+    static const int64_t Ds[] = {1, 7, 128, 129, 1000};
+    const int nT = sizeof Ts / sizeof Ts[0], nW = sizeof Ws / sizeof Ws[0];
+    for (int i = 0; i < nT; i++)
+        for (int j = 0; j < nW; j++) {
+            int k = i * nW + j;
+            bool strided = k % 3 == 1;
+            if (k % 4 == 2) {
+                int64_t a = (Ts[i] - 1) / 2, lens[4] = {a, 0, 1, Ts[i] - 1 - a};
+                ADD(dc_varlen(Ds[k % 5], Ws[j], strided, lens, 4));
+            } else {
+                ADD(dc((i + j) % 2 ? 3 : 1, Ts[i], Ds[k % 5], Ws[j], strided));
+            }
+        }
+    /* beyond the (T, W) product: the varlen and strided corners, and the largest */
+    ADD(dc_varlen(7, 64, false, EDGE8, 8));
+    ADD(dc_varlen(129, 8, true, EDGE8, 8));
+    ADD(dc_varlen(1000, 31, false, (const int64_t[]){1, 0}, 2));
+    ADD(dc(3, 65, 129, 64, true));
+    ADD(dc(1, 1000, 1000, 64, false)); /* 64M kernel weights */
+    return n;
+}
+
+static int determinism(test_case *out, int max) {
+    int n = 0;
+    ADD(dc(3, 300, 129, 31, true));
+    ADD(dc_varlen(130, 64, false, EDGE8, 8));
+    return n;
+}
+
+static int fd_cases(test_case *out, int max) {
+    int n = 0;
+    ADD(dc(2, 6, 3, 3, false));
+    ADD(dc(1, 3, 2, 5, false)); /* W > T */
+    ADD(dc(3, 4, 1, 1, false));
+    ADD(dc(2, 2, 2, 8, true)); /* W > T with B > 1, strided */
+    ADD(dc_varlen(2, 4, false, (const int64_t[]){2, 0, 1, 6}, 4));
+    ADD(dc_varlen(2, 8, false, (const int64_t[]){0, 3, 1, 3, 0}, 5)); /* W > every length */
+    return n;
+}
+
+static int args_case(test_case *out, int max) {
+    int n = 0;
+    ADD(dc(2, 5, 3, 4, false));
+    return n;
+#undef ADD
+}
+
+/* Tensor @p name of the descriptor, in the oracle's array of arrays. */
+static double *T(double *const *t, const char *name) { return t[ladder_algo_tensor(&ladder_dynconv_algo, name)]; }
+
+static void oracle_fwd(const void *problem, const int32_t *cu, int n_seqs, double *const *t) {
+    dynconv_oracle_fwd(problem, cu, n_seqs, T(t, "x"), T(t, "kernels"), T(t, "out"));
+}
+
+static void oracle_bwd(const void *problem, const int32_t *cu, int n_seqs, double *const *t) {
+    dynconv_oracle_bwd(problem, cu, n_seqs, T(t, "x"), T(t, "kernels"), T(t, "dout"), T(t, "dx"), T(t, "dkernels"));
+}
+
+/*
+ * The loss is bilinear in x and kernels, so a central difference is exact for any step; h = 0.25 keeps
+ * cancellation away and leaves only rounding, far below the tolerance.
+ */
+const test_algo dynconv_tests = {
+    .algo = &ladder_dynconv_algo,
+    .grid = grid,
+    .determinism = determinism,
+    .oracle_fwd = oracle_fwd,
+    .oracle_bwd = oracle_bwd,
+    .fd_cases = fd_cases,
+    .fd_step = 0.25,
+    .fd_tol = 1e-9,
+    .args_case = args_case,
+};

@@ -1,0 +1,112 @@
+/*
+ * tests/test_rungs.c: every rung of every algorithm against the one below it in trust.
+ *
+ * 1. The cpu rung against the float64 oracle, over each algorithm's grid (tests/<algo>_cases.c).
+ * 2. Every GPU rung against the cpu rung on the same inputs. gpu_naive and gpu_tiled are fp32 and must match to
+ *    LADDER_TOL_F32. gpu_tensorcore takes bf16 or fp16: the inputs are rounded to that dtype first, the cpu rung
+ *    runs on the rounded values in fp32, the tensor-core rung on the same values converted to the dtype (strides
+ *    kept), and its outputs must match to ladder_tolerance(dtype). Outputs are NaN-poisoned before every call.
+ * 3. Determinism: 10 repeats of every rung, bitwise equal.
+ * LADDER_TEST_SMALL=1 shrinks the grids for compute-sanitizer. Without a usable GPU the GPU cases skip.
+ */
+#include <stdio.h>
+
+#include "harness.h"
+
+/* ---- 1. cpu vs the oracle ----------------------------------------------------------------------------------- */
+
+ParameterizedTestParameters(cpu, matches_oracle) { return test_all(TEST_GRID, LADDER_RUNG_CPU, LADDER_F32); }
+
+ParameterizedTest(const test_case *t, cpu, matches_oracle) {
+    ladder_case c;
+    test_make(t, &c);
+    ladder_result got;
+    test_run(t, LADDER_RUNG_CPU, LADDER_F32, &c, &got);
+    double *want[LADDER_MAX_TENSORS];
+    test_oracle_run(&c, want);
+    for (int i = 0; i < c.algo->n_tensors; i++) {
+        if (!got.t[i].data) continue;
+        ladder_cmp cmp = test_compare_to_f64(&got.t[i], want[i], LADDER_TOL_F32);
+        test_expect_close("cpu vs oracle", t, c.algo->tensors[i].name, &cmp);
+    }
+    test_oracle_free(want);
+    ladder_result_free(&got);
+    ladder_case_free(&c);
+}
+
+/* ---- 2. every GPU rung vs cpu ------------------------------------------------------------------------------- */
+
+static void check_against_cpu(const test_case *t) {
+    harness_require_rung(t->rung);
+    char who[96], label[64];
+    test_rung_label(t->rung, t->dtype, label, sizeof label);
+    snprintf(who, sizeof who, "%s vs cpu", label);
+    ladder_case c, rounded = {0};
+    test_make(t, &c);
+    const ladder_case *in = &c;
+    if (t->dtype != LADDER_F32) {
+        cr_assert_eq(ladder_case_rounded(&c, t->dtype, &rounded), LADDER_OK, "%s", ladder_last_error());
+        in = &rounded;
+    }
+    ladder_result want, got;
+    test_run(t, LADDER_RUNG_CPU, LADDER_F32, in, &want);
+    test_run(t, t->rung, t->dtype, in, &got);
+    test_expect_results_close(who, t, &c, &got, &want, ladder_tolerance(t->dtype));
+    ladder_result_free(&want);
+    ladder_result_free(&got);
+    ladder_case_free(&rounded);
+    ladder_case_free(&c);
+}
+
+ParameterizedTestParameters(gpu_naive, matches_cpu) { return test_all(TEST_GRID, LADDER_RUNG_GPU_NAIVE, LADDER_F32); }
+ParameterizedTest(const test_case *t, gpu_naive, matches_cpu) { check_against_cpu(t); }
+
+ParameterizedTestParameters(gpu_tiled, matches_cpu) { return test_all(TEST_GRID, LADDER_RUNG_GPU_TILED, LADDER_F32); }
+ParameterizedTest(const test_case *t, gpu_tiled, matches_cpu) { check_against_cpu(t); }
+
+ParameterizedTestParameters(gpu_tensorcore, bf16_matches_cpu) {
+    return test_all(TEST_GRID, LADDER_RUNG_GPU_TENSORCORE, LADDER_BF16);
+}
+ParameterizedTest(const test_case *t, gpu_tensorcore, bf16_matches_cpu) { check_against_cpu(t); }
+
+ParameterizedTestParameters(gpu_tensorcore, fp16_matches_cpu) {
+    return test_all(TEST_GRID, LADDER_RUNG_GPU_TENSORCORE, LADDER_F16);
+}
+ParameterizedTest(const test_case *t, gpu_tensorcore, fp16_matches_cpu) { check_against_cpu(t); }
+
+/* ---- 3. determinism: 10 repeats, bitwise-equal outputs ------------------------------------------------------ */
+
+ParameterizedTestParameters(cpu, deterministic) { return test_all(TEST_DETERMINISM, LADDER_RUNG_CPU, LADDER_F32); }
+ParameterizedTest(const test_case *t, cpu, deterministic) { test_expect_deterministic(t); }
+
+ParameterizedTestParameters(gpu_naive, deterministic) {
+    return test_all(TEST_DETERMINISM, LADDER_RUNG_GPU_NAIVE, LADDER_F32);
+}
+ParameterizedTest(const test_case *t, gpu_naive, deterministic) {
+    harness_require_rung(t->rung);
+    test_expect_deterministic(t);
+}
+
+ParameterizedTestParameters(gpu_tiled, deterministic) {
+    return test_all(TEST_DETERMINISM, LADDER_RUNG_GPU_TILED, LADDER_F32);
+}
+ParameterizedTest(const test_case *t, gpu_tiled, deterministic) {
+    harness_require_rung(t->rung);
+    test_expect_deterministic(t);
+}
+
+ParameterizedTestParameters(gpu_tensorcore, bf16_deterministic) {
+    return test_all(TEST_DETERMINISM, LADDER_RUNG_GPU_TENSORCORE, LADDER_BF16);
+}
+ParameterizedTest(const test_case *t, gpu_tensorcore, bf16_deterministic) {
+    harness_require_rung(t->rung);
+    test_expect_deterministic(t);
+}
+
+ParameterizedTestParameters(gpu_tensorcore, fp16_deterministic) {
+    return test_all(TEST_DETERMINISM, LADDER_RUNG_GPU_TENSORCORE, LADDER_F16);
+}
+ParameterizedTest(const test_case *t, gpu_tensorcore, fp16_deterministic) {
+    harness_require_rung(t->rung);
+    test_expect_deterministic(t);
+}

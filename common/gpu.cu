@@ -36,7 +36,7 @@ int ladder_gpu_count(void) {
     cudaError_t err = cudaGetDeviceCount(&n);
     if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice) {
         /* without a GPU there is no NVIDIA driver either, and CUDA reports that as an old driver */
-        snprintf(absent_reason, sizeof absent_reason, "no CUDA GPU found (no NVIDIA driver is loaded: %s)",
+        snprintf(absent_reason, sizeof absent_reason, "no NVIDIA driver is loaded, so no CUDA GPU here (cudaGetDeviceCount: %s)",
                  cudaGetErrorString(err));
         cudaGetLastError();
         return 0;

@@ -144,22 +144,41 @@ struct criterion_test_params test_params(const test_case *cases, int n) {
     return cr_make_param_array(test_case, params, (size_t)n, free_params);
 }
 
-struct criterion_test_params test_all(test_list list, ladder_rung rung, ladder_dtype dtype) {
-    enum { MAX = 512 };
-    static test_case cases[MAX];
+/* Every algorithm's cases of @p list into @p cases (at most @p max), with this rung and dtype; returns how many. */
+static int collect(test_list list, ladder_rung rung, ladder_dtype dtype, test_case *cases, int max) {
     int n = 0;
     for (int a = 0; a < test_n_algos; a++) {
         const test_algo *ta = test_algos[a];
-        int got = list == TEST_GRID          ? ta->grid(cases + n, MAX - n, harness_small())
-                  : list == TEST_DETERMINISM ? ta->determinism(cases + n, MAX - n)
-                  : list == TEST_FD          ? ta->fd_cases(cases + n, MAX - n)
-                                             : ta->args_case(cases + n, MAX - n);
+        int got = list == TEST_GRID          ? ta->grid(cases + n, max - n, harness_small())
+                  : list == TEST_DETERMINISM ? ta->determinism(cases + n, max - n)
+                  : list == TEST_FD          ? ta->fd_cases(cases + n, max - n)
+                                             : ta->args_case(cases + n, max - n);
         for (int i = n; i < n + got; i++) cases[i].rung = rung, cases[i].dtype = dtype;
         n += got;
     }
-    return test_params(cases, n);
+    return n;
 }
 
+enum { MAX_CASES = 1024 };
+static test_case all_cases[MAX_CASES];
+
+struct criterion_test_params test_all(test_list list, ladder_rung rung, ladder_dtype dtype) {
+    return test_params(all_cases, collect(list, rung, dtype, all_cases, MAX_CASES));
+}
+
+struct criterion_test_params test_all_gpu_rungs(test_list list) {
+    static const struct {
+        ladder_rung rung;
+        ladder_dtype dtype;
+    } gpu[] = {{LADDER_RUNG_GPU_NAIVE, LADDER_F32},
+               {LADDER_RUNG_GPU_TILED, LADDER_F32},
+               {LADDER_RUNG_GPU_TENSORCORE, LADDER_BF16},
+               {LADDER_RUNG_GPU_TENSORCORE, LADDER_F16}};
+    int n = 0;
+    for (size_t r = 0; r < sizeof gpu / sizeof gpu[0]; r++)
+        n += collect(list, gpu[r].rung, gpu[r].dtype, all_cases + n, MAX_CASES - n);
+    return test_params(all_cases, n);
+}
 const test_algo *test_algo_of(const ladder_algo *algo) {
     for (int i = 0; i < test_n_algos; i++)
         if (test_algos[i]->algo == algo) return test_algos[i];

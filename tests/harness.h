@@ -116,5 +116,7 @@ typedef enum test_list { TEST_GRID, TEST_DETERMINISM, TEST_FD, TEST_ARGS } test_
  * (LADDER_TEST_SMALL=1 picks the small grids).
  */
 struct criterion_test_params test_all(test_list list, ladder_rung rung, ladder_dtype dtype);
+/** The same for every GPU rung and dtype: gpu_naive, gpu_tiled (f32), gpu_tensorcore (bf16, then f16). */
+struct criterion_test_params test_all_gpu_rungs(test_list list);
 
 #endif

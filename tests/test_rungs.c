@@ -79,34 +79,8 @@ ParameterizedTest(const test_case *t, gpu_tensorcore, fp16_matches_cpu) { check_
 ParameterizedTestParameters(cpu, deterministic) { return test_all(TEST_DETERMINISM, LADDER_RUNG_CPU, LADDER_F32); }
 ParameterizedTest(const test_case *t, cpu, deterministic) { test_expect_deterministic(t); }
 
-ParameterizedTestParameters(gpu_naive, deterministic) {
-    return test_all(TEST_DETERMINISM, LADDER_RUNG_GPU_NAIVE, LADDER_F32);
-}
-ParameterizedTest(const test_case *t, gpu_naive, deterministic) {
-    harness_require_rung(t->rung);
-    test_expect_deterministic(t);
-}
-
-ParameterizedTestParameters(gpu_tiled, deterministic) {
-    return test_all(TEST_DETERMINISM, LADDER_RUNG_GPU_TILED, LADDER_F32);
-}
-ParameterizedTest(const test_case *t, gpu_tiled, deterministic) {
-    harness_require_rung(t->rung);
-    test_expect_deterministic(t);
-}
-
-ParameterizedTestParameters(gpu_tensorcore, bf16_deterministic) {
-    return test_all(TEST_DETERMINISM, LADDER_RUNG_GPU_TENSORCORE, LADDER_BF16);
-}
-ParameterizedTest(const test_case *t, gpu_tensorcore, bf16_deterministic) {
-    harness_require_rung(t->rung);
-    test_expect_deterministic(t);
-}
-
-ParameterizedTestParameters(gpu_tensorcore, fp16_deterministic) {
-    return test_all(TEST_DETERMINISM, LADDER_RUNG_GPU_TENSORCORE, LADDER_F16);
-}
-ParameterizedTest(const test_case *t, gpu_tensorcore, fp16_deterministic) {
+ParameterizedTestParameters(gpu, deterministic) { return test_all_gpu_rungs(TEST_DETERMINISM); }
+ParameterizedTest(const test_case *t, gpu, deterministic) {
     harness_require_rung(t->rung);
     test_expect_deterministic(t);
 }

@@ -1,9 +1,11 @@
 /*
  * chapters/labs/labcheck.h: what every lab checker shares.
  *
- * A checker runs the student's function and the cpu rung on the same seeded
- * inputs, compares with the library's comparator (common/compare.h) and
- * prints one line. Its exit code says what happened:
+ * A checker runs the student's function and a reference (the cpu rung, or a
+ * float64 derivative taken by its definition) on the same seeded inputs,
+ * compares with the library's comparator (common/compare.h) and prints one
+ * line; a lab that asks for a test instead hands it correct and broken
+ * functions. Its exit code says what happened:
  *     0 PASS, 1 FAIL, 2 cannot run here (a GPU lab without a GPU), 3 the checker itself failed.
  */
 #ifndef LADDER_LABCHECK_H
@@ -26,14 +28,14 @@ ladder_tensor labcheck_alloc(ladder_dtype dtype, int rank, const int64_t *shape)
 void labcheck_ok(const char *lab, ladder_status st, const char *what);
 
 /*
- * Compare the student's @p got with the cpu rung's @p want at LADDER_TOL_F32.
+ * Compare the student's @p got with the reference @p want at LADDER_TOL_F32.
  * On a mismatch prints "FAIL <lab> at <shape>: <tensor> ... first bad [..]"
  * and returns false.
  */
 bool labcheck_compare(const char *lab, const char *shape, const char *tensor, const ladder_tensor *got,
                       const ladder_tensor *want);
 
-/* Prints "PASS <lab>: <n> shapes match the cpu rung" and returns 0. */
+/* Prints "PASS <lab>: all <n> shapes match" and returns 0. */
 int labcheck_pass(const char *lab, int n_shapes);
 
 #endif

@@ -1,49 +1,70 @@
 /*
- * chapters/labs/dynconv/check_lab1_dx.c: checks Lab 1 (lab1_dx) against the cpu rung.
+ * chapters/labs/dynconv/check_lab1_dx.c: checks Lab 1 (lab1_dx).
  * Run:  make lab LAB=lab1_dx      Exit code: 0 PASS, 1 FAIL (see ../labcheck.h).
+ *
+ * With dil = 1 the expected dx is the cpu rung's backward. For every dil it is also the derivative
+ * taken by its definition (dilated_ref.h), in float64, on shapes small enough for that.
  */
 #include <stdio.h>
 
 #include "../labcheck.h"
+#include "dilated_ref.h"
 #include "dynconv.h"
 #include "lab.h"
 #include "rng.h"
 
 static const char *const LAB = "lab1_dx";
 
-/* B, T, D, W: length 1, W > T, D = 7, sizes that are multiples of nothing, the widest W. */
-static const int64_t shapes[][4] = {
-    {1, 1, 1, 1}, {1, 3, 7, 8}, {2, 5, 7, 3}, {3, 64, 7, 4}, {2, 65, 129, 5}, {1, 200, 16, 64}, {2, 1000, 33, 31},
+/* B, T, D, W, dil: length 1, W > T, a window wider than the row, D = 7, sizes that are multiples of
+ * nothing, the widest W; the last two (dil = 1, larger) against the cpu rung only. */
+static const int64_t shapes[][5] = {
+    {1, 1, 1, 1, 1},   {1, 3, 7, 8, 1},    {2, 5, 7, 3, 2},    {3, 64, 7, 4, 1},   {2, 65, 9, 5, 3},
+    {1, 40, 3, 4, 16}, {1, 150, 4, 64, 2}, {2, 300, 5, 31, 4}, {2, 1000, 33, 31, 1}, {1, 200, 16, 64, 1},
 };
+static const int n_by_definition = 8; /* shapes[0..7] also against dilated_ref.h */
+
+static bool check_one(int i, ladder_rng *rng) {
+    const int64_t *sh = shapes[i];
+    ladder_dynconv_problem p = {sh[0], sh[1], sh[2], (int)sh[3]};
+    const int dil = (int)sh[4];
+    int64_t btd[3] = {p.B, p.T, p.D}, btdw[4] = {p.B, p.T, p.D, p.W};
+    ladder_dynconv_args a = {0};
+    a.x = labcheck_alloc(LADDER_F32, 3, btd);
+    a.kernels = labcheck_alloc(LADDER_F32, 4, btdw);
+    a.dout = labcheck_alloc(LADDER_F32, 3, btd);
+    a.dx = labcheck_alloc(LADDER_F32, 3, btd);
+    a.dkernels = labcheck_alloc(LADDER_F32, 4, btdw);
+    ladder_tensor got = labcheck_alloc(LADDER_F32, 3, btd);
+    ladder_tensor want = labcheck_alloc(LADDER_F32, 3, btd);
+    ladder_rng_fill_normal(rng, &a.x, 1.0);
+    ladder_rng_fill_normal(rng, &a.kernels, 0.5);
+    ladder_rng_fill_normal(rng, &a.dout, 1.0);
+
+    ladder_tensor_poison(&got);
+    lab1_dx(p.B, p.T, p.D, p.W, dil, a.dout.data, a.kernels.data, got.data);
+
+    char shape[112];
+    snprintf(shape, sizeof shape, "B=%lld T=%lld D=%lld W=%d dil=%d", (long long)p.B, (long long)p.T,
+             (long long)p.D, p.W, dil);
+    bool ok = true;
+    if (dil == 1) {
+        labcheck_ok(LAB, ladder_dynconv_bwd(LADDER_RUNG_CPU, &p, &a), "the cpu rung's backward");
+        ok = labcheck_compare(LAB, shape, "dx (against the cpu rung)", &got, &a.dx);
+    }
+    if (ok && i < n_by_definition) {
+        dilated_dx_by_definition(p.B, p.T, p.D, p.W, dil, a.dout.data, a.kernels.data, want.data);
+        ok = labcheck_compare(LAB, shape, "dx (against dL/dx by definition)", &got, &want);
+    }
+    ladder_tensor *all[] = {&a.x, &a.kernels, &a.dout, &a.dx, &a.dkernels, &got, &want};
+    for (int j = 0; j < 7; j++) ladder_tensor_free(all[j]);
+    return ok;
+}
 
 int main(void) {
     int n = (int)(sizeof shapes / sizeof shapes[0]);
     ladder_rng rng;
     ladder_rng_seed(&rng, 2024);
-    for (int i = 0; i < n; i++) {
-        ladder_dynconv_problem p = {shapes[i][0], shapes[i][1], shapes[i][2], (int)shapes[i][3]};
-        int64_t btd[3] = {p.B, p.T, p.D}, btdw[4] = {p.B, p.T, p.D, p.W};
-        ladder_dynconv_args a = {0};
-        a.x = labcheck_alloc(LADDER_F32, 3, btd);
-        a.kernels = labcheck_alloc(LADDER_F32, 4, btdw);
-        a.dout = labcheck_alloc(LADDER_F32, 3, btd);
-        a.dx = labcheck_alloc(LADDER_F32, 3, btd);
-        a.dkernels = labcheck_alloc(LADDER_F32, 4, btdw);
-        ladder_tensor got = labcheck_alloc(LADDER_F32, 3, btd);
-        ladder_rng_fill_normal(&rng, &a.x, 1.0);
-        ladder_rng_fill_normal(&rng, &a.kernels, 0.5);
-        ladder_rng_fill_normal(&rng, &a.dout, 1.0);
-        labcheck_ok(LAB, ladder_dynconv_bwd(LADDER_RUNG_CPU, &p, &a), "the cpu rung's backward");
-
-        ladder_tensor_poison(&got);
-        lab1_dx(p.B, p.T, p.D, p.W, a.dout.data, a.kernels.data, got.data);
-
-        char shape[96];
-        snprintf(shape, sizeof shape, "B=%lld T=%lld D=%lld W=%d", (long long)p.B, (long long)p.T, (long long)p.D, p.W);
-        bool ok = labcheck_compare(LAB, shape, "dx", &got, &a.dx);
-        ladder_tensor *all[] = {&a.x, &a.kernels, &a.dout, &a.dx, &a.dkernels, &got};
-        for (int j = 0; j < 6; j++) ladder_tensor_free(all[j]);
-        if (!ok) return LABCHECK_FAIL;
-    }
+    for (int i = 0; i < n; i++)
+        if (!check_one(i, &rng)) return LABCHECK_FAIL;
     return labcheck_pass(LAB, n);
 }

@@ -183,20 +183,26 @@ static double log_sigmoid(double z) { return (z < 0 ? z : 0) - log1p(exp(-fabs(z
 
 /*
  * Fill a view with seeded values. Elements are drawn in chunks of 4096, each chunk from its own generator seeded
- * by (seed, chunk), so the values do not depend on how many threads draw them.
+ * by (seed, chunk), so the values do not depend on how many threads draw them. Box-Muller gives normals in
+ * pairs, and both are used.
  */
 static void fill_view(ladder_tensor *t, uint64_t seed, ladder_fill fill, double normalizer) {
     const int64_t n = ladder_tensor_numel(t), chunk = 4096;
+    const bool contiguous = ladder_tensor_is_contiguous(t) && t->dtype == LADDER_F32;
     double scale = 1.0;
     if (fill == LADDER_FILL_FAN_IN && t->rank > 0) scale = 1.0 / sqrt((double)t->shape[t->rank - 1]);
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < (n + chunk - 1) / chunk; c++) {
         ladder_rng rng;
         ladder_rng_seed(&rng, seed ^ ((uint64_t)c * 0xd1342543de82ef95ull));
-        for (int64_t i = c * chunk; i < n && i < (c + 1) * chunk; i++) {
-            double z = ladder_rng_normal(&rng);
-            double v = fill == LADDER_FILL_LOG_GATE ? log_sigmoid(z) / normalizer : scale * z;
-            ladder_tensor_set(t, ladder_tensor_offset_of_flat(t, i), v);
+        for (int64_t i = c * chunk; i < n && i < (c + 1) * chunk; i += 2) {
+            double r = sqrt(-2.0 * log(ladder_rng_uniform(&rng))), phi = 6.283185307179586 * ladder_rng_uniform(&rng);
+            double z[2] = {r * cos(phi), r * sin(phi)};
+            for (int k = 0; k < 2 && i + k < n && i + k < (c + 1) * chunk; k++) {
+                double v = fill == LADDER_FILL_LOG_GATE ? log_sigmoid(z[k]) / normalizer : scale * z[k];
+                if (contiguous) ((float *)t->data)[i + k] = (float)v;
+                else ladder_tensor_set(t, ladder_tensor_offset_of_flat(t, i + k), v);
+            }
         }
     }
 }

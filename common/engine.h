@@ -97,21 +97,22 @@ typedef struct ladder_param {
     const char *name;       /**< "W" */
     ladder_param_type type; /**< the field's C type */
     size_t offset;          /**< offsetof(problem struct, field) */
-    double lo, hi;          /**< the range the flag accepts */
+    double lo;              /**< the smallest value accepted */
+    double hi;              /**< the largest value accepted */
     double run_default;     /**< the value `ladder run` uses */
     const char *help;       /**< one line for --help */
 } ladder_param;
 
-/** An algorithm, as the engine sees it. Each algorithm defines one (common/<algo>_desc.c). */
+/** An algorithm, as the engine sees it. Each algorithm defines one (common/ALGO_desc.c). */
 typedef struct ladder_algo {
     const char *name;    /**< "dynconv" */
     const char *summary; /**< one line for ladder list and --help */
     size_t problem_size; /**< sizeof its problem struct (at most ::LADDER_PROBLEM_MAX) */
     size_t args_size;    /**< sizeof its args struct */
-    const ladder_param *params;
-    int n_params;
-    const ladder_tensor_spec *tensors;
-    int n_tensors;
+    const ladder_param *params;        /**< the problem's fields, in struct order */
+    int n_params;                      /**< how many */
+    const ladder_tensor_spec *tensors; /**< every named tensor, inputs and outputs */
+    int n_tensors;                     /**< how many */
     const char *varlen_dim;   /**< the size packed sequences share ("T"), NULL without varlen */
     const char *varlen_batch; /**< the size that is 1 when sequences are packed ("B") */
     /** A dimension that is not a param (e.g. N, the number of sequences), or -1 if @p name is unknown. May be NULL. */
@@ -125,7 +126,7 @@ typedef struct ladder_algo {
     /** Floating-point operations of the pass (a multiply-add counts 2). */
     double (*flops)(const void *problem, ladder_pass pass);
     const void *bench_problems; /**< problem structs `ladder bench` sweeps, problem_size apart */
-    int n_bench_problems;
+    int n_bench_problems;       /**< how many */
 } ladder_algo;
 
 /** Every algorithm, in chapter order. */
@@ -226,7 +227,7 @@ ladder_check ladder_result_check(const ladder_case *c, const ladder_result *got,
                                  double tol);
 
 /**
- * Read the inputs from DIR/<name>.npy: float tensors may be float32 or
+ * Read the inputs from DIR/NAME.npy: float tensors may be float32 or
  * float16 files, index tensors int32 or int64 (checked to fit i32).
  * Sizes come from the files' shapes (checked against each param's range);
  * @p options supplies the rest of the problem (non-size params). A missing
@@ -234,7 +235,7 @@ ladder_check ladder_result_check(const ladder_case *c, const ladder_result *got,
  * Errors are LADDER_ERR_IO or LADDER_ERR_ARG naming the file.
  */
 ladder_status ladder_case_read_dir(ladder_case *c, const ladder_algo *algo, const char *dir, const void *options);
-/** Write every output of @p r as DIR/<name>.npy (float32; DIR is created if missing). @p written: one name per line. */
+/** Write every output of @p r as DIR/NAME.npy (float32; DIR is created if missing). @p written: one name per line. */
 ladder_status ladder_result_write_dir(const ladder_case *c, const ladder_result *r, const char *dir, char *written,
                                       size_t n);
 

@@ -16,6 +16,23 @@ ladder_tensor labcheck_alloc(ladder_dtype dtype, int rank, const int64_t *shape)
     return t;
 }
 
+void labcheck_case(const char *lab, const ladder_algo *algo, const void *problem, uint64_t seed, ladder_case *c,
+                   ladder_result *ref) {
+    ladder_case_opts opts = {.seed = seed};
+    labcheck_ok(lab, ladder_case_make(c, algo, problem, &opts), "making random inputs");
+    ladder_run_opts once = {0};
+    labcheck_ok(lab, ladder_run(LADDER_RUNG_CPU, LADDER_F32, c, &once, ref), "the cpu rung");
+}
+
+ladder_tensor *labcheck_tensor(ladder_case *c, ladder_result *ref, const char *name) {
+    int i = ladder_algo_tensor(c->algo, name);
+    if (i < 0) {
+        printf("ERROR: %s has no tensor %s\n", c->algo->name, name);
+        exit(LABCHECK_ERROR);
+    }
+    return c->t[i].data ? &c->t[i] : &ref->t[i];
+}
+
 void labcheck_ok(const char *lab, ladder_status st, const char *what) {
     if (st == LADDER_OK) return;
     printf("ERROR %s: %s: %s (%s)\n", lab, what, ladder_last_error(), ladder_status_name(st));

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine.h"
 #include "tensor.h"
 
 #define LABCHECK_PASS 0
@@ -23,6 +24,16 @@
 
 /* A contiguous host tensor of @p dtype; on failure prints ERROR and exits 3. */
 ladder_tensor labcheck_alloc(ladder_dtype dtype, int rank, const int64_t *shape);
+
+/*
+ * The engine's seeded random case of @p algo at @p problem (contiguous inputs, as the tests and the `ladder`
+ * program make them) and the cpu rung's outputs on it, forward and backward. On failure prints ERROR, exits 3.
+ */
+void labcheck_case(const char *lab, const ladder_algo *algo, const void *problem, uint64_t seed, ladder_case *c,
+                   ladder_result *ref);
+
+/* Tensor @p name of the case (an input) or of @p ref (an output); exits 3 if the algorithm has no such tensor. */
+ladder_tensor *labcheck_tensor(ladder_case *c, ladder_result *ref, const char *name);
 
 /* @p st must be LADDER_OK; otherwise prints "ERROR <lab>: <what>: <ladder_last_error()>" and exits 3. */
 void labcheck_ok(const char *lab, ladder_status st, const char *what);

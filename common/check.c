@@ -8,17 +8,14 @@
 ladder_status ladder_check_tensor(const ladder_tensor *t, const char *name, int rank, const int64_t *shape,
                                   const char *dims) {
     if (!t->data) return ladder_fail(LADDER_ERR_ARG, "%s is null (a required tensor)", name);
-    for (int i = 0; i < t->rank && i < LADDER_MAX_RANK; i++)
-        if (t->strides[i] < 0)
-            return ladder_fail(LADDER_ERR_ARG, "%s has stride %lld in dimension %d: strides must be >= 0", name,
-                               (long long)t->strides[i], i);
+    ladder_status st = ladder_tensor_check_layout(t, name);
+    if (st != LADDER_OK) return st;
     bool same = t->rank == rank;
     for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
     if (!same) {
         char got[96], want[96];
         ladder_tensor expect = ladder_tensor_make(NULL, t->dtype, rank, shape);
-        if (t->rank < 0 || t->rank > LADDER_MAX_RANK) snprintf(got, sizeof got, "rank %d", t->rank);
-        else ladder_tensor_shape_str(t, got, sizeof got);
+        ladder_tensor_shape_str(t, got, sizeof got);
         ladder_tensor_shape_str(&expect, want, sizeof want);
         return ladder_fail(LADDER_ERR_SHAPE, "%s has shape %s but the problem needs %s (%s)", name, got, want, dims);
     }
@@ -39,15 +36,17 @@ ladder_status ladder_check_dtype(const ladder_tensor *t, const char *name, ladde
 }
 
 ladder_status ladder_check_cu_seqlens(const ladder_tensor *cu, int64_t total, bool on_device) {
+    ladder_status st = ladder_tensor_check_layout(cu, "cu_seqlens");
+    if (st != LADDER_OK) return st;
     if (cu->dtype != LADDER_I32)
         return ladder_fail(LADDER_ERR_ARG, "cu_seqlens must be i32, not %s", ladder_dtype_name(cu->dtype));
     if (cu->rank != 1 || cu->shape[0] < 2)
         return ladder_fail(LADDER_ERR_ARG, "cu_seqlens must have shape [N+1] with N >= 1 sequences");
     if (cu->strides[0] != 1) return ladder_fail(LADDER_ERR_UNSUPPORTED, "cu_seqlens must be contiguous");
     int64_t n = cu->shape[0];
-    int32_t *v = malloc((size_t)n * sizeof *v);
+    /* its size in bytes, as the layout check computed it without overflow: never n * 4 by hand */
+    int32_t *v = malloc((size_t)ladder_tensor_span_bytes(cu));
     if (!v) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %lld entries to check cu_seqlens", (long long)n);
-    ladder_status st = LADDER_OK;
     if (on_device) st = ladder_gpu_read_i32(cu->data, n, v);
     else
         for (int64_t i = 0; i < n; i++) v[i] = ((const int32_t *)cu->data)[i];

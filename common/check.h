@@ -15,8 +15,10 @@ extern "C" {
 #endif
 
 /**
- * @p t must be present (LADDER_ERR_ARG "x is null"), have non-negative strides
- * (LADDER_ERR_ARG), and have rank and shape @p shape (LADDER_ERR_SHAPE
+ * @p t must be present (LADDER_ERR_ARG "x is null"), pass
+ * ladder_tensor_check_layout() (LADDER_ERR_ARG: a bad rank or dtype, negative
+ * sizes or strides, sizes or strides too large to address), and have rank
+ * and shape @p shape (LADDER_ERR_SHAPE
  * "x has shape [2,5,7] but the problem needs [2,6,7] ([B,T,D])"). @p dims
  * names the dimensions for the message, e.g. "[B,T,D]".
  */
@@ -30,9 +32,10 @@ ladder_status ladder_check_contiguous(const ladder_tensor *t, const char *name);
 ladder_status ladder_check_dtype(const ladder_tensor *t, const char *name, ladder_dtype want, ladder_rung rung);
 
 /**
- * Validate cu_seqlens [N+1] (i32, N >= 1, contiguous: LADDER_ERR_UNSUPPORTED
- * otherwise) against @p total tokens: starts at 0, never decreases, ends at
- * @p total (LADDER_ERR_ARG naming the entry).
+ * Validate cu_seqlens [N+1] (a layout ladder_tensor_check_layout() accepts,
+ * i32, N >= 1, contiguous: LADDER_ERR_UNSUPPORTED otherwise) against @p total
+ * tokens: starts at 0, never decreases, ends at @p total (LADDER_ERR_ARG
+ * naming the entry).
  * Reads device memory through a copy when @p on_device.
  */
 ladder_status ladder_check_cu_seqlens(const ladder_tensor *cu, int64_t total, bool on_device);

@@ -1,5 +1,6 @@
 #include "check.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -32,6 +33,44 @@ ladder_status ladder_check_dtype(const ladder_tensor *t, const char *name, ladde
     if (t->dtype != want)
         return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung %s takes %s as %s, not %s", ladder_rung_name(rung), name,
                            ladder_dtype_name(want), ladder_dtype_name(t->dtype));
+    return LADDER_OK;
+}
+
+/* The bytes [*lo, *hi) that @p t occupies; empty (lo == hi) when it is absent or has no element. */
+static ladder_status byte_range(const ladder_tensor *t, const char *name, uintptr_t *lo, uintptr_t *hi) {
+    *lo = *hi = (uintptr_t)t->data;
+    if (!t->data) return LADDER_OK;
+    ladder_status st = ladder_tensor_check_layout(t, name);
+    if (st != LADDER_OK) return st;
+    *hi += (uintptr_t)ladder_tensor_span_bytes(t); /* the layout check made sure this does not wrap */
+    return LADDER_OK;
+}
+
+ladder_status ladder_check_disjoint(const ladder_tensor *out, const char *out_name, const ladder_tensor *other,
+                                    const char *other_name) {
+    uintptr_t out_lo, out_hi, other_lo, other_hi;
+    ladder_status st = byte_range(out, out_name, &out_lo, &out_hi);
+    if (st == LADDER_OK) st = byte_range(other, other_name, &other_lo, &other_hi);
+    if (st != LADDER_OK) return st;
+    bool empty = out_lo == out_hi || other_lo == other_hi;
+    if (!empty && out_lo < other_hi && other_lo < out_hi)
+        return ladder_fail(LADDER_ERR_ARG, "%s overlaps %s: an output must not share memory with an input or another output",
+                           out_name, other_name);
+    return LADDER_OK;
+}
+
+ladder_status ladder_check_outputs_disjoint(const ladder_tensor *const *outs, const char *const *out_names, int n_outs,
+                                            const ladder_tensor *const *ins, const char *const *in_names, int n_ins) {
+    for (int o = 0; o < n_outs; o++) {
+        for (int i = 0; i < n_ins; i++) {
+            ladder_status st = ladder_check_disjoint(outs[o], out_names[o], ins[i], in_names[i]);
+            if (st != LADDER_OK) return st;
+        }
+        for (int p = o + 1; p < n_outs; p++) {
+            ladder_status st = ladder_check_disjoint(outs[o], out_names[o], outs[p], out_names[p]);
+            if (st != LADDER_OK) return st;
+        }
+    }
     return LADDER_OK;
 }
 

@@ -173,6 +173,131 @@ Test(hardening, offsets_outside_the_tensor_are_minus_one) {
     cr_assert_eq(ladder_tensor_offset_of_flat(&t, 15 + 3), -1, "INT64_MAX + 3 overflows");
 }
 
+/* ---- outputs that overlap inputs ----------------------------------------------------------------------------- */
+
+/*
+ * Every dynconv tensor in one arena, each in its own 256-float slot, so an output can be moved onto an input.
+ * A refused call must leave the whole arena bitwise as it was.
+ */
+static float arena[8 * 256];
+static float arena_before[8 * 256];
+enum { X, KERNELS, OUT, DOUT, DX, DKERNELS, SPARE };
+static ladder_dynconv_args arena_args(void) {
+    for (int i = 0; i < 8 * 256; i++) arena[i] = (float)(i % 97) * 0.01f - 0.4f;
+    int64_t btd[3] = {2, 5, 3}, btdw[4] = {2, 5, 3, 4};
+    return (ladder_dynconv_args){
+        .x = ladder_tensor_make(arena + X * 256, LADDER_F32, 3, btd),
+        .kernels = ladder_tensor_make(arena + KERNELS * 256, LADDER_F32, 4, btdw),
+        .out = ladder_tensor_make(arena + OUT * 256, LADDER_F32, 3, btd),
+        .dout = ladder_tensor_make(arena + DOUT * 256, LADDER_F32, 3, btd),
+        .dx = ladder_tensor_make(arena + DX * 256, LADDER_F32, 3, btd),
+        .dkernels = ladder_tensor_make(arena + DKERNELS * 256, LADDER_F32, 4, btdw),
+    };
+}
+
+/* The call is refused with LADDER_ERR_ARG naming both tensors, and nothing in the arena changed. */
+static void expect_overlap(const char *call, bool bwd, const ladder_dynconv_args *a, const char *output,
+                           const char *other) {
+    memcpy(arena_before, arena, sizeof arena);
+    ladder_status st = bwd ? ladder_dynconv_bwd(LADDER_RUNG_CPU, &p, a) : ladder_dynconv_fwd(LADDER_RUNG_CPU, &p, a);
+    char want[96];
+    snprintf(want, sizeof want, "%s overlaps %s", output, other);
+    expect(call, st, LADDER_ERR_ARG, want, "must not share memory");
+    for (int i = 0; i < 8 * 256; i++)
+        cr_assert(memcmp(&arena[i], &arena_before[i], sizeof(float)) == 0, "%s was refused but changed arena[%d]",
+                  call, i);
+}
+
+Test(hardening, separate_and_adjacent_tensors_are_fine) {
+    ladder_dynconv_args a = arena_args();
+    cr_assert_eq(ladder_dynconv_fwd(LADDER_RUNG_CPU, &p, &a), LADDER_OK, "%s", ladder_last_error());
+    cr_assert_eq(ladder_dynconv_bwd(LADDER_RUNG_CPU, &p, &a), LADDER_OK, "%s", ladder_last_error());
+    a.out.data = arena + X * 256 + 30; /* starts right after x's last element */
+    cr_assert_eq(ladder_dynconv_fwd(LADDER_RUNG_CPU, &p, &a), LADDER_OK, "out right after x: %s", ladder_last_error());
+    a.dx.data = arena + DKERNELS * 256 + 120; /* right after dkernels */
+    cr_assert_eq(ladder_dynconv_bwd(LADDER_RUNG_CPU, &p, &a), LADDER_OK, "dx right after dkernels: %s",
+                 ladder_last_error());
+}
+
+Test(hardening, an_output_overlapping_an_input_is_refused) {
+    ladder_dynconv_args a = arena_args();
+    a.out.data = a.x.data; /* in place: returned LADDER_OK with a wrong answer */
+    expect_overlap("ladder_dynconv_fwd(out = x)", false, &a, "out", "x");
+    a = arena_args();
+    a.out.data = arena + X * 256 + 29; /* shares x's last element only */
+    expect_overlap("ladder_dynconv_fwd(out from x's last element)", false, &a, "out", "x");
+    a = arena_args();
+    a.out.data = arena + KERNELS * 256 + 100;
+    expect_overlap("ladder_dynconv_fwd(out inside kernels)", false, &a, "out", "kernels");
+    a = arena_args();
+    a.dx.data = a.dout.data;
+    expect_overlap("ladder_dynconv_bwd(dx = dout)", true, &a, "dx", "dout");
+    a = arena_args();
+    a.dkernels.data = arena + KERNELS * 256 + 1;
+    expect_overlap("ladder_dynconv_bwd(dkernels inside kernels)", true, &a, "dkernels", "kernels");
+    a = arena_args();
+    a.x.data = arena + SPARE * 256; /* a strided x [2,5,3] with strides [40,8,2] spans 77 floats */
+    a.x.strides[0] = 40, a.x.strides[1] = 8, a.x.strides[2] = 2;
+    a.dkernels.data = arena + SPARE * 256 + 76; /* from x's last element on */
+    expect_overlap("ladder_dynconv_bwd(dkernels from a strided x's last element)", true, &a, "dkernels", "x");
+}
+
+Test(hardening, outputs_overlapping_each_other_are_refused) {
+    ladder_dynconv_args a = arena_args();
+    a.dx.data = arena + DKERNELS * 256 + 100; /* the last 20 floats of dkernels */
+    expect_overlap("ladder_dynconv_bwd(dx inside dkernels)", true, &a, "dx", "dkernels");
+}
+
+Test(hardening, an_output_overlapping_cu_seqlens_is_refused) {
+    ladder_dynconv_problem one = {.B = 1, .T = 5, .D = 3, .W = 4};
+    ladder_dynconv_args a = arena_args();
+    ladder_tensor *ts[] = {&a.x, &a.kernels, &a.out, &a.dout, &a.dx, &a.dkernels};
+    for (int i = 0; i < 6; i++) ts[i]->shape[0] = 1;
+    int32_t cu[2] = {0, 5};
+    memcpy(arena + SPARE * 256, cu, sizeof cu); /* cu_seqlens where dx will be written */
+    a.cu_seqlens = ladder_tensor_make(arena + SPARE * 256, LADDER_I32, 1, (const int64_t[]){2});
+    a.dx.data = arena + SPARE * 256;
+    memcpy(arena_before, arena, sizeof arena);
+    expect("ladder_dynconv_bwd(dx over cu_seqlens)", ladder_dynconv_bwd(LADDER_RUNG_CPU, &one, &a), LADDER_ERR_ARG,
+           "dx overlaps cu_seqlens", "must not share memory");
+    cr_assert(memcmp(arena, arena_before, sizeof arena) == 0, "a refused call changed the arena");
+}
+
+/* A descriptor of @p n floats at the address @p at, never dereferenced: the check compares addresses only. */
+static ladder_tensor floats_at(uintptr_t at, int64_t n) {
+    return ladder_tensor_make((void *)at, LADDER_F32, 1, (const int64_t[]){n});
+}
+
+Test(hardening, check_disjoint_compares_byte_ranges_only) {
+    /* addresses such as a GPU's: nothing is read */
+    const uintptr_t base = (uintptr_t)1 << 40;
+    ladder_tensor a = floats_at(base, 16), b = floats_at(base + 64, 16); /* a is [base, base+64) */
+    cr_assert_eq(ladder_check_disjoint(&a, "a", &b, "b"), LADDER_OK, "b starts where a ends: %s", ladder_last_error());
+    cr_assert_eq(ladder_check_disjoint(&b, "b", &a, "a"), LADDER_OK, "a ends where b starts: %s", ladder_last_error());
+    b = floats_at(base + 60, 16);
+    expect("ladder_check_disjoint(b from a's last float)", ladder_check_disjoint(&b, "b", &a, "a"), LADDER_ERR_ARG,
+           "b overlaps a", NULL);
+    b = floats_at(base - 4, 2);
+    expect("ladder_check_disjoint(b across a's start)", ladder_check_disjoint(&a, "a", &b, "b"), LADDER_ERR_ARG,
+           "a overlaps b", NULL);
+    b = floats_at(base + 8, 1);
+    expect("ladder_check_disjoint(b inside a)", ladder_check_disjoint(&a, "a", &b, "b"), LADDER_ERR_ARG, "a overlaps b",
+           NULL);
+    b = floats_at(base + 8, 0);
+    cr_assert_eq(ladder_check_disjoint(&a, "a", &b, "b"), LADDER_OK, "an empty tensor overlaps nothing: %s",
+                 ladder_last_error());
+    b = floats_at(0, 16);
+    cr_assert_eq(ladder_check_disjoint(&a, "a", &b, "b"), LADDER_OK, "an absent tensor overlaps nothing: %s",
+                 ladder_last_error());
+    b = floats_at(base + 128, 2);
+    b.strides[0] = (int64_t)1 << 62; /* its span in bytes overflows: its layout error, not a guess */
+    expect("ladder_check_disjoint(b of an overflowing span)", ladder_check_disjoint(&a, "a", &b, "b"), LADDER_ERR_ARG,
+           "b has strides", NULL);
+    b = floats_at(UINTPTR_MAX - 8, 4); /* 16 bytes from 8 bytes before the end of the address space */
+    expect("ladder_check_disjoint(b past the end of memory)", ladder_check_disjoint(&a, "a", &b, "b"), LADDER_ERR_ARG,
+           "b at", "past the end of the address space");
+}
+
 /* ---- public helpers given bad arguments ---------------------------------------------------------------------- */
 
 Test(hardening, tensor_make_with_a_bad_rank_writes_nothing_out_of_bounds) {

@@ -1,5 +1,6 @@
 #include "check.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,17 +9,14 @@
 ladder_status ladder_check_tensor(const ladder_tensor *t, const char *name, int rank, const int64_t *shape,
                                   const char *dims) {
     if (!t->data) return ladder_fail(LADDER_ERR_ARG, "%s is null (a required tensor)", name);
-    for (int i = 0; i < t->rank && i < LADDER_MAX_RANK; i++)
-        if (t->strides[i] < 0)
-            return ladder_fail(LADDER_ERR_ARG, "%s has stride %lld in dimension %d: strides must be >= 0", name,
-                               (long long)t->strides[i], i);
+    ladder_status st = ladder_tensor_check_layout(t, name);
+    if (st != LADDER_OK) return st;
     bool same = t->rank == rank;
     for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
     if (!same) {
         char got[96], want[96];
         ladder_tensor expect = ladder_tensor_make(NULL, t->dtype, rank, shape);
-        if (t->rank < 0 || t->rank > LADDER_MAX_RANK) snprintf(got, sizeof got, "rank %d", t->rank);
-        else ladder_tensor_shape_str(t, got, sizeof got);
+        ladder_tensor_shape_str(t, got, sizeof got);
         ladder_tensor_shape_str(&expect, want, sizeof want);
         return ladder_fail(LADDER_ERR_SHAPE, "%s has shape %s but the problem needs %s (%s)", name, got, want, dims);
     }
@@ -38,16 +36,56 @@ ladder_status ladder_check_dtype(const ladder_tensor *t, const char *name, ladde
     return LADDER_OK;
 }
 
+/* The bytes [*lo, *hi) that @p t occupies; empty (lo == hi) when it is absent or has no element. */
+static ladder_status byte_range(const ladder_tensor *t, const char *name, uintptr_t *lo, uintptr_t *hi) {
+    *lo = *hi = (uintptr_t)t->data;
+    if (!t->data) return LADDER_OK;
+    ladder_status st = ladder_tensor_check_layout(t, name);
+    if (st != LADDER_OK) return st;
+    *hi += (uintptr_t)ladder_tensor_span_bytes(t); /* the layout check made sure this does not wrap */
+    return LADDER_OK;
+}
+
+ladder_status ladder_check_disjoint(const ladder_tensor *out, const char *out_name, const ladder_tensor *other,
+                                    const char *other_name) {
+    uintptr_t out_lo, out_hi, other_lo, other_hi;
+    ladder_status st = byte_range(out, out_name, &out_lo, &out_hi);
+    if (st == LADDER_OK) st = byte_range(other, other_name, &other_lo, &other_hi);
+    if (st != LADDER_OK) return st;
+    bool empty = out_lo == out_hi || other_lo == other_hi;
+    if (!empty && out_lo < other_hi && other_lo < out_hi)
+        return ladder_fail(LADDER_ERR_ARG, "%s overlaps %s: an output must not share memory with an input or another output",
+                           out_name, other_name);
+    return LADDER_OK;
+}
+
+ladder_status ladder_check_outputs_disjoint(const ladder_tensor *const *outs, const char *const *out_names, int n_outs,
+                                            const ladder_tensor *const *ins, const char *const *in_names, int n_ins) {
+    for (int o = 0; o < n_outs; o++) {
+        for (int i = 0; i < n_ins; i++) {
+            ladder_status st = ladder_check_disjoint(outs[o], out_names[o], ins[i], in_names[i]);
+            if (st != LADDER_OK) return st;
+        }
+        for (int p = o + 1; p < n_outs; p++) {
+            ladder_status st = ladder_check_disjoint(outs[o], out_names[o], outs[p], out_names[p]);
+            if (st != LADDER_OK) return st;
+        }
+    }
+    return LADDER_OK;
+}
+
 ladder_status ladder_check_cu_seqlens(const ladder_tensor *cu, int64_t total, bool on_device) {
+    ladder_status st = ladder_tensor_check_layout(cu, "cu_seqlens");
+    if (st != LADDER_OK) return st;
     if (cu->dtype != LADDER_I32)
         return ladder_fail(LADDER_ERR_ARG, "cu_seqlens must be i32, not %s", ladder_dtype_name(cu->dtype));
     if (cu->rank != 1 || cu->shape[0] < 2)
         return ladder_fail(LADDER_ERR_ARG, "cu_seqlens must have shape [N+1] with N >= 1 sequences");
     if (cu->strides[0] != 1) return ladder_fail(LADDER_ERR_UNSUPPORTED, "cu_seqlens must be contiguous");
     int64_t n = cu->shape[0];
-    int32_t *v = malloc((size_t)n * sizeof *v);
+    /* its size in bytes, as the layout check computed it without overflow: never n * 4 by hand */
+    int32_t *v = malloc((size_t)ladder_tensor_span_bytes(cu));
     if (!v) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %lld entries to check cu_seqlens", (long long)n);
-    ladder_status st = LADDER_OK;
     if (on_device) st = ladder_gpu_read_i32(cu->data, n, v);
     else
         for (int64_t i = 0; i < n; i++) v[i] = ((const int32_t *)cu->data)[i];

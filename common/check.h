@@ -15,8 +15,10 @@ extern "C" {
 #endif
 
 /**
- * @p t must be present (LADDER_ERR_ARG "x is null"), have non-negative strides
- * (LADDER_ERR_ARG), and have rank and shape @p shape (LADDER_ERR_SHAPE
+ * @p t must be present (LADDER_ERR_ARG "x is null"), pass
+ * ladder_tensor_check_layout() (LADDER_ERR_ARG: a bad rank or dtype, negative
+ * sizes or strides, sizes or strides too large to address), and have rank
+ * and shape @p shape (LADDER_ERR_SHAPE
  * "x has shape [2,5,7] but the problem needs [2,6,7] ([B,T,D])"). @p dims
  * names the dimensions for the message, e.g. "[B,T,D]".
  */
@@ -30,9 +32,32 @@ ladder_status ladder_check_contiguous(const ladder_tensor *t, const char *name);
 ladder_status ladder_check_dtype(const ladder_tensor *t, const char *name, ladder_dtype want, ladder_rung rung);
 
 /**
- * Validate cu_seqlens [N+1] (i32, N >= 1, contiguous: LADDER_ERR_UNSUPPORTED
- * otherwise) against @p total tokens: starts at 0, never decreases, ends at
- * @p total (LADDER_ERR_ARG naming the entry).
+ * @p out and @p other must not share memory: LADDER_ERR_ARG "dx overlaps x:
+ * an output must not share memory with an input or another output" when the
+ * byte ranges [data, data + ladder_tensor_span_bytes()) of the two intersect.
+ * Only addresses are compared and nothing is read, so host and device
+ * pointers both work. An absent (data NULL) or empty tensor overlaps nothing.
+ * The range of a strided tensor includes the gaps between its elements, so
+ * two interleaved views count as overlapping. A tensor that
+ * ladder_tensor_check_layout() refuses gives that error instead.
+ */
+ladder_status ladder_check_disjoint(const ladder_tensor *out, const char *out_name, const ladder_tensor *other,
+                                    const char *other_name);
+
+/**
+ * ladder_check_disjoint() for each of the @p n_outs outputs against each of
+ * the @p n_ins inputs and against every other output; the first overlap found
+ * is the error. Absent tensors are skipped, so optional ones can be listed.
+ * Dispatchers call this before anything is written.
+ */
+ladder_status ladder_check_outputs_disjoint(const ladder_tensor *const *outs, const char *const *out_names, int n_outs,
+                                            const ladder_tensor *const *ins, const char *const *in_names, int n_ins);
+
+/**
+ * Validate cu_seqlens [N+1] (a layout ladder_tensor_check_layout() accepts,
+ * i32, N >= 1, contiguous: LADDER_ERR_UNSUPPORTED otherwise) against @p total
+ * tokens: starts at 0, never decreases, ends at @p total (LADDER_ERR_ARG
+ * naming the entry).
  * Reads device memory through a copy when @p on_device.
  */
 ladder_status ladder_check_cu_seqlens(const ladder_tensor *cu, int64_t total, bool on_device);

@@ -59,6 +59,10 @@ ladder_status ladder_dynconv_fwd(ladder_rung rung, const ladder_dynconv_problem 
     int64_t btd[3] = {p->B, p->T, p->D};
     TRY(ladder_check_tensor(&a->out, "out", 3, btd, "[B,T,D]"));
     TRY(ladder_check_contiguous(&a->out, "out"));
+    /* no output may share memory with an input (dynconv.h): refused here, before anything is written */
+    const ladder_tensor *ins[] = {&a->x, &a->kernels, &a->cu_seqlens}, *outs[] = {&a->out};
+    const char *in_names[] = {"x", "kernels", "cu_seqlens"}, *out_names[] = {"out"};
+    TRY(ladder_check_outputs_disjoint(outs, out_names, 1, ins, in_names, 3));
     const ladder_tensor *ts[] = {&a->x, &a->kernels, &a->out};
     const char *names[] = {"x", "kernels", "out"};
     TRY(check_dtypes(rung, ts, names, 3));
@@ -76,6 +80,9 @@ ladder_status ladder_dynconv_bwd(ladder_rung rung, const ladder_dynconv_problem 
     TRY(ladder_check_tensor(&a->dkernels, "dkernels", 4, btdw, "[B,T,D,W]"));
     TRY(ladder_check_contiguous(&a->dx, "dx"));
     TRY(ladder_check_contiguous(&a->dkernels, "dkernels"));
+    const ladder_tensor *ins[] = {&a->x, &a->kernels, &a->cu_seqlens, &a->dout}, *outs[] = {&a->dx, &a->dkernels};
+    const char *in_names[] = {"x", "kernels", "cu_seqlens", "dout"}, *out_names[] = {"dx", "dkernels"};
+    TRY(ladder_check_outputs_disjoint(outs, out_names, 2, ins, in_names, 4));
     const ladder_tensor *ts[] = {&a->x, &a->kernels, &a->dout, &a->dx, &a->dkernels};
     const char *names[] = {"x", "kernels", "dout", "dx", "dkernels"};
     TRY(check_dtypes(rung, ts, names, 5));

@@ -125,6 +125,17 @@ Test(npy, a_shape_too_large_for_the_file_is_refused_before_allocating) {
     expect_bad(buf, n, "truncated");
 }
 
+Test(npy, a_zero_size_does_not_hide_a_huge_one) {
+    /* 0 bytes of data, so the size check passed and ladder_tensor_make's strides overflowed (UBSan) */
+    static const char *const shapes[] = {"(0, 4611686018427387904, 8)", "(4611686018427387904, 0, 8)",
+                                         "(3037000500, 3037000500, 0)", "(0, 2305843009213693952, 2)"};
+    for (int i = 0; i < 4; i++) {
+        char buf[512], dict[128];
+        snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }", shapes[i]);
+        expect_bad(buf, make_npy(buf, dict, 0), "too large to address");
+    }
+}
+
 Test(npy, missing_file_is_io_error) {
     ladder_tensor t;
     cr_assert_eq(ladder_npy_read("/nonexistent/x.npy", &t), LADDER_ERR_IO);

@@ -267,6 +267,7 @@ ladder_status ladder_npy_read_stream(FILE *f, const char *name, ladder_tensor *o
         ladder_tensor_free(out);
         return truncated(name);
     }
+    ladder_clear_error();
     return LADDER_OK;
 }
 
@@ -330,6 +331,7 @@ ladder_status ladder_npy_write_stream(FILE *f, const char *name, const ladder_te
         ok = fwrite(buf, 1, esize, f) == esize;
     }
     if (!ok) return ladder_fail(LADDER_ERR_IO, "%s: write failed: %s", name, strerror(errno));
+    ladder_clear_error();
     return LADDER_OK;
 }
 

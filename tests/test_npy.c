@@ -264,7 +264,9 @@ static void expect_good(const char *bytes, size_t n, int rank, const char *what)
     cr_assert_eq(fwrite(bytes, 1, n, f), n);
     fclose(f);
     ladder_tensor t;
+    ladder_fail(LADDER_ERR_IO, "left over from an earlier call");
     cr_assert_eq(ladder_npy_read(path, &t), LADDER_OK, "%s: %s", what, ladder_last_error());
+    cr_assert_str_empty(ladder_last_error(), "%s: a successful read must clear the last error", what);
     cr_assert_eq(t.dtype, LADDER_F32, "%s: dtype", what);
     cr_assert_eq(t.rank, rank, "%s: rank %d, expected %d", what, t.rank, rank);
     cr_assert(rank == 0 || (t.shape[0] == 2 && t.shape[1] == 3), "%s: shape", what);

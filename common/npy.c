@@ -144,8 +144,9 @@ static ladder_status parse_descr(cursor *c, const char *name, ladder_dtype *dtyp
             *dtype = types[i].dtype;
             return LADDER_OK;
         }
-    return ladder_fail(LADDER_ERR_IO, "%s: dtype '%.*s' is not supported (ladder reads little-endian <f4, <f2, <i4, <i8)",
-                       name, (int)(n < 32 ? n : 32), s);
+    return ladder_fail(LADDER_ERR_IO,
+                       "%s: dtype '%.*s' is not supported (ladder reads little-endian <f4, <f2, <i4, <i8)", name,
+                       (int)(n < 32 ? n : 32), s);
 }
 
 static ladder_status parse_fortran_order(cursor *c, const char *name) {
@@ -192,7 +193,8 @@ static ladder_status parse_header(const char *name, const char *h, size_t len, l
         while (k < 3 && !(n == strlen(keys[k]) && memcmp(key, keys[k], n) == 0)) k++;
         if (k == 3)
             return ladder_fail(LADDER_ERR_IO,
-                               "%s: unknown key '%.*s' in the .npy header (ladder reads 'descr', 'fortran_order', 'shape')",
+                               "%s: unknown key '%.*s' in the .npy header (ladder reads 'descr', 'fortran_order' and "
+                               "'shape')",
                                name, (int)(n < 32 ? n : 32), key);
         if (seen[k]) return ladder_fail(LADDER_ERR_IO, "%s: '%s' appears twice in the .npy header", name, keys[k]);
         seen[k] = true;

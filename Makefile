@@ -9,6 +9,7 @@
 #   make docs         Doxygen HTML of the API and the chapters into build/docs/html
 #   make gpu-bundle   a lean, commit-stamped build/ to run on a GPU machine with no package manager
 #   make labs         list the chapters' labs; make lab LAB=name checks yours; make lab-check proves the checkers
+#   make fuzz         libFuzzer on the .npy reader for FUZZ_SECONDS (default 60); any crash fails it
 #
 # Options: ARCH (default "80 90"), NVCC, REQUIRE_CUDA=1 (fail without nvcc), SANITIZE=1.
 
@@ -66,7 +67,7 @@ TEST_SRC := $(wildcard tests/*.c tests/oracle/*.c)
 TESTS := $(BUILD)/bin/ladder-tests
 HAVE_CRITERION := $(if $(wildcard /usr/include/criterion/criterion.h /usr/local/include/criterion/criterion.h),1,0)
 
-.PHONY: all run test bench bench-tables docs gpu-bundle clean help deps-test deps-docs
+.PHONY: all run test bench bench-tables docs gpu-bundle clean help deps-test deps-docs fuzz
 all: $(LIB) $(LADDER) $(if $(filter 1,$(HAVE_CRITERION)),$(TESTS))
 
 help:
@@ -130,6 +131,7 @@ gpu-bundle:
 	tools/make-gpu-bundle.sh $(BUILD)
 
 include chapters/labs/labs.mk
+include tests/fuzz/fuzz.mk
 
 clean:
 	rm -rf build build-sanitize obj obj-sanitize obj-nocuda

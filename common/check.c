@@ -54,8 +54,9 @@ ladder_status ladder_check_disjoint(const ladder_tensor *out, const char *out_na
     if (st != LADDER_OK) return st;
     bool empty = out_lo == out_hi || other_lo == other_hi;
     if (!empty && out_lo < other_hi && other_lo < out_hi)
-        return ladder_fail(LADDER_ERR_ARG, "%s overlaps %s: an output must not share memory with an input or another output",
-                           out_name, other_name);
+        return ladder_fail(LADDER_ERR_ARG,
+                           "%s overlaps %s: an output must not share memory with an input or another output", out_name,
+                           other_name);
     return LADDER_OK;
 }
 

@@ -3,17 +3,16 @@
  *
  * Each class of fault is tested at its root, not through one example:
  *  - size arithmetic: every product and sum of sizes and strides is checked, whatever order the dimensions
- *    come in (before the fix, `make test SANITIZE=1` stopped on UBSan's signed-overflow and division-by-zero
- *    reports in the tensor helpers, and on ASan's heap overflow in ladder_check_cu_seqlens);
+ *    come in (before the fix, `make test SANITIZE=1` reported UBSan's signed overflow and out-of-bounds index
+ *    in the tensor helpers, and an ASan buffer overflow in ladder_check_cu_seqlens);
  *  - outputs that share memory with an input or with another output;
- *  - public helpers given a rank outside 0..LADDER_MAX_RANK, a negative size or a null pointer.
- * The .npy reader's own hardening (files that are not regular, strict headers) is in test_npy.c.
+ *  - public helpers given a rank outside 0..LADDER_MAX_RANK or a negative size.
+ * The .npy side (ladder_npy_write's arguments, files that are not regular, strict headers) is in test_npy.c.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <criterion/criterion.h>
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install what `make test` (Criterion) or `make docs` (Doxygen) needs, when it is missing.
-#   tools/install-deps.sh test|docs|all
+# Install what `make test` (Criterion), `make docs` (Doxygen) or `make fuzz` (clang with its libFuzzer runtime)
+# needs, when it is missing.
+#   tools/install-deps.sh test|docs|fuzz|all
 # Uses apt-get non-interactively (apt-get update first), through `sudo -n` when not root.
 # Without apt-get or the rights to use it, prints the exact packages to install and fails.
 set -euo pipefail
@@ -12,6 +13,18 @@ if [[ $want == test || $want == all ]]; then
 fi
 if [[ $want == docs || $want == all ]]; then
     command -v doxygen >/dev/null || pkgs+=(doxygen)
+fi
+if [[ $want == fuzz || $want == all ]]; then
+    # Debian's default clang and the runtime that matches it (clang-14 and libclang-rt-14-dev on Debian 12). The
+    # runtime is a separate package, so clang alone is not enough: try linking a fuzz target.
+    probe=$(mktemp -d)
+    echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' >"$probe/t.c"
+    if ! command -v clang >/dev/null; then
+        pkgs+=(clang libclang-rt-dev)
+    elif ! clang -fsanitize=fuzzer "$probe/t.c" -o "$probe/t" 2>/dev/null; then
+        pkgs+=(libclang-rt-dev)
+    fi
+    rm -rf "$probe"
 fi
 ((${#pkgs[@]})) || exit 0
 

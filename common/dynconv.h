@@ -17,7 +17,7 @@
  * Every rung takes the same problem and arguments. Inputs (x, kernels, dout)
  * may be strided; cu_seqlens and the outputs (out, dx, dkernels) must be
  * contiguous (LADDER_ERR_UNSUPPORTED otherwise), and no output may overlap an
- * input.
+ * input or another output (LADDER_ERR_ARG otherwise).
  * Which rung takes which dtypes:
  *
  * | rung           | x, kernels, dout | out, dx, dkernels |

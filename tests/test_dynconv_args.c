@@ -7,7 +7,7 @@
  * ladder_last_error() names the argument, and that nothing was written
  * (the outputs stay NaN). The dispatcher checks, in order: the rung number,
  * the problem (null, sizes, W, cu_seqlens with B > 1, x, kernels), the
- * outputs (shape, then contiguity), dtypes, availability, then the contents
+ * outputs (shape, contiguity, then overlap with the inputs and each other), dtypes, availability, then the contents
  * of cu_seqlens; so dtype cases of the GPU rungs run here without a GPU.
  */
 #include <math.h>

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +161,16 @@ static void expect_failure(const char *why) {
     read_stderr(err, sizeof err);
     cr_assert_eq(rc, 2, "ladder run --in should exit 2 when %s (exit %d: %s)", why, rc, err);
     cr_assert_not_null(strstr(err, why), "stderr '%s' should say '%s'", err, why);
+}
+
+/* A FIFO where a file should be is refused at once: reading it would wait for a writer forever. */
+Test(tool, run_in_refuses_a_fifo, .timeout = 20) {
+    int64_t btdw[4] = {1, 8, 4, 3};
+    write_random("kernels", LADDER_F32, 4, btdw, 2);
+    char path[128];
+    snprintf(path, sizeof path, "%s/x.npy", dir);
+    cr_assert_eq(mkfifo(path, 0644), 0, "cannot make a FIFO");
+    expect_failure("x.npy is a FIFO, not a regular file");
 }
 
 Test(tool, run_in_truncated_file) {

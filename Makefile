@@ -59,7 +59,8 @@ LIB_C := $(wildcard common/*.c cpu/*.c)
 ifeq ($(HAVE_NVCC),1)
   CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(shell command -v $(NVCC))))
   LIB_C := $(filter-out common/gpu_none.c,$(LIB_C))
-  LIB_CU := $(wildcard common/*.cu gpu_naive/*.cu gpu_tiled/*.cu gpu_tensorcore/*.cu)
+  # the slowest to compile first (the tensor-core rung), so that make -j2 ends with both cores busy
+  LIB_CU := $(wildcard gpu_tensorcore/*.cu gpu_tiled/*.cu gpu_naive/*.cu common/*.cu)
   CFLAGS += -DLADDER_HAVE_CUDA
   # the CUDA runtime, linked into whatever holds kernels: libladder.so, and a lab binary built from a .cu file
   CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lpthread -lrt
@@ -74,7 +75,7 @@ gencode = $(foreach a,$(call cu_arch,$(1)),-gencode=arch=compute_$(a),code=sm_$(
 # DT_RPATH also serves the libraries that libladder.so loads (libgomp, copied beside it into the bundle).
 rpath = -Wl,-rpath,'$$ORIGIN/$(1)' -Wl,--disable-new-dtags
 
-LIB_OBJ := $(LIB_C:%.c=$(OBJ)/%.o) $(LIB_CU:%.cu=$(OBJ)/%.o)
+LIB_OBJ := $(LIB_CU:%.cu=$(OBJ)/%.o) $(LIB_C:%.c=$(OBJ)/%.o)
 LIB := $(BUILD)/lib/libladder.so
 LADDER := $(BUILD)/bin/ladder
 TOOL_SRC := $(wildcard tools/*.c)
@@ -96,31 +97,33 @@ $(OBJ)/%.o: %.cu $(OBJ)/flags.inputs
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $(CU_WERROR) $(call gencode,$<) -c $< -o $@
 
-# $(OBJ)/NAME.inputs holds the list of what NAME is made from, rewritten only when the list changes, so that a
-# deleted source file rebuilds the library or program it was part of (its timestamps alone would not), and
-# new compilers or flags (ARCH, -fPIC) recompile every object rather than link ones built the old way.
+# NAME.inputs holds what NAME is made from, rewritten only when that changes. $(OBJ)/flags.inputs: the compilers
+# and flags, on which every object depends, so that new flags (ARCH, -fPIC) recompile rather than link objects
+# built the old way. $(BUILD)/.inputs/{lib,ladder,tests}.inputs: the objects of the library and of each program,
+# so that a deleted source file, or a build from the other object folder (with and without nvcc share build/),
+# relinks what it was part of. Timestamps alone would do neither.
 INPUTS_flags := $(CC) $(CFLAGS) $(C_WERROR) $(NVCC) $(NVCCFLAGS) $(CU_WERROR) $(ARCH)
 INPUTS_lib := $(LIB_OBJ)
-INPUTS_ladder := $(TOOL_SRC)
-INPUTS_tests := $(TEST_SRC)
-$(OBJ)/%.inputs: FORCE
+INPUTS_ladder := $(TOOL_SRC:%.c=$(OBJ)/%.o)
+INPUTS_tests := $(TEST_SRC:%.c=$(OBJ)/%.o)
+%.inputs: FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(INPUTS_$*)' | cmp -s - $@ || echo '$(INPUTS_$*)' > $@
+	@echo '$(INPUTS_$(notdir $*))' | cmp -s - $@ || echo '$(INPUTS_$(notdir $*))' > $@
 .PHONY: FORCE
 # named as a target, so that make keeps it (a file reached only through pattern rules is deleted as intermediate)
 $(OBJ)/flags.inputs: FORCE
 
 # The kernels are stored once, here, with the CUDA runtime; --exclude-libs keeps that runtime private, so that a
 # program with one of its own (a lab's kernel, a Python process) never binds to this one.
-$(LIB): $(LIB_OBJ) $(OBJ)/lib.inputs
+$(LIB): $(LIB_OBJ) $(BUILD)/.inputs/lib.inputs
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libladder.so $(LIB_OBJ) -o $@ $(LDLIBS) $(CUDA_LDLIBS) -Wl,--exclude-libs,ALL
 
-$(LADDER): $(TOOL_SRC:%.c=$(OBJ)/%.o) $(LIB) $(OBJ)/ladder.inputs
+$(LADDER): $(INPUTS_ladder) $(LIB) $(BUILD)/.inputs/ladder.inputs
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out %.inputs,$^) -o $@ $(LDLIBS) $(call rpath,../lib)
 
-$(TESTS): $(TEST_SRC:%.c=$(OBJ)/%.o) $(LIB) $(OBJ)/tests.inputs
+$(TESTS): $(INPUTS_tests) $(LIB) $(BUILD)/.inputs/tests.inputs
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out %.inputs,$^) -o $@ -lcriterion $(LDLIBS) $(call rpath,../lib)
 

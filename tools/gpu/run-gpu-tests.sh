@@ -16,7 +16,7 @@ listing=$("$here/bin/ladder" list) || fail "'ladder list' failed (exit $?)"
 echo "$listing"
 gpu=$(grep -m1 '^gpu:' <<<"$listing")
 [[ -n $gpu ]] || fail "'ladder list' names no GPU"
-[[ $gpu != "gpu: none"* ]] || fail "no usable GPU (${gpu#gpu: }): the GPU suites would all skip"
+[[ $gpu != "gpu: none"* ]] || fail "no usable GPU ('ladder list' says \"$gpu\"), so every GPU case would skip"
 
 # The suites, their output shown and kept, so that a run that tested nothing (Criterion's synthesis line
 # reads "Tested: 0", or is missing) fails even though the suites exit 0.
@@ -27,7 +27,8 @@ suites() {
     local status=${PIPESTATUS[0]} tested
     # colours, if any, are dropped before the count is read
     tested=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | sed -n 's/.*Synthesis: Tested: \([0-9]*\).*/\1/p' | tail -1)
-    ((${tested:-0} > 0)) || fail "no test ran (Criterion's synthesis: Tested: ${tested:-missing})"
+    [[ -n $tested ]] || fail "no test ran (Criterion printed no synthesis line)"
+    ((tested > 0)) || fail "no test ran (Criterion's synthesis line reads Tested: $tested)"
     return "$status"
 }
 if [[ -n ${SANITIZE:-} ]]; then

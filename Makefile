@@ -71,8 +71,8 @@ endif
 # The architectures of one .cu file: the one its name asks for (NAME.sm90a.cu: 90a), else every one in ARCH.
 cu_arch = $(or $(patsubst .sm%,%,$(filter .sm%,$(suffix $(basename $(1))))),$(ARCH))
 gencode = $(foreach a,$(call cu_arch,$(1)),-gencode=arch=compute_$(a),code=sm_$(a))
-# A program finds libladder.so in DIR, relative to its own folder: a DT_RPATH, not a DT_RUNPATH, because only a
-# DT_RPATH also serves the libraries that libladder.so loads (libgomp, copied beside it into the bundle).
+# $(call rpath,DIR): a program finds libladder.so in DIR, relative to its own folder. A DT_RPATH, not a DT_RUNPATH,
+# because only a DT_RPATH also serves the libraries that libladder.so loads (libgomp, beside it in the bundle).
 rpath = -Wl,-rpath,'$$ORIGIN/$(1)' -Wl,--disable-new-dtags
 
 LIB_OBJ := $(LIB_CU:%.cu=$(OBJ)/%.o) $(LIB_C:%.c=$(OBJ)/%.o)

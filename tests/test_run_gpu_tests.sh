@@ -49,7 +49,9 @@ expect() {
 
 gpu_list='echo "gpu: NVIDIA H100 80GB HBM3"'
 # synthesis TESTED FAILING: what ladder-tests prints last, and its exit status
-synthesis() { echo "echo '[====] Synthesis: Tested: $1 | Passing: $(($1 - $2)) | Failing: $2 | Crashing: 0'; exit $(($2 > 0))"; }
+synthesis() {
+    echo "echo '[====] Synthesis: Tested: $1 | Passing: $(($1 - $2)) | Failing: $2 | Crashing: 0'; exit $(($2 > 0))"
+}
 
 bundle this-machine "exec '$ladder_bin' \"\$@\"" "$(synthesis 120 0)"
 if [[ $("$ladder_bin" list 2>/dev/null | grep -m1 '^gpu:') == "gpu: none"* ]]; then

@@ -1,6 +1,6 @@
 # ladder: the one entry point. `make help` lists the targets.
 #
-#   make              build build/lib/libladder.a, build/bin/ladder and (with Criterion) the tests
+#   make              build build/lib/libladder.so, build/bin/ladder and (with Criterion) the tests
 #   make run          the main job: every algorithm, every available rung, checked against the CPU rung
 #   make test         every Criterion suite (installs Criterion through tools/install-deps.sh if missing)
 #   make test SANITIZE=1   CPU-only build under ASan and UBSan, then the suites
@@ -12,6 +12,12 @@
 #   make fuzz         libFuzzer on the .npy reader for FUZZ_SECONDS (default 60); any crash fails it
 #
 # Options: ARCH (default "80 90"), NVCC, REQUIRE_CUDA=1 (fail without nvcc), SANITIZE=1.
+#
+# The library is one shared object, build/lib/libladder.so, holding every kernel (and the static CUDA runtime)
+# once; the program, the tests and the labs load it through their $ORIGIN-relative rpath, so that build/ can be
+# copied to another machine as it is. A .cu file is compiled for every architecture in ARCH, unless its name
+# asks for one chip: NAME.sm90a.cu is compiled for sm_90a alone (Hopper's wgmma and setmaxnreg exist only
+# there), and its launcher must refuse other GPUs.
 
 ARCH ?= 80 90
 NVCC ?= nvcc
@@ -40,7 +46,10 @@ ifeq ($(REQUIRE_CUDA),1)
   endif
 endif
 
-CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -fopenmp -D_POSIX_C_SOURCE=200809L -Icommon -MMD -MP
+# -fPIC: the library's objects go into a shared object. -Werror stands apart (C_WERROR, CU_WERROR) so that a lab
+# skeleton can be built without it (chapters/labs/labs.mk).
+CFLAGS := -std=c11 -O2 -g -Wall -Wextra -fPIC -fopenmp -D_POSIX_C_SOURCE=200809L -Icommon -MMD -MP
+C_WERROR := -Werror
 LDLIBS := -fopenmp -lm
 ifeq ($(SANITIZE),1)
   CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -51,16 +60,24 @@ LIB_C := $(wildcard common/*.c cpu/*.c)
 ifeq ($(HAVE_NVCC),1)
   CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(shell command -v $(NVCC))))
   LIB_C := $(filter-out common/gpu_none.c,$(LIB_C))
-  LIB_CU := $(wildcard common/*.cu gpu_naive/*.cu gpu_tiled/*.cu gpu_tensorcore/*.cu)
+  # the slowest to compile first (the tensor-core rung), so that make -j2 ends with both cores busy
+  LIB_CU := $(wildcard gpu_tensorcore/*.cu gpu_tiled/*.cu gpu_naive/*.cu common/*.cu)
   CFLAGS += -DLADDER_HAVE_CUDA
-  LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lpthread -lrt
-  GENCODE := $(foreach a,$(ARCH),-gencode=arch=compute_$(a),code=sm_$(a))
-  NVCCFLAGS := -O3 -std=c++17 -lineinfo -Icommon -MMD -MP $(GENCODE) -DLADDER_HAVE_CUDA \
-               -Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror -Xptxas=--warn-on-spills
+  # the CUDA runtime, linked into whatever holds kernels: libladder.so, and a lab binary built from a .cu file
+  CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lpthread -lrt
+  NVCCFLAGS := -O3 -std=c++17 -lineinfo -Icommon -MMD -MP -DLADDER_HAVE_CUDA -Xcompiler=-fPIC,-Wall,-Wextra \
+               -Xptxas=--warn-on-spills
+  CU_WERROR := -Werror=all-warnings -Xcompiler=-Werror
 endif
+# The architectures of one .cu file: the one its name asks for (NAME.sm90a.cu: 90a), else every one in ARCH.
+cu_arch = $(or $(patsubst .sm%,%,$(filter .sm%,$(suffix $(basename $(1))))),$(ARCH))
+gencode = $(foreach a,$(call cu_arch,$(1)),-gencode=arch=compute_$(a),code=sm_$(a))
+# $(call rpath,DIR): a program finds libladder.so in DIR, relative to its own folder. A DT_RPATH, not a DT_RUNPATH,
+# because only a DT_RPATH also serves the libraries that libladder.so loads (libgomp, beside it in the bundle).
+rpath = -Wl,-rpath,'$$ORIGIN/$(1)' -Wl,--disable-new-dtags
 
-LIB_OBJ := $(LIB_C:%.c=$(OBJ)/%.o) $(LIB_CU:%.cu=$(OBJ)/%.o)
-LIB := $(BUILD)/lib/libladder.a
+LIB_OBJ := $(LIB_CU:%.cu=$(OBJ)/%.o) $(LIB_C:%.c=$(OBJ)/%.o)
+LIB := $(BUILD)/lib/libladder.so
 LADDER := $(BUILD)/bin/ladder
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/*.c tests/oracle/*.c)
@@ -73,35 +90,43 @@ all: $(LIB) $(LADDER) $(if $(filter 1,$(HAVE_CRITERION)),$(TESTS))
 help:
 	@sed -n '2,/^# Options/p' Makefile | sed 's/^# \{0,1\}//'
 
-$(OBJ)/%.o: %.c
+$(OBJ)/%.o: %.c $(OBJ)/flags.inputs
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(C_WERROR) -c $< -o $@
 
-$(OBJ)/%.o: %.cu
+$(OBJ)/%.o: %.cu $(OBJ)/flags.inputs
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(CU_WERROR) $(call gencode,$<) -c $< -o $@
 
-# $(OBJ)/NAME.inputs holds the list of what NAME is made from, rewritten only when the list changes, so that a
-# deleted source file rebuilds the archive or program it was part of (its timestamps alone would not).
+# NAME.inputs holds what NAME is made from, rewritten only when that changes. $(OBJ)/flags.inputs: the compilers
+# and flags, on which every object depends, so that new flags (ARCH, -fPIC) recompile rather than link objects
+# built the old way. $(BUILD)/.inputs/{lib,ladder,tests}.inputs: the objects of the library and of each program,
+# so that a deleted source file, or a build from the other object folder (with and without nvcc share build/),
+# relinks what it was part of. Timestamps alone would do neither.
+INPUTS_flags := $(CC) $(CFLAGS) $(C_WERROR) $(NVCC) $(NVCCFLAGS) $(CU_WERROR) $(ARCH)
 INPUTS_lib := $(LIB_OBJ)
-INPUTS_ladder := $(TOOL_SRC)
-INPUTS_tests := $(TEST_SRC)
-$(OBJ)/%.inputs: FORCE
+INPUTS_ladder := $(TOOL_SRC:%.c=$(OBJ)/%.o)
+INPUTS_tests := $(TEST_SRC:%.c=$(OBJ)/%.o)
+%.inputs: FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(INPUTS_$*)' | cmp -s - $@ || echo '$(INPUTS_$*)' > $@
+	@echo '$(INPUTS_$(notdir $*))' | cmp -s - $@ || echo '$(INPUTS_$(notdir $*))' > $@
 .PHONY: FORCE
+# named as a target, so that make keeps it (a file reached only through pattern rules is deleted as intermediate)
+$(OBJ)/flags.inputs: FORCE
 
-$(LIB): $(LIB_OBJ) $(OBJ)/lib.inputs
+# The kernels are stored once, here, with the CUDA runtime; --exclude-libs keeps that runtime private, so that a
+# program with one of its own (a lab's kernel, a Python process) never binds to this one.
+$(LIB): $(LIB_OBJ) $(BUILD)/.inputs/lib.inputs
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libladder.so $(LIB_OBJ) -o $@ $(LDLIBS) $(CUDA_LDLIBS) -Wl,--exclude-libs,ALL
 
-$(LADDER): $(TOOL_SRC:%.c=$(OBJ)/%.o) $(LIB) $(OBJ)/ladder.inputs
+$(LADDER): $(INPUTS_ladder) $(LIB) $(BUILD)/.inputs/ladder.inputs
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out %.inputs,$^) -o $@ $(LDLIBS) -Wl,-rpath,'$$ORIGIN/../lib' -Wl,--disable-new-dtags
+	$(CC) $(filter-out %.inputs,$^) -o $@ $(LDLIBS) $(call rpath,../lib)
 
-$(TESTS): $(TEST_SRC:%.c=$(OBJ)/%.o) $(LIB) $(OBJ)/tests.inputs
+$(TESTS): $(INPUTS_tests) $(LIB) $(BUILD)/.inputs/tests.inputs
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out %.inputs,$^) -o $@ -lcriterion $(LDLIBS) -Wl,-rpath,'$$ORIGIN/../lib' -Wl,--disable-new-dtags
+	$(CC) $(filter-out %.inputs,$^) -o $@ -lcriterion $(LDLIBS) $(call rpath,../lib)
 
 run: $(LADDER)
 	$(LADDER) run all
@@ -114,6 +139,7 @@ deps-docs:
 
 test: deps-test
 	@$(MAKE) --no-print-directory $(TESTS) $(LADDER)
+	@tests/test_run_gpu_tests.sh $(LADDER)
 	@tests/run.sh $(TESTS) $(LADDER)
 
 bench: $(LADDER)

@@ -14,12 +14,6 @@ bool ladder_gpu_built(void) { return true; }
 
 static char absent_reason[256];
 
-#define LADDER_TRY(expr)                                                                                      \
-    do {                                                                                                       \
-        ladder_status st_ = (expr);                                                                            \
-        if (st_ != LADDER_OK) return st_;                                                                      \
-    } while (0)
-
 /* cudaMalloc, with out-of-memory reported as LADDER_ERR_NOMEM and any other failure as LADDER_ERR_CUDA. */
 static ladder_status device_alloc(void **p, size_t bytes) {
     cudaError_t err = cudaMalloc(p, bytes);

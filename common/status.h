@@ -44,6 +44,17 @@ ladder_status ladder_fail(ladder_status status, const char *fmt, ...)
 /** Clear the message (done by every public entry point on success). */
 void ladder_clear_error(void);
 
+/**
+ * @def LADDER_TRY
+ * Return from the enclosing function with the status of @p expr unless it is
+ * ::LADDER_OK; its message is already in ladder_last_error().
+ */
+#define LADDER_TRY(expr)                                                                                               \
+    do {                                                                                                               \
+        ladder_status ladder_st_ = (expr);                                                                             \
+        if (ladder_st_ != LADDER_OK) return ladder_st_;                                                                \
+    } while (0)
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,16 +11,7 @@
 
 #include <stdint.h>
 
-/**
- * @def LADDER_HOST_DEVICE
- * How the helpers below are declared: `__host__ __device__ inline` under
- * nvcc, so kernels call them too, and `static inline` in C.
- */
-#ifdef __CUDACC__
-#define LADDER_HOST_DEVICE __host__ __device__ inline
-#else
-#define LADDER_HOST_DEVICE static inline
-#endif
+#include "host_device.h"
 
 /**
  * The first token of the sequence holding token @p t (binary search over the
@@ -45,6 +36,22 @@ LADDER_HOST_DEVICE int64_t ladder_seq_end(const int32_t *cu_seqlens, int n_seqs,
         else hi = mid;
     }
     return cu_seqlens[hi];
+}
+
+/**
+ * The tokens [*start, *end) of the sequence holding token @p t: from the
+ * @p n_seqs + 1 offsets in @p cu_seqlens when there are any, else (a null
+ * @p cu_seqlens) the whole batch row [0, @p T).
+ */
+LADDER_HOST_DEVICE void ladder_sequence_bounds(const int32_t *cu_seqlens, int n_seqs, int64_t T, int64_t t,
+                                               int64_t *start, int64_t *end) {
+    if (cu_seqlens) {
+        *start = ladder_seq_start(cu_seqlens, n_seqs, t);
+        *end = ladder_seq_end(cu_seqlens, n_seqs, t);
+    } else {
+        *start = 0;
+        *end = T;
+    }
 }
 
 #endif

@@ -20,24 +20,12 @@
 #define K(b, t, d, w) k[(b) * sk[0] + (t) * sk[1] + (d) * sk[2] + (w) * sk[3]]
 #define DOUT(b, t, d) dout[(b) * sg[0] + (t) * sg[1] + (d) * sg[2]]
 
-/* The tokens [start, end) of the sequence that holds token t: the whole row without cu_seqlens. */
-static void sequence_bounds(const ladder_dynconv_problem *p, const ladder_dynconv_args *a, int64_t t, int64_t *start,
-                            int64_t *end) {
-    if (a->cu_seqlens.data) {
-        const int32_t *cu = a->cu_seqlens.data;
-        int n_seqs = (int)a->cu_seqlens.shape[0] - 1;
-        *start = ladder_seq_start(cu, n_seqs, t);
-        *end = ladder_seq_end(cu, n_seqs, t);
-    } else {
-        *start = 0;
-        *end = p->T;
-    }
-}
-
 ladder_status dynconv_fwd_cpu(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     const float *x = a->x.data, *k = a->kernels.data;
     const int64_t *sx = a->x.strides, *sk = a->kernels.strides;
     float *out = a->out.data; /* [B,T,D], contiguous */
+    const int32_t *cu = a->cu_seqlens.data; /* NULL: every batch row is one sequence */
+    const int n_seqs = cu ? (int)a->cu_seqlens.shape[0] - 1 : 0;
     const int64_t T = p->T, D = p->D;
     const int W = p->W;
 
@@ -45,7 +33,7 @@ ladder_status dynconv_fwd_cpu(const ladder_dynconv_problem *p, const ladder_dync
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t t = 0; t < T; t++) {
             int64_t start, end;
-            sequence_bounds(p, a, t, &start, &end);
+            ladder_sequence_bounds(cu, n_seqs, T, t, &start, &end);
             for (int64_t d = 0; d < D; d++) {
                 /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b, t+w-W+1, d], x = 0 before the sequence starts */
                 float acc = 0.0f;
@@ -63,6 +51,8 @@ ladder_status dynconv_bwd_cpu(const ladder_dynconv_problem *p, const ladder_dync
     const float *x = a->x.data, *k = a->kernels.data, *dout = a->dout.data;
     const int64_t *sx = a->x.strides, *sk = a->kernels.strides, *sg = a->dout.strides;
     float *dx = a->dx.data, *dk = a->dkernels.data; /* contiguous */
+    const int32_t *cu = a->cu_seqlens.data; /* NULL: every batch row is one sequence */
+    const int n_seqs = cu ? (int)a->cu_seqlens.shape[0] - 1 : 0;
     const int64_t T = p->T, D = p->D;
     const int W = p->W;
 
@@ -70,7 +60,7 @@ ladder_status dynconv_bwd_cpu(const ladder_dynconv_problem *p, const ladder_dync
     for (int64_t b = 0; b < p->B; b++)
         for (int64_t t = 0; t < T; t++) {
             int64_t start, end;
-            sequence_bounds(p, a, t, &start, &end);
+            ladder_sequence_bounds(cu, n_seqs, T, t, &start, &end);
             for (int64_t d = 0; d < D; d++) {
                 /* forward: out[t] += kernels[t,w] * x[t+w-W+1], so dL/dkernels[t,w] = dout[t] * x[t+w-W+1] */
                 for (int w = 0; w < W; w++) {

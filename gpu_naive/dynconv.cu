@@ -16,6 +16,8 @@
 #include "dynconv_rungs.h"
 #include "varlen.h"
 
+namespace {
+
 /* What each kernel needs: base pointers, strides, sizes, sequence offsets. */
 struct naive_args {
     const float *x, *k, *dout;
@@ -27,23 +29,13 @@ struct naive_args {
     int n_seqs;
 };
 
-__device__ static void sequence_bounds(const naive_args &a, int64_t t, int64_t *start, int64_t *end) {
-    if (a.cu_seqlens) {
-        *start = ladder_seq_start(a.cu_seqlens, a.n_seqs, t);
-        *end = ladder_seq_end(a.cu_seqlens, a.n_seqs, t);
-    } else {
-        *start = 0;
-        *end = a.T;
-    }
-}
-
 /* One thread per out[b,t,d]: out = sum_w kernels[b,t,d,w] * x[b, t+w-W+1, d]. */
 __global__ void dynconv_fwd_naive_kernel(naive_args a) {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.B * a.T * a.D) return;
     int64_t d = i % a.D, t = (i / a.D) % a.T, b = i / (a.D * a.T);
     int64_t start, end;
-    sequence_bounds(a, t, &start, &end);
+    ladder_sequence_bounds(a.cu_seqlens, a.n_seqs, a.T, t, &start, &end);
     float acc = 0.0f;
     for (int w = 0; w < a.W; w++) {
         int64_t src = t + w - a.W + 1;
@@ -61,7 +53,7 @@ __global__ void dynconv_bwd_dk_naive_kernel(naive_args a) {
     int w = (int)(i % a.W);
     int64_t d = (i / a.W) % a.D, t = (i / (a.W * a.D)) % a.T, b = i / (a.W * a.D * a.T);
     int64_t start, end;
-    sequence_bounds(a, t, &start, &end);
+    ladder_sequence_bounds(a.cu_seqlens, a.n_seqs, a.T, t, &start, &end);
     int64_t src = t + w - a.W + 1;
     a.dk[i] = src >= start ? a.dout[b * a.sg[0] + t * a.sg[1] + d * a.sg[2]] * a.x[b * a.sx[0] + src * a.sx[1] + d * a.sx[2]]
                            : 0.0f;
@@ -73,7 +65,7 @@ __global__ void dynconv_bwd_dx_naive_kernel(naive_args a) {
     if (i >= a.B * a.T * a.D) return;
     int64_t d = i % a.D, s = (i / a.D) % a.T, b = i / (a.D * a.T);
     int64_t start, end;
-    sequence_bounds(a, s, &start, &end);
+    ladder_sequence_bounds(a.cu_seqlens, a.n_seqs, a.T, s, &start, &end);
     float acc = 0.0f;
     for (int w = 0; w < a.W; w++) {
         int64_t dst = s + a.W - 1 - w;
@@ -84,7 +76,7 @@ __global__ void dynconv_bwd_dx_naive_kernel(naive_args a) {
     a.dx[i] = acc;
 }
 
-static naive_args pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
+naive_args pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     naive_args n = {};
     n.x = (const float *)a->x.data;
     n.k = (const float *)a->kernels.data;
@@ -100,7 +92,9 @@ static naive_args pack(const ladder_dynconv_problem *p, const ladder_dynconv_arg
     return n;
 }
 
-static const int THREADS = 256;
+constexpr int THREADS = 256;
+
+} // namespace
 
 extern "C" ladder_status dynconv_fwd_gpu_naive(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     naive_args n = pack(p, a);

@@ -60,6 +60,7 @@
 #include <stdint.h>
 
 #include "cuda_check.cuh"
+#include "cuda_util.cuh"
 #include "dynconv_rungs.h"
 #include "mma.cuh"
 #include "varlen.h"
@@ -401,8 +402,6 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_bwd_tc_kernel(c
 /* -------------------------------------------------------------------------------------------------------- */
 
 int round_up(int v, int m) { return (v + m - 1) / m * m; }
-bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-bool stride8(int64_t stride, int64_t size) { return size == 1 || stride % 8 == 0; } // size 1: never stepped
 
 /* Shared-memory layout for DT channels; returns its size in bytes. */
 int layout(tc_args *a, bool bwd) {
@@ -462,13 +461,11 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
                            t_tiles, d_tiles, (long long)p->B);
     *grid = dim3((unsigned)t_tiles, (unsigned)d_tiles, (unsigned)p->B);
 
-    const int64_t *sx = a->sx, *sk = a->sk, *sg = a->sg;
-    a->vec_x = aligned16(a->x) && sx[2] == 1 && stride8(sx[1], p->T) && stride8(sx[0], p->B);
-    a->vec_g = bwd && aligned16(a->g) && sg[2] == 1 && stride8(sg[1], p->T) && stride8(sg[0], p->B);
-    a->vec_k = p->W % 2 == 0 && aligned16(a->k) && sk[3] == 1 && (p->D == 1 || sk[2] == p->W) &&
-               stride8(sk[1], p->T) && stride8(sk[0], p->B);
-    a->vec_out = aligned16(bwd ? (void *)a->dx : (void *)a->out) && p->D % 8 == 0;
-    a->vec_dk = bwd && aligned16(a->dk) && p->D * p->W % 8 == 0;
+    a->vec_x = ladder_rows16(&args->x, 1);
+    a->vec_g = bwd && ladder_rows16(&args->dout, 1);
+    a->vec_k = p->W % 2 == 0 && ladder_rows16(&args->kernels, 2); // a row: a token's channels, W taps each
+    a->vec_out = ladder_aligned16(bwd ? (void *)a->dx : (void *)a->out) && p->D % 8 == 0;
+    a->vec_dk = bwd && ladder_aligned16(a->dk) && p->D * p->W % 8 == 0;
     return LADDER_OK;
 }
 
@@ -476,11 +473,9 @@ template <class T> ladder_status launch(const ladder_dynconv_problem *p, const l
     tc_args a;
     int smem;
     dim3 grid;
-    ladder_status st = plan(p, args, bwd, &a, &smem, &grid);
-    if (st != LADDER_OK) return st;
+    LADDER_TRY(plan(p, args, bwd, &a, &smem, &grid));
     auto kernel = bwd ? dynconv_bwd_tc_kernel<T> : dynconv_fwd_tc_kernel<T>;
-    if (smem > 48 * 1024) // above the default limit a block must ask for its dynamic shared memory
-        LADDER_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    LADDER_TRY(ladder_allow_smem(kernel, smem));
     kernel<<<grid, NT, smem>>>(a);
     LADDER_LAUNCH_CHECK(bwd ? "dynconv_bwd_tc_kernel" : "dynconv_fwd_tc_kernel");
     return LADDER_OK;

@@ -42,16 +42,18 @@
 #include <climits>
 
 #include "cuda_check.cuh"
+#include "cuda_util.cuh"
 #include "dynconv_rungs.h"
 #include "varlen.h"
 
-static constexpr int DT = 32;                   /* channels per tile: one per lane */
-static constexpr int THREADS = 256;             /* 8 warps per block */
-static constexpr int WARPS = THREADS / 32;
-static constexpr int TT_MAX = 32;               /* most tokens per tile */
-static constexpr int UNROLL = 4;                /* loads a thread issues before it stores any */
-static constexpr int BOUNDS = 2 * TT_MAX;       /* 4-byte words before the float tiles: w_lo_x, w_lo_g */
-static constexpr size_t DEFAULT_SMEM = 48 * 1024; /* dynamic shared memory a launch gets without opting in */
+namespace {
+
+constexpr int DT = 32;             /* channels per tile: one per lane */
+constexpr int THREADS = 256;       /* 8 warps per block */
+constexpr int WARPS = THREADS / 32;
+constexpr int TT_MAX = 32;         /* most tokens per tile */
+constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
+constexpr int BOUNDS = 2 * TT_MAX; /* 4-byte words before the float tiles: w_lo_x, w_lo_g */
 
 /* What each kernel needs: base pointers, strides, sizes, sequence offsets, tile shape. */
 struct tiled_args {
@@ -69,7 +71,7 @@ struct tiled_args {
  * the blocks running together read whole rows, and a tile's halo was read by a recent block, still in L2). */
 struct tile { int64_t b, t0, d0; };
 
-__device__ static tile tile_of(const tiled_args &a) {
+__device__ tile tile_of(const tiled_args &a) {
     int64_t i = blockIdx.x;
     tile tl;
     tl.d0 = i % a.n_dtiles * DT;
@@ -82,15 +84,12 @@ __device__ static tile tile_of(const tiled_args &a) {
 /* Per token row of the tile, once: the first w whose term lies inside the token's sequence. Terms before it
  * are skipped, as in the CPU rung: x[t+w-W+1] needs w >= start-t+W-1 (w_lo_x), dout[t+W-1-w] needs
  * t+W-1-w < end, i.e. w >= t+W-end (w_lo_g). Both are prefixes of 0..W-1, so the sums start there. */
-__device__ static void stage_bounds(const tiled_args &a, const tile &tl, int *w_lo_x, int *w_lo_g) {
+__device__ void stage_bounds(const tiled_args &a, const tile &tl, int *w_lo_x, int *w_lo_g) {
     const int tt = threadIdx.x;
     const int64_t t = tl.t0 + tt;
     if (tt >= a.TT || t >= a.T) return;
-    int64_t start = 0, end = a.T;
-    if (a.cu_seqlens) {
-        start = ladder_seq_start(a.cu_seqlens, a.n_seqs, t);
-        end = ladder_seq_end(a.cu_seqlens, a.n_seqs, t);
-    }
+    int64_t start, end;
+    ladder_sequence_bounds(a.cu_seqlens, a.n_seqs, a.T, t, &start, &end);
     const int64_t lo_x = start - t + a.W - 1, lo_g = t + a.W - end; /* both <= W-1: start <= t < end */
     w_lo_x[tt] = lo_x > 0 ? (int)lo_x : 0;
     w_lo_g[tt] = lo_g > 0 ? (int)lo_g : 0;
@@ -98,7 +97,7 @@ __device__ static void stage_bounds(const tiled_args &a, const tile &tl, int *w_
 
 /* V = 4 consecutive channels c.. of one row (16 bytes when all four are among the n_c present), or V = 1. */
 template <bool VEC>
-__device__ static float4 load_channels(const float *row, int64_t sc, int c, int n_c) {
+__device__ float4 load_channels(const float *row, int64_t sc, int c, int n_c) {
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if constexpr (VEC) { /* sc == 1 here */
         if (c + 4 <= n_c) return *(const float4 *)(row + c);
@@ -111,16 +110,16 @@ __device__ static float4 load_channels(const float *row, int64_t sc, int c, int 
     return v;
 }
 
-__device__ static float component(const float4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+__device__ float component(const float4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 
 /* Channels of the tile that exist (the last tile along D may hold fewer than DT). */
-__device__ static int channels_in(const tiled_args &a, const tile &tl) { return (int)min((int64_t)DT, a.D - tl.d0); }
+__device__ int channels_in(const tiled_args &a, const tile &tl) { return (int)min((int64_t)DT, a.D - tl.d0); }
 
 /* Copy tokens tok0 .. tok0+n_rows-1 of a [B,T,D] input, channels d0 .. d0+DT-1, into s[r*DT + c], zeros
  * outside the tensor. Neighbouring threads take neighbouring channels: a warp reads whole 128-byte rows. */
 template <bool VEC>
-__device__ static void stage_rows(float *s, const float *g, const int64_t *st, const tiled_args &a, const tile &tl,
-                                  int64_t tok0, int n_rows) {
+__device__ void stage_rows(float *s, const float *g, const int64_t *st, const tiled_args &a, const tile &tl,
+                           int64_t tok0, int n_rows) {
     constexpr int V = VEC ? 4 : 1, UNITS_PER_ROW = DT / V;
     const int n = n_rows * UNITS_PER_ROW, n_c = channels_in(a, tl);
     const int r_lo = (int)max((int64_t)0, -tok0), r_hi = (int)min((int64_t)n_rows, a.T - tok0); /* rows in [0,T) */
@@ -145,14 +144,14 @@ __device__ static void stage_rows(float *s, const float *g, const int64_t *st, c
 
 /* A channel's W weights are W/V units of V; flat unit indices give each channel 1 << lg slots (the next power
  * of two), so splitting an index into (row*DT + channel, unit) is a shift and a mask, not a division. */
-__device__ static int log2_slots(int units) { return 32 - __clz(units - 1); }
+__device__ int log2_slots(int units) { return 32 - __clz(units - 1); }
 
 /* Copy kernels weights of channels d0.. into ks[(j*DT + c)*Ws + w], reading source rows t0+r with
  * neighbouring threads on neighbouring (channel, w) pairs, the order they lie in memory. Forward
  * (sheared = false): rows r < TT, j = r. Backward (sheared = true): rows r < TT+W-1, and weight w of row r
  * goes to j = r-(W-1)+w, the token whose dx it multiplies, kept only when 0 <= j < TT. */
 template <bool VEC>
-__device__ static void stage_kernels(float *ks, const tiled_args &a, const tile &tl, bool sheared) {
+__device__ void stage_kernels(float *ks, const tiled_args &a, const tile &tl, bool sheared) {
     constexpr int V = VEC ? 4 : 1; /* VEC needs W % 4 == 0: a unit is 4 weights of one channel */
     const int W = a.W, units = W / V, lg = log2_slots(units);
     const int n_rows = sheared ? a.TT + W - 1 : a.TT, n = (n_rows * DT) << lg;
@@ -215,7 +214,7 @@ __global__ void __launch_bounds__(THREADS) dynconv_fwd_tiled_kernel(tiled_args a
 /* Write the tile's dkernels, held in ks as [TT][DT][Ws], to the contiguous [B,T,D,W] output:
  * neighbouring threads write neighbouring (channel, w) pairs, 16 bytes each on the VEC path. */
 template <bool VEC>
-__device__ static void write_dkernels(const float *ks, const tiled_args &a, const tile &tl) {
+__device__ void write_dkernels(const float *ks, const tiled_args &a, const tile &tl) {
     constexpr int V = VEC ? 4 : 1;
     const int units = a.W / V, lg = log2_slots(units), n = (a.TT * DT) << lg;
     const int rows_in = (int)min((int64_t)a.TT, a.T - tl.t0), n_c = channels_in(a, tl);
@@ -269,33 +268,23 @@ __global__ void __launch_bounds__(THREADS) dynconv_bwd_tiled_kernel(tiled_args a
 }
 
 /* Weight pitch: odd, so lane c's weights start at bank (c*Ws) mod 32, a different bank for every lane. */
-static int weight_pitch(int W) { return W | 1; }
+int weight_pitch(int W) { return W | 1; }
 
 /* Dynamic shared memory of a tile: bounds, kernels, and n_row_tiles [TT+W-1][DT] row tiles (x; x and dout). */
-static size_t smem_bytes(int TT, int W, int n_row_tiles) {
+size_t smem_bytes(int TT, int W, int n_row_tiles) {
     const size_t floats = (size_t)TT * DT * weight_pitch(W) + (size_t)n_row_tiles * (TT + W - 1) * DT;
     return sizeof(float) * (BOUNDS + floats);
 }
 
 /* The largest TT (32, 16, 8) whose tile fits the default 48 KB; W = 64 needs TT = 8 and an opt-in above it. */
-static int pick_tokens_per_tile(int W, int n_row_tiles) {
+int pick_tokens_per_tile(int W, int n_row_tiles) {
     int TT = TT_MAX;
-    while (TT > WARPS && smem_bytes(TT, W, n_row_tiles) > DEFAULT_SMEM) TT /= 2;
+    while (TT > WARPS && smem_bytes(TT, W, n_row_tiles) > LADDER_DEFAULT_SMEM) TT /= 2;
     return TT;
 }
 
-/* The 16-byte path's condition on one tensor: aligned base, unit stride along the last dimension, and
- * every other stride a multiple of 4 floats (unless its dimension has one entry), so each group of 4
- * along the last dimension starts on a 16-byte boundary. */
-static bool aligned16(const ladder_tensor *t) {
-    if ((uintptr_t)t->data % 16 != 0 || t->strides[t->rank - 1] != 1) return false;
-    for (int i = 0; i < t->rank - 1; i++)
-        if (t->shape[i] > 1 && t->strides[i] % 4 != 0) return false;
-    return true;
-}
-
-static ladder_status pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a, int n_row_tiles,
-                          tiled_args *n, unsigned *blocks) {
+ladder_status pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a, int n_row_tiles, tiled_args *n,
+                   unsigned *blocks) {
     *n = tiled_args{};
     n->x = (const float *)a->x.data;
     n->k = (const float *)a->kernels.data;
@@ -321,22 +310,21 @@ static ladder_status pack(const ladder_dynconv_problem *p, const ladder_dynconv_
 }
 
 /* Opt in to more than 48 KB of dynamic shared memory when the tile needs it, then launch. */
-static ladder_status launch(void (*kernel)(tiled_args), const char *name, const tiled_args &n, unsigned blocks,
-                            size_t bytes) {
-    if (bytes > DEFAULT_SMEM)
-        LADDER_CUDA_TRY(
-            cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+ladder_status launch(void (*kernel)(tiled_args), const char *name, const tiled_args &n, unsigned blocks,
+                     size_t bytes) {
+    LADDER_TRY(ladder_allow_smem(kernel, bytes));
     kernel<<<blocks, THREADS, bytes>>>(n);
     LADDER_LAUNCH_CHECK(name);
     return LADDER_OK;
 }
 
+} // namespace
+
 extern "C" ladder_status dynconv_fwd_gpu_tiled(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     tiled_args n;
     unsigned blocks = 0;
-    ladder_status st = pack(p, a, 1, &n, &blocks);
-    if (st != LADDER_OK) return st;
-    const bool vec = p->W % 4 == 0 && aligned16(&a->x) && aligned16(&a->kernels);
+    LADDER_TRY(pack(p, a, 1, &n, &blocks));
+    const bool vec = p->W % 4 == 0 && ladder_rows16(&a->x, 1) && ladder_rows16(&a->kernels, 1);
     return launch(vec ? dynconv_fwd_tiled_kernel<true> : dynconv_fwd_tiled_kernel<false>, "dynconv_fwd_tiled_kernel",
                   n, blocks, smem_bytes(n.TT, p->W, 1));
 }
@@ -344,10 +332,9 @@ extern "C" ladder_status dynconv_fwd_gpu_tiled(const ladder_dynconv_problem *p, 
 extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     tiled_args n;
     unsigned blocks = 0;
-    ladder_status st = pack(p, a, 2, &n, &blocks);
-    if (st != LADDER_OK) return st;
-    const bool vec = p->W % 4 == 0 && aligned16(&a->x) && aligned16(&a->kernels) && aligned16(&a->dout) &&
-                     aligned16(&a->dkernels);
+    LADDER_TRY(pack(p, a, 2, &n, &blocks));
+    const bool vec = p->W % 4 == 0 && ladder_rows16(&a->x, 1) && ladder_rows16(&a->kernels, 1) &&
+                     ladder_rows16(&a->dout, 1) && ladder_rows16(&a->dkernels, 1);
     return launch(vec ? dynconv_bwd_tiled_kernel<true> : dynconv_bwd_tiled_kernel<false>, "dynconv_bwd_tiled_kernel",
                   n, blocks, smem_bytes(n.TT, p->W, 2));
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Turn build/ into a lean bundle for a GPU machine that has no package manager:
-# the binaries, the shared libraries they need (found through the $ORIGIN/../lib rpath),
-# the two run scripts, and the commit it was built from. Objects stay in obj/.
+# the binaries, libladder.so (every kernel, once) and the shared libraries they need (all found
+# through the $ORIGIN/../lib rpath), the two run scripts, and the commit it was built from.
+# Objects stay in obj/.
 #   tools/make-gpu-bundle.sh BUILD_DIR
 set -euo pipefail
 build=${1:-build}
@@ -12,9 +13,9 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit-dirty"
 echo "$commit" >"$build/COMMIT"
 
 # every shared library the binaries load (the rpath is a DT_RPATH, so it also serves the libraries
-# that those libraries load), except the C runtime the GPU machine has itself
-mkdir -p "$build/lib"
-rm -f "$build"/lib/*.so*  # a stale library from an earlier bundle must not ride along
+# that those libraries load), except the C runtime the GPU machine has itself. Whatever else is in
+# lib/ (a library from an earlier bundle) must not ride along.
+find "$build/lib" -mindepth 1 ! -name libladder.so -delete
 for bin in "$build"/bin/*; do
     ldd "$bin" | awk '/=> \//{print $3}'
 done | sort -u | while read -r lib; do
@@ -22,6 +23,13 @@ done | sort -u | while read -r lib; do
     libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | libresolv.so.* | ld-linux* | libgcc_s.so.* | libstdc++.so.*) ;;
     *) [[ -e $build/lib/$(basename "$lib") ]] || cp -L "$lib" "$build/lib/" ;;
     esac
+done
+for bin in "$build"/bin/*; do
+    if ldd "$bin" | grep -q 'not found'; then
+        echo "gpu-bundle: $bin needs a library that is not in $build/lib:" >&2
+        ldd "$bin" | grep 'not found' >&2
+        exit 1
+    fi
 done
 install -m 755 tools/gpu/run-gpu-tests.sh tools/gpu/run-gpu-bench.sh "$build/"
 

@@ -1,5 +1,5 @@
 # chapters/labs/labs.mk: the labs, each with a checker that says PASS or FAIL.
-# Included by the Makefile after its variables (CC, CFLAGS, LDLIBS, OBJ, BUILD, LIB, HAVE_NVCC).
+# Included by the Makefile after its variables (CC, LDLIBS, CUDA_LDLIBS, OBJ, BUILD, LIB, HAVE_NVCC, rpath).
 #
 #   make lab LAB=lab1_dx   build your chapters/labs/<algo>/lab1_dx.c with its checker and run it
 #   make labs              list the labs
@@ -11,6 +11,8 @@
 # the cpu rung on the same seeded inputs and compares them with ladder_compare().
 # Checker exit codes: 0 PASS, 1 FAIL, 2 cannot run here (a .cu lab without a CUDA GPU), 3 checker error.
 # A .cu lab is built only where nvcc is found; its checker needs a CUDA GPU to run.
+# The skeleton is built without -Werror, so that a lab in progress (an unused variable) warns instead of
+# failing to build; its checker and the solution keep -Werror.
 
 LAB_SRCS := $(wildcard chapters/labs/*/lab[0-9]*.c chapters/labs/*/lab[0-9]*.cu)
 LAB_NAMES := $(sort $(basename $(notdir $(LAB_SRCS))))
@@ -21,15 +23,18 @@ LAB_UNBUILDABLE := $(filter-out $(LAB_BUILDABLE),$(LAB_NAMES))
 LAB_NO_CUDA := $(if $(filter 1,$(SANITIZE)),SANITIZE=1 builds without CUDA,nvcc ($(NVCC)) was not found)
 LABCHECK_OBJ := $(OBJ)/chapters/labs/labcheck.o
 
-# $(1): the lab's name, $(2): its source (the skeleton the student edits)
+# $(1): the lab's name, $(2): its source (the skeleton the student edits). Each binary links libladder.so,
+# found from build/labs/ and build/labs/solutions/ through its rpath, and a .cu lab the CUDA runtime for its kernel.
 define LAB_RULES
 LAB_OBJS += $(OBJ)/$(basename $(2)).o $(OBJ)/$(dir $(2))solutions/$(1).o $(OBJ)/$(dir $(2))check_$(1).o
+$(OBJ)/$(basename $(2)).o: C_WERROR :=
+$(OBJ)/$(basename $(2)).o: CU_WERROR :=
 $(BUILD)/labs/$(1): $(OBJ)/$(basename $(2)).o $(OBJ)/$(dir $(2))check_$(1).o $(LABCHECK_OBJ) $(LIB)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$^ -o $$@ $$(LDLIBS)
+	$$(CC) $$^ -o $$@ $$(LDLIBS) $(if $(filter %.cu,$(2)),$$(CUDA_LDLIBS)) $$(call rpath,../lib)
 $(BUILD)/labs/solutions/$(1): $(OBJ)/$(dir $(2))solutions/$(1).o $(OBJ)/$(dir $(2))check_$(1).o $(LABCHECK_OBJ) $(LIB)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$^ -o $$@ $$(LDLIBS)
+	$$(CC) $$^ -o $$@ $$(LDLIBS) $(if $(filter %.cu,$(2)),$$(CUDA_LDLIBS)) $$(call rpath,../../lib)
 endef
 LAB_OBJS := $(LABCHECK_OBJ)
 $(foreach n,$(LAB_BUILDABLE),$(eval $(call LAB_RULES,$(n),$(filter %/$(n).c %/$(n).cu,$(LAB_SRCS)))))

@@ -1,17 +1,42 @@
 #!/usr/bin/env bash
-# Run every Criterion suite on a GPU machine (from `make gpu-bundle`). Exit non-zero on any failure.
+# Run every Criterion suite on a GPU machine (from `make gpu-bundle`). Exit non-zero on any failure,
+# and also when there is no usable GPU or no test ran: both would otherwise pass without testing a kernel.
 #   build/run-gpu-tests.sh [criterion options]
 #   SANITIZE=memcheck|racecheck build/run-gpu-tests.sh   (small grids, under compute-sanitizer)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+fail() {
+    echo "run-gpu-tests: FAIL: $*" >&2
+    exit 1
+}
+
 echo "ladder bundle: commit $(cat "$here/COMMIT")"
 nvidia-smi -L 2>/dev/null || echo "nvidia-smi: not found"
-"$here/bin/ladder" list
+listing=$("$here/bin/ladder" list) || fail "'ladder list' failed (exit $?)"
+echo "$listing"
+gpu=$(grep -m1 '^gpu:' <<<"$listing")
+[[ -n $gpu ]] || fail "'ladder list' names no GPU"
+[[ $gpu != "gpu: none"* ]] || fail "no usable GPU ('ladder list' says \"$gpu\"), so every GPU case would skip"
+
+# The suites, their output shown and kept, so that a run that tested nothing (Criterion's synthesis line
+# reads "Tested: 0", or is missing) fails even though the suites exit 0.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+suites() {
+    "$@" 2>&1 | tee "$log"
+    local status=${PIPESTATUS[0]} tested
+    # colours, if any, are dropped before the count is read
+    tested=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | sed -n 's/.*Synthesis: Tested: \([0-9]*\).*/\1/p' | tail -1)
+    [[ -n $tested ]] || fail "no test ran (Criterion printed no synthesis line)"
+    ((tested > 0)) || fail "no test ran (Criterion's synthesis line reads Tested: $tested)"
+    return "$status"
+}
 if [[ -n ${SANITIZE:-} ]]; then
     export LADDER_TEST_SMALL=1
     # Criterion runs each test in a child process: follow them all
-    exec compute-sanitizer --tool "$SANITIZE" --error-exitcode 1 --target-processes all \
+    suites compute-sanitizer --tool "$SANITIZE" --error-exitcode 1 --target-processes all \
         "$here/bin/ladder-tests" --filter '*gpu*/*' "$@"
+    exit
 fi
 "$here/bin/ladder" run all || exit 1
-exec "$here/bin/ladder-tests" "$@"
+suites "$here/bin/ladder-tests" "$@"

@@ -140,6 +140,7 @@ deps-docs:
 test: deps-test
 	@$(MAKE) --no-print-directory $(TESTS) $(LADDER)
 	@tests/test_run_gpu_tests.sh $(LADDER)
+	@python3 -m unittest discover -q -s tools -p 'test_bench_tables.py'
 	@tests/run.sh $(TESTS) $(LADDER)
 
 bench: $(LADDER)

@@ -4,12 +4,6 @@
 #include "check.h"
 #include "dynconv_rungs.h"
 
-#define TRY(expr)                                                                                                      \
-    do {                                                                                                               \
-        ladder_status st_ = (expr);                                                                                    \
-        if (st_ != LADDER_OK) return st_;                                                                              \
-    } while (0)
-
 /* Shapes and sizes: everything that needs no dtype and no data access. */
 static ladder_status check_problem(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     if (!p) return ladder_fail(LADDER_ERR_ARG, "problem is null");
@@ -27,8 +21,8 @@ static ladder_status check_problem(const ladder_dynconv_problem *p, const ladder
         return ladder_fail(LADDER_ERR_ARG, "cu_seqlens is given, so B must be 1 (sequences packed along T), not %lld",
                            (long long)p->B);
     int64_t btd[3] = {p->B, p->T, p->D}, btdw[4] = {p->B, p->T, p->D, p->W};
-    TRY(ladder_check_tensor(&a->x, "x", 3, btd, "[B,T,D]"));
-    TRY(ladder_check_tensor(&a->kernels, "kernels", 4, btdw, "[B,T,D,W]"));
+    LADDER_TRY(ladder_check_tensor(&a->x, "x", 3, btd, "[B,T,D]"));
+    LADDER_TRY(ladder_check_tensor(&a->kernels, "kernels", 4, btdw, "[B,T,D,W]"));
     return LADDER_OK;
 }
 
@@ -41,52 +35,52 @@ static ladder_status check_dtypes(ladder_rung rung, const ladder_tensor *const *
             return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes %s as bf16 or f16, not %s", names[0],
                                ladder_dtype_name(want));
     }
-    for (int i = 0; i < n; i++) TRY(ladder_check_dtype(ts[i], names[i], want, rung));
+    for (int i = 0; i < n; i++) LADDER_TRY(ladder_check_dtype(ts[i], names[i], want, rung));
     return LADDER_OK;
 }
 
 static ladder_status check_rung(ladder_rung rung, const ladder_dynconv_problem *p, const ladder_dynconv_args *a,
                                 const dynconv_fn *table) {
-    TRY(ladder_rung_available(rung));
+    LADDER_TRY(ladder_rung_available(rung));
     if (!table[rung]) return ladder_fail(LADDER_ERR_UNAVAILABLE, "rung %s was not built", ladder_rung_name(rung));
-    if (a->cu_seqlens.data) TRY(ladder_check_cu_seqlens(&a->cu_seqlens, p->T, ladder_rung_is_gpu(rung)));
+    if (a->cu_seqlens.data) LADDER_TRY(ladder_check_cu_seqlens(&a->cu_seqlens, p->T, ladder_rung_is_gpu(rung)));
     return LADDER_OK;
 }
 
 ladder_status ladder_dynconv_fwd(ladder_rung rung, const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     if ((unsigned)rung >= LADDER_RUNG_COUNT) return ladder_fail(LADDER_ERR_ARG, "rung %d is not a ladder_rung", rung);
-    TRY(check_problem(p, a));
+    LADDER_TRY(check_problem(p, a));
     int64_t btd[3] = {p->B, p->T, p->D};
-    TRY(ladder_check_tensor(&a->out, "out", 3, btd, "[B,T,D]"));
-    TRY(ladder_check_contiguous(&a->out, "out"));
+    LADDER_TRY(ladder_check_tensor(&a->out, "out", 3, btd, "[B,T,D]"));
+    LADDER_TRY(ladder_check_contiguous(&a->out, "out"));
     /* no output may share memory with an input (dynconv.h): refused here, before anything is written */
     const ladder_tensor *ins[] = {&a->x, &a->kernels, &a->cu_seqlens}, *outs[] = {&a->out};
     const char *in_names[] = {"x", "kernels", "cu_seqlens"}, *out_names[] = {"out"};
-    TRY(ladder_check_outputs_disjoint(outs, out_names, 1, ins, in_names, 3));
+    LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, 1, ins, in_names, 3));
     const ladder_tensor *ts[] = {&a->x, &a->kernels, &a->out};
     const char *names[] = {"x", "kernels", "out"};
-    TRY(check_dtypes(rung, ts, names, 3));
-    TRY(check_rung(rung, p, a, dynconv_fwd_rungs));
+    LADDER_TRY(check_dtypes(rung, ts, names, 3));
+    LADDER_TRY(check_rung(rung, p, a, dynconv_fwd_rungs));
     ladder_clear_error();
     return dynconv_fwd_rungs[rung](p, a);
 }
 
 ladder_status ladder_dynconv_bwd(ladder_rung rung, const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     if ((unsigned)rung >= LADDER_RUNG_COUNT) return ladder_fail(LADDER_ERR_ARG, "rung %d is not a ladder_rung", rung);
-    TRY(check_problem(p, a));
+    LADDER_TRY(check_problem(p, a));
     int64_t btd[3] = {p->B, p->T, p->D}, btdw[4] = {p->B, p->T, p->D, p->W};
-    TRY(ladder_check_tensor(&a->dout, "dout", 3, btd, "[B,T,D]"));
-    TRY(ladder_check_tensor(&a->dx, "dx", 3, btd, "[B,T,D]"));
-    TRY(ladder_check_tensor(&a->dkernels, "dkernels", 4, btdw, "[B,T,D,W]"));
-    TRY(ladder_check_contiguous(&a->dx, "dx"));
-    TRY(ladder_check_contiguous(&a->dkernels, "dkernels"));
+    LADDER_TRY(ladder_check_tensor(&a->dout, "dout", 3, btd, "[B,T,D]"));
+    LADDER_TRY(ladder_check_tensor(&a->dx, "dx", 3, btd, "[B,T,D]"));
+    LADDER_TRY(ladder_check_tensor(&a->dkernels, "dkernels", 4, btdw, "[B,T,D,W]"));
+    LADDER_TRY(ladder_check_contiguous(&a->dx, "dx"));
+    LADDER_TRY(ladder_check_contiguous(&a->dkernels, "dkernels"));
     const ladder_tensor *ins[] = {&a->x, &a->kernels, &a->cu_seqlens, &a->dout}, *outs[] = {&a->dx, &a->dkernels};
     const char *in_names[] = {"x", "kernels", "cu_seqlens", "dout"}, *out_names[] = {"dx", "dkernels"};
-    TRY(ladder_check_outputs_disjoint(outs, out_names, 2, ins, in_names, 4));
+    LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, 2, ins, in_names, 4));
     const ladder_tensor *ts[] = {&a->x, &a->kernels, &a->dout, &a->dx, &a->dkernels};
     const char *names[] = {"x", "kernels", "dout", "dx", "dkernels"};
-    TRY(check_dtypes(rung, ts, names, 5));
-    TRY(check_rung(rung, p, a, dynconv_bwd_rungs));
+    LADDER_TRY(check_dtypes(rung, ts, names, 5));
+    LADDER_TRY(check_rung(rung, p, a, dynconv_bwd_rungs));
     ladder_clear_error();
     return dynconv_bwd_rungs[rung](p, a);
 }

@@ -30,7 +30,7 @@ int ladder_gpu_count(void) {
     cudaError_t err = cudaGetDeviceCount(&n);
     if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice) {
         /* without a GPU there is no NVIDIA driver either, and CUDA reports that as an old driver */
-        snprintf(absent_reason, sizeof absent_reason, "no NVIDIA driver is loaded, so no CUDA GPU here (cudaGetDeviceCount: %s)",
+        snprintf(absent_reason, sizeof absent_reason, "no NVIDIA driver is loaded (cudaGetDeviceCount: %s)",
                  cudaGetErrorString(err));
         cudaGetLastError();
         return 0;
@@ -56,10 +56,11 @@ ladder_status ladder_gpu_name(char *buf, size_t n) {
 ladder_status ladder_gpu_upload(const ladder_tensor *host, ladder_tensor *dev) {
     *dev = *host;
     dev->data = NULL;
-    size_t bytes = (size_t)ladder_tensor_span(host) * ladder_dtype_size(host->dtype);
-    if (bytes == 0) bytes = ladder_dtype_size(host->dtype); /* a valid, non-null pointer for empty tensors */
+    int64_t span = ladder_tensor_span_bytes(host);
+    if (span < 0) return ladder_fail(LADDER_ERR_ARG, "cannot upload a tensor whose layout is invalid");
+    size_t bytes = span > 0 ? (size_t)span : ladder_dtype_size(host->dtype); /* a valid pointer for empty tensors */
     LADDER_TRY(device_alloc(&dev->data, bytes));
-    if (ladder_tensor_span(host) > 0) LADDER_CUDA_TRY(cudaMemcpy(dev->data, host->data, bytes, cudaMemcpyHostToDevice));
+    if (span > 0) LADDER_CUDA_TRY(cudaMemcpy(dev->data, host->data, bytes, cudaMemcpyHostToDevice));
     return LADDER_OK;
 }
 
@@ -73,8 +74,9 @@ ladder_status ladder_gpu_alloc_poisoned(ladder_tensor *dev, ladder_dtype dtype, 
 }
 
 ladder_status ladder_gpu_download(const ladder_tensor *dev, ladder_tensor *host) {
-    size_t bytes = (size_t)ladder_tensor_span(dev) * ladder_dtype_size(dev->dtype);
-    if (bytes) LADDER_CUDA_TRY(cudaMemcpy(host->data, dev->data, bytes, cudaMemcpyDeviceToHost));
+    int64_t span = ladder_tensor_span_bytes(dev);
+    if (span < 0) return ladder_fail(LADDER_ERR_ARG, "cannot download a tensor whose layout is invalid");
+    if (span > 0) LADDER_CUDA_TRY(cudaMemcpy(host->data, dev->data, (size_t)span, cudaMemcpyDeviceToHost));
     return LADDER_OK;
 }
 

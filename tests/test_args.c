@@ -187,7 +187,10 @@ Test(args, outputs_must_not_overlap_inputs_or_each_other) {
             if (!used_by(algo, o, pass) || !is_output(algo, o)) continue;
             for (int i = 0; i < algo->n_tensors; i++) {
                 if (i == o || !used_by(algo, i, pass)) continue;
-                arg(f, o)->data = arg(f, i)->data; /* the same first element */
+                /* the output on the other tensor's first element, where it fits inside that tensor's memory (a
+                 * larger one would also reach whatever lies beyond, and the message could name that instead) */
+                if (ladder_tensor_span_bytes(arg(f, o)) > ladder_tensor_span_bytes(arg(f, i))) continue;
+                arg(f, o)->data = arg(f, i)->data;
                 expect_failure(f, CPU, pass, LADDER_ERR_ARG, algo->tensors[o].name, algo->tensors[i].name);
             }
         }

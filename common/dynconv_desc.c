@@ -50,8 +50,12 @@ static double flops(const void *problem, ladder_pass pass) {
     return (pass == LADDER_PASS_FWD ? 2.0 : 3.0) * p->W * (double)p->B * (double)p->T * (double)p->D;
 }
 
+/* The headline shape, then the sweep over W that chapter 01's chart shows (% of copy against W). */
 static const ladder_dynconv_problem bench_problems[] = {
-    {.B = 8, .T = 4096, .D = 2048, .W = 4},
+    {.B = 8, .T = 4096, .D = 2048, .W = 4},  {.B = 2, .T = 4096, .D = 2048, .W = 2},
+    {.B = 2, .T = 4096, .D = 2048, .W = 4},  {.B = 2, .T = 4096, .D = 2048, .W = 8},
+    {.B = 2, .T = 4096, .D = 2048, .W = 16}, {.B = 2, .T = 4096, .D = 2048, .W = 32},
+    {.B = 2, .T = 4096, .D = 2048, .W = 64},
 };
 
 const ladder_algo ladder_dynconv_algo = {

@@ -3,11 +3,11 @@
 # the full suites, the suites under compute-sanitizer (memcheck, racecheck), the SASS check,
 # and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|bench|ncu]...   (default: the first four)
+#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|bench|ncu]...   (default: the first five)
 set -uo pipefail
 out=${OUT:-/tmp/ladder-out}
 mkdir -p "$out/bench" /tmp/logs
-steps=${*:-tests sanitize sass bench}
+steps=${*:-tests sanitize sass labs bench}
 summary=/tmp/logs/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -30,6 +30,17 @@ for step in $steps; do
     sass)
         cuobjdump -sass build/bin/ladder >/tmp/logs/sass.txt 2>&1
         say "sass: HMMA $(grep -c HMMA /tmp/logs/sass.txt), HGMMA $(grep -c HGMMA /tmp/logs/sass.txt), LDL/STL $(grep -c -E 'LDL|STL' /tmp/logs/sass.txt)"
+        ;;
+    labs)
+        # make lab-check's rule for the GPU labs, on the bundle's lab binaries: the solution must PASS (exit 0)
+        # and the untouched skeleton FAIL (exit 1)
+        for sol in build/labs/solutions/*; do
+            lab=$(basename "$sol")
+            s_out=$("$sol" 2>&1); s_rc=$?
+            k_out=$("build/labs/$lab" 2>&1); k_rc=$?
+            verdict="NOT CHECKABLE"; [[ $s_rc == 0 && $k_rc == 1 ]] && verdict=ok
+            say "lab-check $lab: $verdict | solution (exit $s_rc): ${s_out:0:160} | skeleton (exit $k_rc): ${k_out:0:160}"
+        done
         ;;
     bench)
         build/run-gpu-bench.sh "$out/bench" >/tmp/logs/bench.log 2>&1

@@ -190,7 +190,8 @@ void ladder_case_free(ladder_case *c);
 /** How ladder_run() runs. Zero-initialised: one validated call per pass, no timing. */
 typedef struct ladder_run_opts {
     int warmup;       /**< untimed runs of the rung alone before the timed ones */
-    int reps;         /**< timed runs of the rung alone (median reported); 0: none */
+    int reps;         /**< timed runs of the rung alone (median reported); 0: none; the cpu rung with reps 1 and
+                           warmup 0 times its validated call instead of running again */
     bool flush_l2;    /**< GPU: overwrite a buffer twice the L2 size between timed runs (outside the timed region) */
     bool forward_only;/**< skip the backward even when the case has its inputs */
 } ladder_run_opts;

@@ -3,8 +3,8 @@
  *
  * Per rung: one validated call per pass (its outputs checked against the cpu rung, on inputs rounded to the
  * rung's dtype), then the rung function alone, timed: --warmup untimed runs, then --reps runs, each bracketed by
- * CUDA events with L2 flushed before it, median reported. The cpu rung is the reference, not the subject: after
- * its validated call it is timed once.
+ * CUDA events with L2 flushed before it, median reported. The cpu rung is the reference, not the subject: its one
+ * validated call per pass is also its timing.
  */
 #include <string.h>
 

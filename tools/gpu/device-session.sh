@@ -28,7 +28,7 @@ for step in $steps; do
         done
         ;;
     sass)
-        cuobjdump -sass build/bin/ladder >/tmp/logs/sass.txt 2>&1
+        cuobjdump -sass build/lib/libladder.so >/tmp/logs/sass.txt 2>&1
         say "sass: HMMA $(grep -c HMMA /tmp/logs/sass.txt), HGMMA $(grep -c HGMMA /tmp/logs/sass.txt), LDL/STL $(grep -c -E 'LDL|STL' /tmp/logs/sass.txt)"
         ;;
     labs)

@@ -12,9 +12,7 @@
  *             and the kernels weights through which x[t0..t0+TT) reaches the outputs: for dx[s] that is
  *             kernels[s+W-1-w, w], a sheared window of rows [t0, t0+TT+W-1) with exactly TT*W weights
  *             per channel, stored per dx token; dx and dkernels then come from one pass over the tile.
- *             One thread stages one (row, channel) of kernels and loops over only the taps the tile uses
- *             (at most TT of a row's W in the backward), so the staging costs instructions in proportion
- *             to the weights kept, not to the rows touched: at W = 64 that is 9 times fewer.
+ *             Only the window of each row that the tile uses (at most TT of its W weights) gets threads.
  *
  * Why it is faster: in gpu_naive each x value is fetched by up to W threads,
  * and neighbouring threads read kernels W floats apart, so each warp load of
@@ -151,39 +149,50 @@ __device__ void stage_rows(float *s, const float *g, const int64_t *st, const ti
 __device__ int log2_slots(int units) { return 32 - __clz(units - 1); }
 
 /*
- * Copy the kernels weights the tile needs into ks[(j*DT + c)*Ws + w]: one thread per (source row r, channel c),
- * looping over only the taps of that row the tile uses. Forward (sheared = false): rows r < TT, j = r, every
- * tap. Backward (sheared = true): rows r < TT+W-1, and tap w of row r multiplies dx of token j = r-(W-1)+w, so
- * the row's taps are those with 0 <= j < TT: at most TT of them, however wide W is. Neighbouring threads take
- * neighbouring channels; with VEC (the row's taps contiguous and every row 16-byte aligned) taps go 4 at a time.
+ * Copy kernels weights of channels d0.. into ks[(j*DT + c)*Ws + w], reading source rows t0+r with
+ * neighbouring threads on neighbouring (channel, w) units, the order they lie in memory, UNROLL loads in
+ * flight per thread. Forward (sheared = false): rows r < TT, j = r, every unit. Backward (sheared = true):
+ * rows r < TT+W-1, and weight w of row r goes to j = r-(W-1)+w, the token whose dx it multiplies, kept only
+ * when 0 <= j < TT: a window of at most TT of the row's W weights, starting at w = W-1-r. Only the units of
+ * that window get a thread (slot k of row r is unit q_lo(r) + k), so the staging costs instructions in
+ * proportion to the weights kept, not to the rows touched: at W = 64 that is 4 times fewer.
  */
 template <bool VEC>
 __device__ void stage_kernels(float *ks, const tiled_args &a, const tile &tl, bool sheared) {
-    const int W = a.W, n_rows = sheared ? a.TT + W - 1 : a.TT;
+    constexpr int V = VEC ? 4 : 1; /* VEC needs W % 4 == 0: a unit is 4 weights of one channel */
+    const int W = a.W, units = W / V;
+    /* units a row needs: all of them forward; backward a window of TT weights, which can straddle one more unit */
+    const int row_units = sheared ? min(units, (a.TT + V - 1) / V + (V > 1)) : units, lg = log2_slots(row_units);
+    const int n_rows = sheared ? a.TT + W - 1 : a.TT, n = (n_rows * DT) << lg;
     const int r_hi = (int)min((int64_t)n_rows, a.T - tl.t0), n_c = channels_in(a, tl);
-    const int tap_step = sheared ? DT * a.Ws + 1 : 1; /* ks distance between taps w and w+1 of one source row */
+    const int step = sheared ? DT * a.Ws + 1 : 1; /* ks distance between the V weights of one unit */
     const float *k_tile = a.k + tl.b * a.sk[0] + tl.t0 * a.sk[1] + tl.d0 * a.sk[2];
-    for (int i = threadIdx.x; i < n_rows * DT; i += THREADS) {
-        const int r = i / DT, c = i % DT;
-        const int j0 = sheared ? r - (W - 1) : r;                 /* tap w lands on token j0 + w (sheared) or j0 */
-        const int w_lo = sheared ? max(0, -j0) : 0, w_hi = sheared ? min(W, a.TT - j0) : W;
-        const int base = (j0 * DT + c) * a.Ws;                    /* ks index of tap w: base + w * tap_step */
-        const bool present = r < r_hi && c < n_c;                 /* zeros past the tensor's end */
-        const float *src = k_tile + r * a.sk[1] + c * a.sk[2];
-        int w = w_lo;
-        if constexpr (VEC) {
-            for (; w < w_hi && (w & 3); w++) ks[base + w * tap_step] = present ? src[w] : 0.0f;
-#pragma unroll 2
-            for (; w + 4 <= w_hi; w += 4) { /* 16 bytes: src + w is aligned because every row is */
-                const float4 v = present ? *(const float4 *)(src + w) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                ks[base + w * tap_step] = v.x;
-                ks[base + (w + 1) * tap_step] = v.y;
-                ks[base + (w + 2) * tap_step] = v.z;
-                ks[base + (w + 3) * tap_step] = v.w;
+    for (int i0 = threadIdx.x; i0 < n; i0 += UNROLL * THREADS) {
+        float4 v[UNROLL];
+        int j0[UNROLL], dst[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            const int i = i0 + u * THREADS, rc = i >> lg, r = rc / DT, c = rc % DT;
+            const int q = (i & ((1 << lg) - 1)) + (sheared ? max(0, W - 1 - r) / V : 0), w0 = q * V;
+            j0[u] = i >= n || q >= units ? a.TT : sheared ? r - (W - 1) + w0 : r; /* a.TT: nothing to store */
+            dst[u] = (j0[u] * DT + c) * a.Ws + w0;
+            const bool needed = j0[u] + (sheared ? V - 1 : 0) >= 0 && j0[u] < a.TT;
+            v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (needed && r < r_hi && c < n_c) {
+                const float *p = k_tile + r * a.sk[1] + c * a.sk[2] + w0 * a.sk[3];
+                if constexpr (VEC) v[u] = *(const float4 *)p; /* sk[3] == 1 here */
+                else v[u].x = *p;
             }
         }
-#pragma unroll 4
-        for (; w < w_hi; w++) ks[base + w * tap_step] = present ? src[w * a.sk[3]] : 0.0f;
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            const float e4[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                const int j = j0[u] + (sheared ? e : 0);
+                if (j >= 0 && j < a.TT) ks[dst[u] + e * step] = e4[e];
+            }
+        }
     }
 }
 

@@ -36,7 +36,7 @@
  * any input strides, contiguous outputs). Two 16-byte paths, each taken when
  * its tensors' rows are 16-byte aligned with unit stride along the last
  * dimension (ladder_rows16): x and dout rows (VR), whatever W is; kernels
- * and dkernels (VK), which for contiguous tensors means W % 4 == 0.
+ * and dkernels (VK), when also W % 4 == 0 (a unit is 4 weights of one channel).
  * Otherwise the same kernel moves one float at a time. Deterministic: no atomics, each
  * output is written by one thread, sums run over w in ascending order.
  * Run it:  build/bin/ladder run dynconv --rung gpu_tiled
@@ -149,24 +149,41 @@ __device__ void stage_rows(float *s, const float *g, const int64_t *st, const ti
 __device__ int log2_slots(int units) { return 32 - __clz(units - 1); }
 
 /*
- * Copy kernels weights of channels d0.. into ks[(j*DT + c)*Ws + w], reading source rows t0+r with
- * neighbouring threads on neighbouring (channel, w) units, the order they lie in memory, UNROLL loads in
- * flight per thread. Forward (sheared = false): rows r < TT, j = r, every unit. Backward (sheared = true):
- * rows r < TT+W-1, and weight w of row r goes to j = r-(W-1)+w, the token whose dx it multiplies, kept only
- * when 0 <= j < TT: a window of at most TT of the row's W weights, starting at w = W-1-r. Only the units of
- * that window get a thread (slot k of row r is unit q_lo(r) + k), so the staging costs instructions in
- * proportion to the weights kept, not to the rows touched: at W = 64 that is 4 times fewer.
+ * Copy kernels weights of channels d0.. into ks[(j*DT + c)*Ws + w]. Forward (sheared = false): rows r < TT,
+ * j = r, every weight. Backward (sheared = true): rows r < TT+W-1, and weight w of row r goes to
+ * j = r-(W-1)+w, the token whose dx it multiplies, kept only when 0 <= j < TT: a window of at most TT of the
+ * row's W weights, starting at w = W-1-r. Only the window is read, so the backward's staging costs
+ * instructions in proportion to the weights kept, not to the rows touched (at W = 64, 4 times fewer).
+ *
+ * VEC (W % 4 == 0, rows 16-byte aligned): neighbouring threads take neighbouring 16-byte units of a row, the
+ * order they lie in memory, UNROLL loads in flight per thread; slot k of a row is unit q_lo(r) + k. Otherwise
+ * one thread takes one (row, channel) and loops over its weights: for the small W that have no 16-byte units
+ * (W = 2: two floats a channel), that spends the index arithmetic once per channel instead of once per float.
  */
 template <bool VEC>
 __device__ void stage_kernels(float *ks, const tiled_args &a, const tile &tl, bool sheared) {
-    constexpr int V = VEC ? 4 : 1; /* VEC needs W % 4 == 0: a unit is 4 weights of one channel */
-    const int W = a.W, units = W / V;
-    /* units a row needs: all of them forward; backward a window of TT weights, which can straddle one more unit */
-    const int row_units = sheared ? min(units, (a.TT + V - 1) / V + (V > 1)) : units, lg = log2_slots(row_units);
-    const int n_rows = sheared ? a.TT + W - 1 : a.TT, n = (n_rows * DT) << lg;
+    const int W = a.W, n_rows = sheared ? a.TT + W - 1 : a.TT;
     const int r_hi = (int)min((int64_t)n_rows, a.T - tl.t0), n_c = channels_in(a, tl);
-    const int step = sheared ? DT * a.Ws + 1 : 1; /* ks distance between the V weights of one unit */
+    const int step = sheared ? DT * a.Ws + 1 : 1; /* ks distance between weights w and w+1 of one source row */
     const float *k_tile = a.k + tl.b * a.sk[0] + tl.t0 * a.sk[1] + tl.d0 * a.sk[2];
+    if constexpr (!VEC) {
+        for (int i = threadIdx.x; i < n_rows * DT; i += THREADS) {
+            const int r = i / DT, c = i % DT;
+            const int j0 = sheared ? r - (W - 1) : r; /* weight w lands on token j0 + w (sheared), or j0 */
+            const int w_lo = sheared ? max(0, -j0) : 0, w_hi = sheared ? min(W, a.TT - j0) : W;
+            const int base = (j0 * DT + c) * a.Ws;    /* ks index of weight w: base + w * step */
+            const bool present = r < r_hi && c < n_c; /* zeros past the tensor's end */
+            const float *src = k_tile + r * a.sk[1] + c * a.sk[2];
+#pragma unroll 4
+            for (int w = w_lo; w < w_hi; w++) ks[base + w * step] = present ? src[w * a.sk[3]] : 0.0f;
+        }
+        return;
+    }
+    constexpr int V = 4;
+    const int units = W / V;
+    /* units a row needs: all of them forward; backward a window of TT weights, which can straddle one more unit */
+    const int row_units = sheared ? min(units, (a.TT + V - 1) / V + 1) : units, lg = log2_slots(row_units);
+    const int n = (n_rows * DT) << lg;
     for (int i0 = threadIdx.x; i0 < n; i0 += UNROLL * THREADS) {
         float4 v[UNROLL];
         int j0[UNROLL], dst[UNROLL];
@@ -178,11 +195,7 @@ __device__ void stage_kernels(float *ks, const tiled_args &a, const tile &tl, bo
             dst[u] = (j0[u] * DT + c) * a.Ws + w0;
             const bool needed = j0[u] + (sheared ? V - 1 : 0) >= 0 && j0[u] < a.TT;
             v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (needed && r < r_hi && c < n_c) {
-                const float *p = k_tile + r * a.sk[1] + c * a.sk[2] + w0 * a.sk[3];
-                if constexpr (VEC) v[u] = *(const float4 *)p; /* sk[3] == 1 here */
-                else v[u].x = *p;
-            }
+            if (needed && r < r_hi && c < n_c) v[u] = *(const float4 *)(k_tile + r * a.sk[1] + c * a.sk[2] + w0);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
@@ -343,7 +356,7 @@ extern "C" ladder_status dynconv_fwd_gpu_tiled(const ladder_dynconv_problem *p, 
     LADDER_TRY(pack(p, a, 1, &n, &blocks));
     kernel_fn kernels[2][2] = {{dynconv_fwd_tiled_kernel<false, false>, dynconv_fwd_tiled_kernel<false, true>},
                                {dynconv_fwd_tiled_kernel<true, false>, dynconv_fwd_tiled_kernel<true, true>}};
-    const bool vr = ladder_rows16(&a->x, 1), vk = ladder_rows16(&a->kernels, 1);
+    const bool vr = ladder_rows16(&a->x, 1), vk = p->W % 4 == 0 && ladder_rows16(&a->kernels, 1);
     return launch(pick(kernels, vr, vk), "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 1));
 }
 
@@ -354,6 +367,6 @@ extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, 
     kernel_fn kernels[2][2] = {{dynconv_bwd_tiled_kernel<false, false>, dynconv_bwd_tiled_kernel<false, true>},
                                {dynconv_bwd_tiled_kernel<true, false>, dynconv_bwd_tiled_kernel<true, true>}};
     const bool vr = ladder_rows16(&a->x, 1) && ladder_rows16(&a->dout, 1);
-    const bool vk = ladder_rows16(&a->kernels, 1) && ladder_rows16(&a->dkernels, 1);
+    const bool vk = p->W % 4 == 0 && ladder_rows16(&a->kernels, 1) && ladder_rows16(&a->dkernels, 1);
     return launch(pick(kernels, vr, vk), "dynconv_bwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 2));
 }

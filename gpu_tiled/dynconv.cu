@@ -24,11 +24,9 @@
  * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
  * 128-byte lines and shared-memory reads by a warp hit 32 different banks.
  * 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
- * at run time from W: the largest of 64, 32, 16, 8 whose tile fits in 48 KB, and
- * 8 (with the launcher opting in to more shared memory) when none does. TT = 64
- * for W <= 3, where each output is so little work (16 bytes at W = 2) that a
- * block's fixed costs must spread over many tokens.
- * TT = 32 from there up to W = 9, where the halo adds at most 8/32 to the x and dout
+ * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
+ * (with the launcher opting in to more shared memory) when none does.
+ * TT = 32 up to W = 9, where the halo adds at most 8/32 to the x and dout
  * reads (W = 4: 24.6 KiB forward, 29 KiB backward, so several blocks share an
  * SM); W = 64 needs TT = 8 and 74 KiB forward, 83 KiB backward. Each
  * channel's weights sit Ws = W|1 floats apart (odd), so in the compute loops
@@ -55,7 +53,7 @@ namespace {
 constexpr int DT = 32;             /* channels per tile: one per lane */
 constexpr int THREADS = 256;       /* 8 warps per block */
 constexpr int WARPS = THREADS / 32;
-constexpr int TT_MAX = 64;         /* most tokens per tile */
+constexpr int TT_MAX = 32;         /* most tokens per tile */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
 constexpr int BOUNDS = 2 * TT_MAX; /* 4-byte words before the float tiles: w_lo_x, w_lo_g */
 

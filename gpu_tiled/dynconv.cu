@@ -231,6 +231,7 @@ __global__ void __launch_bounds__(THREADS) dynconv_fwd_tiled_kernel(tiled_args a
         const float *k_td = ks + (tt * DT + c) * a.Ws; /* k_td[w] = kernels[b,t,d,w] */
         const float *x_d = xs + tt * DT + c;           /* x_d[w*DT] = x[b, t+w-W+1, d] */
         float acc = 0.0f;
+#pragma unroll 4
         for (int w = w_lo_x[tt]; w < a.W; w++) acc += k_td[w] * x_d[w * DT];
         a.out[(tl.b * a.T + tl.t0 + tt) * a.D + d] = acc; /* lanes write neighbouring channels */
     }
@@ -281,13 +282,16 @@ __global__ void __launch_bounds__(THREADS) dynconv_bwd_tiled_kernel(tiled_args a
             const float *x_d = xs + tt * DT + c;     /* x_d[w*DT] = x[b, s+w-W+1, d] */
             /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w], so dx[s] sums dout * kernels there */
             float acc = 0.0f;
+#pragma unroll 4
             for (int w = w_lo_g[tt]; w < a.W; w++) acc += g_d[(a.W - 1 - w) * DT] * k_sd[w];
             a.dx[(tl.b * a.T + tl.t0 + tt) * a.D + d] = acc;
             /* forward: out[s] += kernels[s,w] * x[s+w-W+1], so dkernels[s,w] = dout[s] * x[s+w-W+1]. This thread
              * alone read k_sd, so it may overwrite those slots with dkernels for the coalesced write below. */
             const float g = g_d[0];
             const int lo = w_lo_x[tt];
-            for (int w = 0; w < a.W; w++) k_sd[w] = w >= lo ? g * x_d[w * DT] : 0.0f;
+            for (int w = 0; w < lo; w++) k_sd[w] = 0.0f; /* these taps met the zero padding */
+#pragma unroll 4
+            for (int w = lo; w < a.W; w++) k_sd[w] = g * x_d[w * DT];
         }
     __syncthreads(); /* the write-out reads dkernels that other threads computed */
     write_dkernels<VK>(ks, a, tl);

@@ -41,8 +41,7 @@
  *     an H100 SM takes in about 14 bytes per cycle (at 1.6 GHz) and issues at most 4 warp instructions per
  *     cycle, so the kernel has 3 to 4 warp instructions per output to spend, all bookkeeping included (an earlier
  *     version spent 8.6 and reached a third of the copy rate; chapters/01-dynamic-conv.md). Hence: a block
- *     covers TT = 64 tokens (32 in the backward past W = 8, tokens_per_tile); the grid is (token tiles,
- *     channel tiles, batch), so no division finds the tile;
+ *     covers TT = 64 tokens; the grid is (token tiles, channel tiles, batch), so no division finds the tile;
  *     a warp keeps one 8-channel octet and works out its lane's offsets once (plan_warp); UNIT = 4 products
  *     share each k step's per-lane work; the fragment loops mask instead of branching; and the staging and
  *     store loops keep one column per thread, so they divide nothing per iteration.
@@ -70,7 +69,7 @@ namespace {
 
 constexpr int NT = 256;                 // threads per block
 constexpr int NWARPS = NT / 32;
-constexpr int TT_MAX = 64;              // tokens per block, below for the backward at large W (tokens_per_tile)
+constexpr int TT = 64;                  // tokens per block
 constexpr int NCH = 8;                  // channels per mma: the 8 columns of B
 constexpr int UNIT = 4;                 // mma products a warp carries through the k loop together
 constexpr int SMEM_TARGET = 56 * 1024;  // per block, when picking the channel tile: several blocks per SM
@@ -82,7 +81,6 @@ struct tc_args {
     uint16_t *out, *dx, *dk;     // outputs, contiguous
     int64_t sx[4], sk[4], sg[4]; // input strides; x and dout as [B,T,D,1]
     int64_t T, D;
-    int TT;                      // tokens per block
     int W, We;                   // taps, and taps per staged kernels slot (W rounded up to even)
     int S, lgS, NK;              // token distance of rows g and g+8 of A (S = 2^lgS); k steps (of 8) per mma
     const int32_t *cu_seqlens;   // nullptr: every batch row is one sequence
@@ -105,7 +103,7 @@ struct tile {
 __device__ tile tile_of(const tc_args &a) {
     tile tl;
     tl.b = blockIdx.z;
-    tl.t0 = (int64_t)blockIdx.x * a.TT;
+    tl.t0 = (int64_t)blockIdx.x * TT;
     tl.d0 = (int)blockIdx.y * a.DT;
     tl.Dv = (int)min((int64_t)a.DT, a.D - tl.d0);
     return tl;
@@ -199,7 +197,7 @@ __device__ warp_plan plan_warp(const tc_args &a) {
 }
 
 /* Units per block (UNIT pairs of one octet each); unit u is octet u % octets, and its first pair's tile row: */
-__device__ int n_units(const tc_args &a) { return (a.TT / 2 / UNIT) << a.lg_oct; }
+__device__ int n_units(const tc_args &a) { return (TT / 2 / UNIT) << a.lg_oct; }
 __device__ int unit_row(int u, const tc_args &a) { return pair_row(UNIT * (u >> a.lg_oct), a); }
 
 /*
@@ -301,7 +299,7 @@ template <class T>
 __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_t *sG, const int *wmin,
                              uint16_t *sD) {
     const int lgDT = a.lg_oct + 3, c = threadIdx.x & (a.DT - 1); // DT = 2^lgDT; the thread's channel
-    for (int row = threadIdx.x >> lgDT; row < a.TT; row += NT >> lgDT) {
+    for (int row = threadIdx.x >> lgDT; row < TT; row += NT >> lgDT) {
         const int w_lo = wmin[row];
         const float gv = ladder_to_float<T>(sG[row * a.CR + c]);
         const uint16_t *xs = sX + row * a.CR + c; // x-tile row row+w is token t0+row+w-W+1
@@ -323,7 +321,7 @@ __device__ void store_dkernels(const uint16_t *sD, const tc_args &a, const tile 
     if (r0 >= row_step) return;
     const bool vec = a.vec_dk && a.We == a.W;
     for (int f0 = 8 * (threadIdx.x % per_row); f0 < nv; f0 += 8 * per_row) {
-        for (int row = r0; row < a.TT && tl.t0 + row < a.T; row += row_step) {
+        for (int row = r0; row < TT && tl.t0 + row < a.T; row += row_step) {
             uint16_t *p = a.dk + ((tl.b * a.T + tl.t0 + row) * a.D + tl.d0) * a.W + f0;
             const uint16_t *q = sD + row * a.KR;
             if (vec && f0 + 8 <= nv) {
@@ -340,7 +338,7 @@ __device__ void store_dkernels(const uint16_t *sD, const tc_args &a, const tile 
 __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a, const tile &tl, bool vec) {
     const int cpr = a.DT / 8, c = 8 * (threadIdx.x % cpr);
     if (c >= tl.Dv) return;
-    for (int row = threadIdx.x / cpr; row < a.TT && tl.t0 + row < a.T; row += NT / cpr) {
+    for (int row = threadIdx.x / cpr; row < TT && tl.t0 + row < a.T; row += NT / cpr) {
         uint16_t *p = dst + (tl.b * a.T + tl.t0 + row) * a.D + tl.d0 + c;
         const uint16_t *q = sO + row * a.CR + c;
         if (vec && c + 8 <= tl.Dv) {
@@ -359,13 +357,13 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(c
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT]
     const tile tl = tile_of(a);
 
-    stage(sX, a.CR, a.xrows, a.TT + a.W - 1, a.x, a.sx, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
-    stage(sK, a.KR, a.krows, a.TT, a.k, a.sk, a.We, a.W, a.vec_k, a, tl, tl.t0);
-    if (a.cu_seqlens) stage_bounds(wmin, a.TT, a, tl);
+    stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
+    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.W, a.vec_k, a, tl, tl.t0);
+    if (a.cu_seqlens) stage_bounds(wmin, TT, a, tl);
     ladder_cp_async_wait_all();
     __syncthreads(); // every tile is complete before it is masked or read
     if (a.cu_seqlens) {
-        mask_kernels(sK, wmin, a.TT, a);
+        mask_kernels(sK, wmin, TT, a);
         __syncthreads();
     }
     fwd_mma<T>(a, sX, sK, sO);
@@ -381,7 +379,7 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_bwd_tc_kernel(c
     uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TT][CR]: dx
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT+W-1]
     const tile tl = tile_of(a);
-    const int halo = a.TT + a.W - 1; // dx[t] reads dout and kernels up to token t+W-1
+    const int halo = TT + a.W - 1; // dx[t] reads dout and kernels up to token t+W-1
 
     stage(sX, a.CR, a.xrows, halo, a.x, a.sx, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
     stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, a.vec_g, a, tl, tl.t0);
@@ -405,13 +403,6 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_bwd_tc_kernel(c
 
 int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
-/*
- * Tokens per block. The backward's kernels tile must hold every row its k steps reach, TT - S + 8*NK of them:
- * at W = 64, 128 rows (133 KB with 8 channels) for 64 tokens, one block per SM and too few warps to hide
- * shared-memory latency. Past W = 8 it takes 32 tokens: 96 rows, and two blocks fit an SM.
- */
-int tokens_per_tile(int W, bool bwd) { return bwd && W > 8 ? TT_MAX / 2 : TT_MAX; }
-
 /* Shared-memory layout for DT channels; returns its size in bytes. */
 int layout(tc_args *a, bool bwd) {
     const int W = a->W;
@@ -421,8 +412,8 @@ int layout(tc_args *a, bool bwd) {
     a->lgS = a->We <= 2 ? 1 : a->We <= 4 ? 2 : 3;
     a->S = 1 << a->lgS;
     a->NK = (a->S + a->We + 7) / 8;
-    const int TT = a->TT, window_rows = TT - a->S + 8 * a->NK; // rows the k steps reach: r + p < TT - S + 8 NK
-    a->xrows = bwd ? TT + W - 1 : window_rows; // (>= TT + W - 1: the rows past the input are zero)
+    const int window_rows = TT - a->S + 8 * a->NK; // tile rows the k steps reach: r + p < TT - S + 8 NK
+    a->xrows = bwd ? TT + W - 1 : window_rows;      // (>= TT + W - 1: the rows past the input are zero)
     a->krows = bwd ? window_rows : TT;
     a->grows = window_rows;
     // 16 bytes of padding per row: the 8 row addresses of an ldmatrix then fall in 8 different groups of 4
@@ -451,7 +442,6 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     for (int i = 0; i < 3; i++) a->sx[i] = args->x.strides[i], a->sg[i] = bwd ? args->dout.strides[i] : 0;
     for (int i = 0; i < 4; i++) a->sk[i] = args->kernels.strides[i];
     a->T = p->T, a->D = p->D, a->W = p->W;
-    a->TT = tokens_per_tile(p->W, bwd);
     a->cu_seqlens = (const int32_t *)args->cu_seqlens.data;
     a->n_seqs = args->cu_seqlens.data ? (int)args->cu_seqlens.shape[0] - 1 : 0;
 
@@ -464,7 +454,7 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     if (*smem > SMEM_MAX)
         return ladder_fail(LADDER_ERR_UNSUPPORTED, "gpu_tensorcore: W = %d needs %d bytes of shared memory", p->W,
                            *smem);
-    const long long t_tiles = (p->T + a->TT - 1) / a->TT, d_tiles = (p->D + a->DT - 1) / a->DT;
+    const long long t_tiles = (p->T + TT - 1) / TT, d_tiles = (p->D + a->DT - 1) / a->DT;
     if (t_tiles > INT_MAX || d_tiles > 65535 || p->B > 65535)
         return ladder_fail(LADDER_ERR_UNSUPPORTED,
                            "gpu_tensorcore: grid too large (%lld token tiles, %lld channel tiles, B = %lld)",

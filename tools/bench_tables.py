@@ -66,6 +66,40 @@ that disagrees with its CSV value by more than one unit in its last place is
 an error. A column that is empty in every row of a table is left out, as
 are TFLOP/s and % of GEMM where no row has them.
 
+Charts
+------
+A second pair of markers draws a chart instead of a table:
+
+    <!-- bench-chart:NAME:X -->
+    <!-- /bench-chart:NAME:X -->
+
+NAME is the filter above and X a shape name, for example
+
+    <!-- bench-chart:dynconv:::B=2 T=4096 D=2048:W -->
+
+The chart plots % of copy (y, from 0 to the larger of 110% and the highest
+point rounded up to 10%) against X (x), one line of points per (rung, dtype,
+pass) of the rows NAME selects that have X in their shape: colour and point
+shape name the rung and dtype (a rung's first dtype drawn wider, so that
+lines that coincide still show), a solid line with filled points is the
+forward, a dashed line with open points the backward.
+Dashed lines mark 100% (the copy rate) and 80%. The x axis has a tick at
+every value of X and is on a log2 scale when every value is a power of two
+(a sweep that doubles), on a linear scale otherwise. Rows with an empty
+pct_of_copy (no ceiling measured, as in a run without a GPU) are left out,
+and the chart comes from the newest results file that has a row to plot.
+Apart from X, the plotted rows must share their shape: a filter that lets
+another shape name vary is an error.
+
+The chart is written as plain SVG (standard library, no timestamps) to
+CHAPTERS/figures/bench-<NAME and X as a file name>.svg, for the marker above
+bench-dynconv-B2-T4096-D2048-W.svg ("=" is dropped, spaces and colons become
+"-", commas "+"). Between the markers go a Markdown image line that points
+at it, as the chapters' other figures do, and the line naming the GPU, the
+date, the shape and the commit. An SVG is rewritten only when its bytes
+change. Two markers whose names give one file name, and two rows for one
+point, are errors.
+
 "Newest" is the date in the file name; on a tie, the later name in sort order.
 With no results file at all, the markers are left as they are and a note goes
 to stderr (exit 0): chapters never show numbers that were not measured.
@@ -76,9 +110,11 @@ Standard library only. Self-test: python3 -m unittest discover -s tools -p 'test
 """
 
 import csv
+import math
 import os
 import re
 import sys
+from xml.sax.saxutils import escape
 
 HEADER = [
     "gpu", "date", "commit", "algo", "pass", "rung", "dtype", "shape", "median_ms", "bytes", "flops", "gbps",
@@ -101,10 +137,12 @@ COLUMNS = [
 KEY = ("algo", "pass", "rung", "dtype", "shape")  # what identifies a row, in the CSV and in the Markdown
 FILE_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{4}-\d{2}-\d{2})\.csv$")
 NAME_CHARS = r"[A-Za-z0-9_.:,=+ -]+?"
-OPEN_RE = re.compile(r"^<!-- bench:(?P<name>" + NAME_CHARS + r") -->[ \t]*$")
-CLOSE_RE = re.compile(r"^<!-- /bench:(?P<name>" + NAME_CHARS + r") -->[ \t]*$")
+# <!-- bench:NAME --> or <!-- bench-chart:NAME:X -->, or the closing one with a '/' before the kind
+MARKER_RE = re.compile(r"^<!-- (?P<close>/?)(?P<kind>bench|bench-chart):(?P<name>" + NAME_CHARS + r") -->[ \t]*$")
 PAIR_RE = re.compile(r"^(?P<k>[A-Za-z_][A-Za-z0-9_]*)=(?P<v>[^\s=,]+(?:,[^\s=,]+)*)$")
 PASSES = ("fwd", "bwd")
+X_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+FIGURES = "figures"  # under CHAPTERS, where the charts go
 
 
 class Failure(Exception):
@@ -310,13 +348,20 @@ def render(rows, with_pass):
         cells += [cell(r, col, decimals, suffix) for col, _, decimals, suffix, _ in cols]
         lines.append("| " + " | ".join(cells) + " |")
 
-    gpus = one_or_list(r["gpu"] for r in rows)
-    dates = one_or_list(r["date"] for r in rows)
-    commits = one_or_list(r["commit"] for r in rows)
     at = ", ".join(f"{k}={v}" for k, v in common)
     if len(shapes) > 1:
         what = ", ".join(varying)
         at = f"{at} and the {what} in each row" if at else "the shapes in the table"
+    lines.append("")
+    lines.append(measured(rows, at))
+    return lines
+
+
+def measured(rows, at):
+    """The line under a table or a chart: GPU, date, shape (AT), commit and the ceilings of the run."""
+    gpus = one_or_list(r["gpu"] for r in rows)
+    dates = one_or_list(r["date"] for r in rows)
+    commits = one_or_list(r["commit"] for r in rows)
     copies = one_or_list(fmt(r["copy_gbps"], 0) for r in rows)
     gemms = one_or_list(fmt(r["gemm_tflops"], 0) for r in rows)
     # one run, one measurement of each ceiling; several only if files were merged
@@ -324,43 +369,245 @@ def render(rows, with_pass):
                 else f"copy bandwidth {' / '.join(copies)} GB/s measured in the same run")
     if gemms != ["-"]:
         ceilings += f"; bf16 GEMM {' / '.join(gemms)} TFLOP/s in the same run"
-    lines.append("")
-    lines.append(f"Measured on {', '.join(gpus)} on {', '.join(dates)} at {at} "
-                 f"(commit {', '.join(commits)}); {ceilings}.")
-    return lines
+    return f"Measured on {', '.join(gpus)} on {', '.join(dates)} at {at} (commit {', '.join(commits)}); {ceilings}."
 
 
-def splice(path, results, stats):
+def parse_chart_name(name):
+    """'NAME:X' of a chart marker -> (NAME, X, what parse_name gives for NAME)."""
+    if ":" not in name:
+        raise ValueError(f"'{name}' is not ALGO[:PASS[:RUNG,...[:SHAPE]]]:X")
+    base, x = name.rsplit(":", 1)
+    if not X_RE.match(x):
+        raise ValueError(f"'{name}': the x axis '{x}' is not a shape name such as W")
+    return base, x, parse_name(base)
+
+
+def figure_name(name):
+    """The SVG file of the chart marker 'NAME:X'.
+
+    'dynconv:::B=2 T=4096 D=2048:W' -> 'bench-dynconv-B2-T4096-D2048-W.svg'
+    """
+    parts = ["-".join(p.replace("=", "").replace(",", "+").split()) for p in name.split(":")]
+    return "bench-" + "-".join(p for p in parts if p) + ".svg"
+
+
+def chart_rows(rows, x, filters):
+    """The rows a chart plots: those NAME selects that have X in their shape and a % of copy."""
+    return [r for r in select(rows, *filters) if x in dict(r["_pairs"]) and num(r["pct_of_copy"]) is not None]
+
+
+# Okabe and Ito's palette, which stays apart for the common kinds of colour blindness; yellow left out
+# (too light on white). Point shapes tell the series apart a second way.
+COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999999"]
+SHAPES = ["circle", "square", "triangle", "diamond", "down"]
+DASH = {"fwd": None, "bwd": "7 4"}  # forward solid, backward dashed
+
+
+def point(shape, cx, cy, colour, filled, tip=None, size=1.0):
+    """One point marker of SHAPE centred on (cx, cy), SIZE times the usual; forward points filled, backward open."""
+    r = 4.0 * size
+    if shape == "circle":
+        tag, where = "circle", f'cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}"'
+    elif shape == "square":
+        tag, where = "rect", f'x="{cx - r:.1f}" y="{cy - r:.1f}" width="{2 * r:.1f}" height="{2 * r:.1f}"'
+    else:
+        k = 1.3 * r
+        corners = {"triangle": [(0, -k), (k, 0.8 * k), (-k, 0.8 * k)],
+                   "down": [(0, k), (k, -0.8 * k), (-k, -0.8 * k)],
+                   "diamond": [(0, -k), (k, 0), (0, k), (-k, 0)]}[shape]
+        tag, where = "polygon", 'points="' + " ".join(f"{cx + dx:.1f},{cy + dy:.1f}" for dx, dy in corners) + '"'
+    el = f'<{tag} {where} fill="{colour if filled else "white"}" stroke="{colour}" stroke-width="1.5"'
+    return f"{el}><title>{escape(tip)}</title></{tag}>" if tip else el + "/>"
+
+
+def chart_svg(rows, x, title, subtitle):
+    """A line chart of % of copy (y) against the shape value X (x): one polyline per (rung, dtype, pass)."""
+    xs = sorted({num(dict(r["_pairs"])[x]) for r in rows})
+    log = all(v > 0 and v == 2 ** round(math.log2(v)) for v in xs)
+    u = (lambda v: math.log2(v)) if log else (lambda v: v)
+    top_data = max(num(r["pct_of_copy"]) for r in rows)
+    ymax = max(110.0, math.ceil(top_data / 10.0) * 10.0)
+    step = 10.0  # a grid line every 10%, or 20%, 40%, ... so that there are at most 8
+    while ymax / step > 8:
+        step *= 2
+
+    width, left, right, top, height = 700, 64, 676, 58, 300
+    bottom = top + height
+    pad = 24  # between the y axis and the first x value, the last x value and the right edge
+    lo, hi = u(xs[0]), u(xs[-1])
+
+    def px(v):
+        return (left + right) / 2 if hi == lo else left + pad + (u(v) - lo) / (hi - lo) * (right - left - 2 * pad)
+
+    def py(v):
+        return bottom - v / ymax * height
+
+    series = one_or_list((r["rung"], r["dtype"], r["pass"]) for r in rows)
+    looks = one_or_list((rung, dtype) for rung, dtype, _ in series)
+    passes = one_or_list(p for _, _, p in series)
+    # (colour, point shape, line width, point size) per (rung, dtype). The dtypes of one rung often coincide
+    # (bf16 and f16 move the same bytes), so the first is drawn wider and larger and shows around the next.
+    style = {}
+    for i, (rung, dtype) in enumerate(looks):
+        dtypes = [d for r, d in looks if r == rung]
+        wider = len(dtypes) - 1 - dtypes.index(dtype)
+        style[(rung, dtype)] = (COLOURS[i % len(COLOURS)], SHAPES[i % len(SHAPES)], 2 + 1.5 * wider, 1 + 0.4 * wider)
+
+    per_row = 3
+    legend_top = bottom + 58
+    n_legend_rows = (1 if len(passes) > 1 else 0) + (len(looks) + per_row - 1) // per_row
+    total = legend_top + 20 * n_legend_rows + 6
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total}" '
+           f'viewBox="0 0 {width} {total}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">',
+           f"<title>{escape(title)}</title>",
+           f'<rect width="{width}" height="{total}" fill="white"/>',
+           f'<text x="{left}" y="22" font-size="15" font-weight="bold">{escape(title)}</text>',
+           f'<text x="{left}" y="41" fill="#333">{escape(subtitle)}</text>']
+    # grid, y ticks, y axis title
+    v = 0.0
+    while v <= ymax + 1e-9:
+        y = py(v)
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#e4e4e4"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{v:.0f}%</text>')
+        v += step
+    mid = (top + bottom) / 2
+    out.append(f'<text x="18" y="{mid:.1f}" text-anchor="middle" transform="rotate(-90 18 {mid:.1f})">'
+               f"% of the copy rate</text>")
+    # x ticks at every value of X, x axis title
+    for xv in xs:
+        xp = px(xv)
+        out.append(f'<line x1="{xp:.1f}" y1="{top}" x2="{xp:.1f}" y2="{bottom}" stroke="#f0f0f0"/>')
+        out.append(f'<line x1="{xp:.1f}" y1="{bottom}" x2="{xp:.1f}" y2="{bottom + 5}" stroke="#333"/>')
+        out.append(f'<text x="{xp:.1f}" y="{bottom + 19}" text-anchor="middle">{xv:g}</text>')
+    out.append(f'<text x="{(left + right) / 2:.1f}" y="{bottom + 40}" text-anchor="middle">'
+               f"{escape(x)}{' (log2 scale)' if log else ''}</text>")
+    out.append(f'<rect x="{left}" y="{top}" width="{right - left}" height="{height}" fill="none" stroke="#333"/>')
+    # the copy rate and 80% of it, labelled at the left where the small-X points are low
+    for level, label, colour, dash in ((100, "copy rate (100%)", "#444", "6 4"), (80, "80% of copy", "#888", "3 3")):
+        y = py(level)
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{colour}" '
+                   f'stroke-width="1.2" stroke-dasharray="{dash}"/>')
+        out.append(f'<text x="{left + 6}" y="{y - 5:.1f}" fill="{colour}" font-size="11">{label}</text>')
+    # lines first, then every point over them
+    points = []
+    for key in series:
+        rung, dtype, pas = key
+        colour, shape, line_width, size = style[(rung, dtype)]
+        mine = sorted(((num(dict(r["_pairs"])[x]), num(r["pct_of_copy"])) for r in rows
+                       if (r["rung"], r["dtype"], r["pass"]) == key))
+        pts = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in mine)
+        dash = f' stroke-dasharray="{DASH[pas]}"' if DASH.get(pas) else ""
+        out.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="{line_width:g}"{dash}/>')
+        points += [point(shape, px(a), py(b), colour, pas != "bwd", f"{rung} {dtype} {pas} {x}={a:g}: {b:.1f}%", size)
+                   for a, b in mine]
+    out += points
+    # legend: what solid and dashed mean, then one entry per (rung, dtype)
+    y = legend_top
+    if len(passes) > 1:
+        xl = left
+        for pas, words in (("fwd", "forward (filled points)"), ("bwd", "backward (open points)")):
+            dash = f' stroke-dasharray="{DASH[pas]}"' if DASH.get(pas) else ""
+            out.append(f'<line x1="{xl}" y1="{y}" x2="{xl + 36}" y2="{y}" stroke="#444" stroke-width="2"{dash}/>')
+            out.append(point("circle", xl + 18, y, "#444", pas != "bwd"))
+            out.append(f'<text x="{xl + 44}" y="{y + 4}">{words}</text>')
+            xl += 220
+        y += 20
+    col = (right - left) / per_row
+    for i, (rung, dtype) in enumerate(looks):
+        colour, shape, line_width, size = style[(rung, dtype)]
+        xl = left + (i % per_row) * col
+        yl = y + (i // per_row) * 20
+        out.append(f'<line x1="{xl:.1f}" y1="{yl}" x2="{xl + 36:.1f}" y2="{yl}" stroke="{colour}" '
+                   f'stroke-width="{line_width:g}"/>')
+        out.append(point(shape, xl + 18, yl, colour, True, size=size))
+        out.append(f'<text x="{xl + 44:.1f}" y="{yl + 4}">{escape(rung)} {escape(dtype)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def render_chart(rows, name, x, filters, where):
+    """(SVG text, the image's alt text, the line under the image) for the chart marker NAME:X."""
+    shapes = one_or_list(tuple(p for p in r["_pairs"] if p[0] != x) for r in rows)
+    common = [p for p in shapes[0] if all(p in s for s in shapes)]
+    others = one_or_list(k for s in shapes for k, _ in s if (k, dict(s)[k]) not in common)
+    if others:
+        raise Failure(f"{where}: the rows of bench-chart:{name}:{x} differ in {', '.join(others)} as well as in {x}; "
+                      f"give {', '.join(others)} one value in the shape filter")
+    seen = {}
+    for r in rows:
+        if num(dict(r["_pairs"])[x]) is None:
+            raise Failure(f"{r['_line']}: {x}={dict(r['_pairs'])[x]} is not a number, so it cannot go on an x axis")
+        key = (r["rung"], r["dtype"], r["pass"], num(dict(r["_pairs"])[x]))
+        if key in seen:
+            raise Failure(f"{r['_line']}: a second point for {' '.join(key[:3])} at {x}={key[3]:g} in "
+                          f"bench-chart:{name}:{x} (the first is {seen[key]})")
+        seen[key] = r["_line"]
+    algo, pas, _, _ = filters
+    at = ", ".join(f"{k}={v}" for k, v in common)
+    what = {"fwd": "forward", "bwd": "backward", None: "forward and backward"}[pas]
+    title = f"{algo} {what}: % of the copy rate against {x}"
+    gpus = ", ".join(one_or_list(r["gpu"] for r in rows))
+    dates = ", ".join(one_or_list(r["date"] for r in rows))
+    subtitle = f"{at + ', ' if at else ''}{gpus}, {dates}"
+    passes = one_or_list(r["pass"] for r in rows)
+    how = " (forward solid, backward dashed)" if len(passes) > 1 else ""
+    alt = (f"{title}{' at ' + at if at else ''}, one line per rung, dtype{' and pass' if len(passes) > 1 else ''}"
+           f"{how}; the grey dashed lines are the copy rate and 80% of it.")
+    caption = measured(rows, f"{at + ' and ' if at else ''}the {x} on the x axis")
+    return chart_svg(rows, x, title, subtitle), alt, caption
+
+
+def splice(path, results, figures, stats):
+    """Fill the markers of one chapter; charts go to stats["figures"] as {file name: (marker, svg)}."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     lines = text.split("\n")
     out, i, changed = [], 0, False
     while i < len(lines):
         line = lines[i]
-        m = OPEN_RE.match(line)
-        if CLOSE_RE.match(line):
-            raise Failure(f"{path}:{i + 1}: closing marker without an opening one")
+        m = MARKER_RE.match(line)
         if not m:
             out.append(line)
             i += 1
             continue
-        name = m.group("name")
-        close = next((j for j in range(i + 1, len(lines)) if OPEN_RE.match(lines[j]) or CLOSE_RE.match(lines[j])),
-                     None)
-        if close is None or not CLOSE_RE.match(lines[close]) or CLOSE_RE.match(lines[close]).group("name") != name:
-            raise Failure(f"{path}:{i + 1}: <!-- bench:{name} --> is not followed by <!-- /bench:{name} -->")
+        kind, name = m.group("kind"), m.group("name")
+        if m.group("close"):
+            raise Failure(f"{path}:{i + 1}: closing marker without an opening one")
+        close = next((j for j in range(i + 1, len(lines)) if MARKER_RE.match(lines[j])), None)
+        end = close is not None and MARKER_RE.match(lines[close])
+        if not end or not end.group("close") or end.group("kind") != kind or end.group("name") != name:
+            raise Failure(f"{path}:{i + 1}: <!-- {kind}:{name} --> is not followed by <!-- /{kind}:{name} -->")
+        where = f"{path}:{i + 1}"
         try:
-            algo, pas, rungs, shape = parse_name(name)
+            if kind == "bench":
+                x, filters = None, parse_name(name)
+            else:
+                _, x, filters = parse_chart_name(name)
         except ValueError as e:
-            raise Failure(f"{path}:{i + 1}: {e}") from None
+            raise Failure(f"{where}: {e}") from None
         old = lines[i + 1:close]
         new = old
-        source = next((r for r in reversed(results) if select(r[3], algo, pas, rungs, shape)), None)
-        if source is None:
-            stats["missing"].append(f"{path}:{i + 1}: no results for bench:{name}; left as it is")
+        if x is None:
+            source = next((r for r in reversed(results) if select(r[3], *filters)), None)
         else:
-            new = [""] + render(select(source[3], algo, pas, rungs, shape), with_pass=pas is None) + [""]
+            source = next((r for r in reversed(results) if chart_rows(r[3], x, filters)), None)
+        if source is None:
+            stats["missing"].append(f"{where}: no results for {kind}:{name}; left as it is")
+        elif x is None:
+            new = [""] + render(select(source[3], *filters), with_pass=filters[1] is None) + [""]
             stats["tables"] += 1
+        else:
+            svg, alt, caption = render_chart(chart_rows(source[3], x, filters), name, x, filters, where)
+            fig = figure_name(name)
+            other = stats["figures"].get(fig)
+            if other and other[0] != name:
+                raise Failure(f"{where}: bench-chart:{name} and bench-chart:{other[0]} both give {FIGURES}/{fig}")
+            stats["figures"][fig] = (name, svg)
+            link = os.path.relpath(os.path.join(figures, fig), os.path.dirname(path)).replace(os.sep, "/")
+            new = ["", f"![{alt}]({link})", "", caption, ""]
+            stats["charts"] += 1
+        if source is not None:
             stats["sources"].add(source[2])
         changed |= new != old
         out += [line] + new + [lines[close]]
@@ -368,6 +615,21 @@ def splice(path, results, stats):
     if changed:
         with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(out))
+        stats["written"].append(path)
+
+
+def write_figures(figures, stats):
+    """Write the charts' SVG files, each only when its bytes change (so a second run touches nothing)."""
+    for fig, (_, svg) in sorted(stats["figures"].items()):
+        path = os.path.join(figures, fig)
+        data = svg.encode("utf-8")
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                if f.read() == data:
+                    continue
+        os.makedirs(figures, exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
         stats["written"].append(path)
 
 
@@ -383,16 +645,18 @@ def main(argv):
         if not results:
             note(f"no <gpu>-<date>.csv in {results_dir}: the bench markers in {chapters_dir} are left untouched")
             return 0
-        stats = {"tables": 0, "sources": set(), "missing": [], "written": []}
+        figures = os.path.join(chapters_dir, FIGURES)
+        stats = {"tables": 0, "charts": 0, "figures": {}, "sources": set(), "missing": [], "written": []}
         for path in chapters:
-            splice(path, results, stats)
+            splice(path, results, figures, stats)
+        write_figures(figures, stats)
     except (Failure, OSError) as e:
         note(str(e))
         return 1
     for msg in stats["missing"]:
         note(msg)
-    print(f"bench_tables: {stats['tables']} tables from {', '.join(sorted(stats['sources'])) or 'no file'}; "
-          f"{len(stats['written'])} chapter(s) changed" +
+    print(f"bench_tables: {stats['tables']} table(s) and {stats['charts']} chart(s) from "
+          f"{', '.join(sorted(stats['sources'])) or 'no file'}; {len(stats['written'])} file(s) changed" +
           (": " + ", ".join(stats["written"]) if stats["written"] else ""))
     return 0
 

@@ -42,6 +42,23 @@ NO_GPU = NEW_HEAD + (
     "none,2026-03-01,fed,dynconv,fwd,cpu,f32,B=1 T=64 D=8 W=4,0.25,1,2,4.0,0.5,,,,,,1.0\n")
 
 
+
+def chart_row(pas, rung, dtype, w, pct, date="2026-05-01", shape="B=2 T=64 D=8"):
+    """One row of a W sweep; pct '' is a run that measured no copy ceiling."""
+    copy = "3000.0" if pct != "" else ""
+    return f"GPU Z,{date},c0ffee,dynconv,{pas},{rung},{dtype},{shape} W={w},0.5,1,2,9.0,0.1,{copy},,{pct},,,1.0\n"
+
+
+# A tiny W sweep: two rungs forward, one backward, and a cpu row with no % of copy.
+SWEEP = NEW_HEAD + "".join(
+    [chart_row("fwd", "gpu_tiled", "f32", w, p) for w, p in ((2, "60.0"), (4, "95.5"), (8, "101.2"))] +
+    [chart_row("fwd", "gpu_tensorcore", "bf16", w, p) for w, p in ((2, "50.0"), (4, "70.0"), (8, "80.0"))] +
+    [chart_row("bwd", "gpu_tiled", "f32", w, p) for w, p in ((2, "40.0"), (8, "30.0"))] +
+    [chart_row("fwd", "cpu", "f32", 2, "")])
+CHART = "dynconv:::B=2 T=64 D=8:W"
+CHART_SVG = "bench-dynconv-B2-T64-D8-W.svg"
+
+
 def write(path, text):
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
@@ -175,6 +192,132 @@ class BenchTablesTest(unittest.TestCase):
         self.assertIn("| cpu | f32 | 86.242 |", first)  # only 2026-01-01 has W=4 (no Markdown here)
         self.assertEqual(self.run_tool()[0], 0)
         self.assertEqual(read(path), first)
+
+    def chart(self, marker=CHART, figure=CHART_SVG):
+        """(chapter text, SVG text) after splicing the chart marker bench-chart:MARKER."""
+        path = os.path.join(self.chapters, "c.md")
+        write(path, f"before\n<!-- bench-chart:{marker} -->\n<!-- /bench-chart:{marker} -->\nafter\n")
+        code, err = self.run_tool()
+        self.assertEqual(code, 0, err)
+        return read(path), read(os.path.join(self.chapters, "figures", figure))
+
+    def test_chart_marker_names(self):
+        self.assertEqual(bt.parse_chart_name("dynconv:::B=2 T=4096 D=2048:W"),
+                         ("dynconv:::B=2 T=4096 D=2048", "W", ("dynconv", None, None, [("B", {"2"}), ("T", {"4096"}),
+                                                                                       ("D", {"2048"})])))
+        self.assertEqual(bt.parse_chart_name("dynconv:fwd:W"), ("dynconv:fwd", "W", ("dynconv", "fwd", None, None)))
+        self.assertRaises(ValueError, bt.parse_chart_name, "dynconv")  # no x axis
+        self.assertRaises(ValueError, bt.parse_chart_name, "dynconv:fwd:cpu:W=2")  # x is a shape name, not a filter
+        self.assertRaises(ValueError, bt.parse_chart_name, "dynconv:sideways:W")
+        self.assertEqual(bt.figure_name("dynconv:::B=2 T=4096 D=2048:W"), "bench-dynconv-B2-T4096-D2048-W.svg")
+        self.assertEqual(bt.figure_name("dynconv:bwd:gpu_tiled,gpu_tensorcore:W=2,4 B=8:W"),
+                         "bench-dynconv-bwd-gpu_tiled+gpu_tensorcore-W2+4-B8-W.svg")
+
+    def test_chart_svg_and_the_lines_between_its_markers(self):
+        write(os.path.join(self.results, "gpuz-2026-05-01.csv"), SWEEP)
+        text, svg = self.chart()
+        self.assertIn(f"<!-- bench-chart:{CHART} -->\n\n![dynconv forward and backward: % of the copy rate against W "
+                      f"at B=2, T=64, D=8", text)
+        self.assertIn(f"](figures/{CHART_SVG})\n\nMeasured on GPU Z on 2026-05-01 at B=2, T=64, D=8 and the W on the "
+                      f"x axis (commit c0ffee); copy bandwidth 3000 GB/s measured in the same run.\n\n"
+                      f"<!-- /bench-chart:{CHART} -->\nafter\n", text)
+        self.assertTrue(svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" width="700" '))
+        self.assertTrue(svg.endswith("</svg>\n"))
+        # one line per (rung, dtype, pass), the backward dashed; 3 + 3 + 2 points
+        lines = [l for l in svg.split("\n") if l.startswith("<polyline")]
+        self.assertEqual(len(lines), 3)
+        self.assertEqual([l.count(",") for l in lines], [3, 3, 2])
+        self.assertEqual(["stroke-dasharray" in l for l in lines], [False, False, True])
+        self.assertEqual(svg.count("<title>gpu_tiled f32 fwd W="), 3)
+        self.assertIn("<title>gpu_tiled f32 bwd W=8: 30.0%</title>", svg)
+        # y from 0 to 110% (the data stay under it), the copy rate and 80% dashed and labelled
+        self.assertIn(">0%</text>", svg)
+        self.assertIn(">100%</text>", svg)
+        self.assertNotIn(">120%</text>", svg)
+        self.assertIn(">copy rate (100%)</text>", svg)
+        self.assertIn(">80% of copy</text>", svg)
+        # x ticks at the W values, equally spaced on a log2 axis
+        for w in ("2", "4", "8"):
+            self.assertIn(f'text-anchor="middle">{w}</text>', svg)
+        self.assertIn(">W (log2 scale)</text>", svg)
+        xs = [float(l.split('x="')[1].split('"')[0]) for l in svg.split("\n")
+              if l.endswith(("middle\">2</text>", "middle\">4</text>", "middle\">8</text>"))]
+        self.assertEqual(len(xs), 3)
+        self.assertAlmostEqual(xs[1] - xs[0], xs[2] - xs[1], places=1)
+        # the legend: what solid and dashed mean, and each rung with its dtype
+        self.assertIn(">forward (filled points)</text>", svg)
+        self.assertIn(">backward (open points)</text>", svg)
+        self.assertIn(">gpu_tiled f32</text>", svg)
+        self.assertIn(">gpu_tensorcore bf16</text>", svg)
+
+    def test_chart_skips_rows_without_a_percentage_of_copy(self):
+        write(os.path.join(self.results, "gpuz-2026-05-01.csv"), SWEEP)
+        _, svg = self.chart()
+        self.assertNotIn("cpu", svg)  # its only row has an empty pct_of_copy
+        # a newer run without a GPU leaves the chart on the older run that has the numbers
+        write(os.path.join(self.results, "none-2026-06-01.csv"),
+              NEW_HEAD + chart_row("fwd", "gpu_tiled", "f32", 2, "", date="2026-06-01"))
+        text, _ = self.chart()
+        self.assertIn("on 2026-05-01", text)
+        # with no percentage anywhere, the markers are left as they are
+        os.remove(os.path.join(self.results, "gpuz-2026-05-01.csv"))
+        path = os.path.join(self.chapters, "c.md")
+        write(path, f"<!-- bench-chart:{CHART} -->\nkept\n<!-- /bench-chart:{CHART} -->\n")
+        code, err = self.run_tool()
+        self.assertEqual(code, 0)
+        self.assertIn(f"no results for bench-chart:{CHART}", err)
+        self.assertIn("kept", read(path))
+
+    def test_chart_y_axis_grows_past_110_and_linear_x(self):
+        rows = NEW_HEAD + "".join(chart_row("fwd", "gpu_tiled", "f32", w, p) for w, p in ((1, "90"), (3, "131")))
+        write(os.path.join(self.results, "gpuz-2026-05-01.csv"), rows)
+        _, svg = self.chart()
+        self.assertIn(">140%</text>", svg)  # ceil(131 / 10) * 10 = 140, a grid line every 20%
+        self.assertIn(">W</text>", svg)  # 3 is not a power of two: a linear axis
+
+    def test_chart_is_idempotent(self):
+        write(os.path.join(self.results, "gpuz-2026-05-01.csv"), SWEEP)
+        text, svg = self.chart()
+        figure = os.path.join(self.chapters, "figures", CHART_SVG)
+        before = os.stat(figure).st_mtime_ns
+        out = io.StringIO()
+        with redirect_stdout(out), redirect_stderr(io.StringIO()):
+            self.assertEqual(bt.main(["bench_tables.py", self.results, self.chapters]), 0)
+        self.assertIn("0 file(s) changed", out.getvalue())
+        self.assertEqual(read(os.path.join(self.chapters, "c.md")), text)
+        self.assertEqual(read(figure), svg)
+        self.assertEqual(os.stat(figure).st_mtime_ns, before)  # not even rewritten
+        # the same rows give the same bytes, whatever else happened in between
+        rows = bt.chart_rows(bt.read_results(self.results)[0][3], "W", bt.parse_name("dynconv:::B=2 T=64 D=8"))
+        self.assertEqual(bt.chart_svg(rows, "W", "t", "s"), bt.chart_svg(rows, "W", "t", "s"))
+
+    def test_chart_errors(self):
+        write(os.path.join(self.results, "gpuz-2026-05-01.csv"),
+              SWEEP + chart_row("fwd", "gpu_tiled", "f32", 2, "50.0", shape="B=4 T=64 D=8"))
+        path = os.path.join(self.chapters, "c.md")
+        # B varies as well as W: the filter must fix it
+        write(path, "<!-- bench-chart:dynconv:fwd:W -->\n<!-- /bench-chart:dynconv:fwd:W -->\n")
+        code, err = self.run_tool()
+        self.assertEqual(code, 1)
+        self.assertIn("differ in B as well as in W", err)
+        # two rows for one point
+        write(path, f"<!-- bench-chart:{CHART} -->\n<!-- /bench-chart:{CHART} -->\n")
+        write(os.path.join(self.results, "gpuz-2026-05-01.csv"), SWEEP + chart_row("bwd", "gpu_tiled", "f32", 8, "31.0"))
+        code, err = self.run_tool()
+        self.assertEqual(code, 1)
+        self.assertIn("a second point for gpu_tiled f32 bwd at W=8", err)
+        write(os.path.join(self.results, "gpuz-2026-05-01.csv"), SWEEP)
+        # a chart's opening marker closed as a table's
+        write(path, f"<!-- bench-chart:{CHART} -->\n<!-- /bench:{CHART} -->\n")
+        code, err = self.run_tool()
+        self.assertEqual(code, 1)
+        self.assertIn("is not followed by", err)
+        # two markers that would share one file
+        write(path, "<!-- bench-chart:dynconv:::B=2 T=64 D=8:W -->\n<!-- /bench-chart:dynconv:::B=2 T=64 D=8:W -->\n"
+                    "<!-- bench-chart:dynconv:::B=2  T=64 D=8:W -->\n<!-- /bench-chart:dynconv:::B=2  T=64 D=8:W -->\n")
+        code, err = self.run_tool()
+        self.assertEqual(code, 1, err)
+        self.assertIn(f"both give figures/{CHART_SVG}", err)
 
     def test_bad_input(self):
         self.assertRaises(ValueError, bt.parse_name, "dynconv:sideways")

@@ -11,7 +11,8 @@
 #   make labs         list the chapters' labs; make lab LAB=name checks yours; make lab-check proves the checkers
 #   make fuzz         libFuzzer on the .npy reader for FUZZ_SECONDS (default 60); any crash fails it
 #
-# Options: ARCH (default "80 90"), NVCC, REQUIRE_CUDA=1 (fail without nvcc), SANITIZE=1.
+# Options: ARCH (default "80 90"), BUNDLE_ARCH (what gpu-bundle builds for, default "90": the lent H100 and H200
+# machines), NVCC, REQUIRE_CUDA=1 (fail without nvcc), SANITIZE=1.
 #
 # The library is one shared object, build/lib/libladder.so, holding every kernel (and the static CUDA runtime)
 # once; the program, the tests and the labs load it through their $ORIGIN-relative rpath, so that build/ can be
@@ -20,6 +21,7 @@
 # there), and its launcher must refuse other GPUs.
 
 ARCH ?= 80 90
+BUNDLE_ARCH ?= 90
 NVCC ?= nvcc
 ifeq ($(origin CC),default)
   CC := gcc
@@ -88,7 +90,7 @@ HAVE_CRITERION := $(if $(wildcard /usr/include/criterion/criterion.h /usr/local/
 all: $(LIB) $(LADDER) $(if $(filter 1,$(HAVE_CRITERION)),$(TESTS))
 
 help:
-	@sed -n '2,/^# Options/p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 
 $(OBJ)/%.o: %.c $(OBJ)/flags.inputs
 	@mkdir -p $(dir $@)
@@ -154,7 +156,7 @@ docs: deps-docs
 	doxygen docs/Doxyfile
 
 gpu-bundle:
-	@$(MAKE) --no-print-directory REQUIRE_CUDA=1 all
+	@$(MAKE) --no-print-directory REQUIRE_CUDA=1 ARCH="$(BUNDLE_ARCH)" all
 	tools/make-gpu-bundle.sh $(BUILD)
 
 include chapters/labs/labs.mk

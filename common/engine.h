@@ -114,6 +114,7 @@ typedef struct ladder_algo {
     const ladder_tensor_spec *tensors; /**< every named tensor, inputs and outputs */
     int n_tensors;                     /**< how many */
     const char *varlen_dim;   /**< the size packed sequences share ("T"), NULL without varlen */
+    const char *varlen_dim2;  /**< the size a second index tensor packs ("Sk" beside "Sq"); NULL: one index tensor */
     const char *varlen_batch; /**< the size that is 1 when sequences are packed ("B") */
     /** A dimension that is not a param (e.g. N, the number of sequences), or -1 if @p name is unknown. May be NULL. */
     int64_t (*derived_dim)(const void *problem, const ladder_tensor *index, const char *name);
@@ -165,6 +166,8 @@ typedef struct ladder_case_opts {
     bool strided;                         /**< inputs are views into larger NaN-padded buffers */
     int n_seqs;                           /**< > 0: pack sequences of these lengths along varlen_dim */
     int64_t seqlens[LADDER_MAX_SEQS];     /**< their lengths (0 allowed) */
+    bool has_seqlens2;                    /**< a second index tensor packs seqlens2 (else the same seqlens) */
+    int64_t seqlens2[LADDER_MAX_SEQS];    /**< the n_seqs lengths along a second index tensor's size (flash: keys) */
     uint32_t with;                        /**< bit i: include optional tensor i (input, or output asked for) */
     double gate_normalizer;               /**< ::LADDER_FILL_LOG_GATE divides by it (0 means 1) */
 } ladder_case_opts;
@@ -179,7 +182,10 @@ typedef struct ladder_case {
     bool backward;                             /**< the backward runs too (its inputs are present) */
 } ladder_case;
 
-/** Make a seeded random case of @p problem (copied; varlen options set T and B). */
+/**
+ * Make a seeded random case of @p problem (copied). Varlen options build every index tensor of the algorithm
+ * (the first from seqlens, a second from seqlens2 or seqlens) and set each one's packed size and varlen_batch.
+ */
 ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const void *problem,
                                const ladder_case_opts *opts);
 /** The same case with every float input rounded to @p precision (bf16 or f16), strides and NaN padding kept. */

@@ -114,6 +114,20 @@ LADDER_HOST_DEVICE ladder_attn_seq ladder_attn_sequence(const int32_t *cu_q, con
 }
 
 /**
+ * The packed sequence that row @p t (0 <= t < cu[n_seqs]) belongs to: the last s with cu[s] <= t, so that empty
+ * sequences, which own no row, are skipped (a binary search over the @p n_seqs + 1 offsets).
+ */
+LADDER_HOST_DEVICE int64_t ladder_attn_seq_index(const int32_t *cu, int64_t n_seqs, int64_t t) {
+    int64_t lo = 0, hi = n_seqs; /* invariant: cu[lo] <= t < cu[hi] */
+    while (hi - lo > 1) {
+        const int64_t mid = (lo + hi) / 2;
+        if (cu[mid] <= t) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/**
  * The keys [*lo, *hi) that query row @p i (0-based within its sequence of @p Lq rows and @p Lk keys) may see.
  * The diagonal is key i + Lk - Lq, or key i with top-left causal; causal cuts right of it, the window
  * (left, right; -1 = unbounded) keeps keys diag - left .. diag + right. Empty (lo >= hi): the row is fully masked.

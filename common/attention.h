@@ -128,6 +128,34 @@ LADDER_HOST_DEVICE int64_t ladder_attn_seq_index(const int32_t *cu, int64_t n_se
 }
 
 /**
+ * How a grid covers packed sequences with tiles of @p rows rows each, never letting a tile straddle two
+ * sequences: tile @p tile is rows [*row0, *row0 + rows) of sequence *seq (clipped to its length). Without
+ * @p cu there is one sequence of @p L rows. Returns false for a tile past the last one; a grid of
+ * ladder_attn_tiles_bound() tiles covers every row.
+ */
+LADDER_HOST_DEVICE bool ladder_attn_tile(const int32_t *cu, int64_t n_seqs, int64_t L, int64_t rows, int64_t tile,
+                                         int64_t *seq, int64_t *row0) {
+    if (!cu) {
+        *seq = 0, *row0 = tile * rows;
+        return *row0 < L;
+    }
+    for (int64_t s = 0; s < n_seqs; s++) { /* a linear scan: sequences are few beside the tiles they hold */
+        const int64_t n = ((int64_t)cu[s + 1] - cu[s] + rows - 1) / rows;
+        if (tile < n) {
+            *seq = s, *row0 = tile * rows;
+            return true;
+        }
+        tile -= n;
+    }
+    return false;
+}
+
+/** Tiles enough for ladder_attn_tile(): each of the @p n_seqs sequences (0 without packing) wastes at most one. */
+LADDER_HOST_DEVICE int64_t ladder_attn_tiles_bound(int64_t L, int64_t rows, int64_t n_seqs) {
+    return (L + rows - 1) / rows + n_seqs;
+}
+
+/**
  * The keys [*lo, *hi) that query row @p i (0-based within its sequence of @p Lq rows and @p Lk keys) may see.
  * The diagonal is key i + Lk - Lq, or key i with top-left causal; causal cuts right of it, the window
  * (left, right; -1 = unbounded) keeps keys diag - left .. diag + right. Empty (lo >= hi): the row is fully masked.

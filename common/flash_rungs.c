@@ -7,6 +7,6 @@
 #define GPU(f) NULL /* not built: the dispatcher reports the rung unavailable */
 #endif
 
-/* gpu_tiled and gpu_tensorcore are not written yet: NULL, so the dispatcher says "rung ... was not built" */
-const flash_fn flash_fwd_rungs[LADDER_RUNG_COUNT] = {flash_fwd_cpu, GPU(flash_fwd_gpu_naive), NULL, NULL};
-const flash_fn flash_bwd_rungs[LADDER_RUNG_COUNT] = {flash_bwd_cpu, GPU(flash_bwd_gpu_naive), NULL, NULL};
+/* gpu_tensorcore is not written yet: NULL, so the dispatcher says "rung gpu_tensorcore was not built" */
+const flash_fn flash_fwd_rungs[LADDER_RUNG_COUNT] = {flash_fwd_cpu, GPU(flash_fwd_gpu_naive), GPU(flash_fwd_gpu_tiled), NULL};
+const flash_fn flash_bwd_rungs[LADDER_RUNG_COUNT] = {flash_bwd_cpu, GPU(flash_bwd_gpu_naive), GPU(flash_bwd_gpu_tiled), NULL};

@@ -26,6 +26,13 @@ const ladder_algo *ladder_algo_find(const char *name) {
     return NULL;
 }
 
+ladder_status ladder_algo_rung_available(const ladder_algo *algo, ladder_rung rung) {
+    ladder_status st = ladder_rung_available(rung);
+    if (st == LADDER_OK && (unsigned)rung < 32 && ((algo->rungs_missing >> rung) & 1u))
+        st = ladder_fail(LADDER_ERR_UNAVAILABLE, "%s has no %s rung yet", algo->name, ladder_rung_name(rung));
+    return st;
+}
+
 int ladder_algo_tensor(const ladder_algo *algo, const char *name) {
     for (int i = 0; name && i < algo->n_tensors; i++)
         if (strcmp(algo->tensors[i].name, name) == 0) return i;

@@ -128,6 +128,7 @@ typedef struct ladder_algo {
     double (*flops)(const void *problem, ladder_pass pass);
     const void *bench_problems; /**< problem structs `ladder bench` sweeps, problem_size apart */
     int n_bench_problems;       /**< how many */
+    uint32_t rungs_missing;     /**< bit r: the algorithm has no rung r yet (skipped, like a rung not built) */
 } ladder_algo;
 
 /** Every algorithm, in chapter order. */
@@ -136,6 +137,12 @@ extern const ladder_algo *const ladder_algos[];
 extern const int ladder_n_algos;
 /** The algorithm called @p name, or NULL. */
 const ladder_algo *ladder_algo_find(const char *name);
+
+/**
+ * LADDER_OK when @p algo can run on @p rung here: ladder_rung_available(), and the algorithm has that rung
+ * (LADDER_ERR_UNAVAILABLE "flash has no gpu_tensorcore rung yet" otherwise).
+ */
+ladder_status ladder_algo_rung_available(const ladder_algo *algo, ladder_rung rung);
 
 /** Index of the tensor called @p name, or -1. */
 int ladder_algo_tensor(const ladder_algo *algo, const char *name);

@@ -125,8 +125,8 @@ void test_expect_deterministic(const test_case *t) {
     ladder_case_free(&c);
 }
 
-void harness_require_rung(ladder_rung rung) {
-    if (ladder_rung_available(rung) != LADDER_OK) cr_skip_test("%s", ladder_last_error());
+void harness_require_rung(const test_case *t) {
+    if (ladder_algo_rung_available(test_case_algo(t), t->rung) != LADDER_OK) cr_skip_test("%s", ladder_last_error());
 }
 
 bool harness_small(void) {

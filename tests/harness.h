@@ -88,8 +88,8 @@ void test_expect_results_close(const char *who, const test_case *t, const ladder
 /** Run @p t's rung 10 times; assert every output is bitwise equal to the first run's. */
 void test_expect_deterministic(const test_case *t);
 
-/** Skip the current test (with the reason) unless @p rung can run here. */
-void harness_require_rung(ladder_rung rung);
+/** Skip the current test (with the reason) unless @p t's algorithm can run on its rung here. */
+void harness_require_rung(const test_case *t);
 /** True when LADDER_TEST_SMALL=1: small grids, for compute-sanitizer runs. */
 bool harness_small(void);
 /** Create a fresh directory /tmp/ladder-<tag>-XXXXXX into @p dir (@p n bytes); the test fails if it cannot. */

@@ -36,7 +36,7 @@ static float at(const ladder_result *r, const char *name, int64_t i) {
 
 /* Run rung @p i on @p c (rounded to its dtype first); false, running nothing, when the rung cannot run here. */
 static bool run(int i, const ladder_case *c, ladder_result *r) {
-    if (ladder_rung_available(rungs[i].rung) != LADDER_OK) return false;
+    if (ladder_algo_rung_available(&ladder_flash_algo, rungs[i].rung) != LADDER_OK) return false;
     ladder_case rounded = {0};
     const ladder_run_opts once = {0};
     if (rungs[i].dtype != LADDER_F32) cr_assert_eq(ladder_case_rounded(c, rungs[i].dtype, &rounded), LADDER_OK);

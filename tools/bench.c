@@ -56,7 +56,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     const double t0 = tool_now_ms();
     int steps = 2, step = 0, failures = 0;
     for (int i = 1; i < N_PLAN; i++)
-        steps += tool_rung_wanted(o, plan[i].rung) && ladder_rung_available(plan[i].rung) == LADDER_OK;
+        steps += tool_rung_wanted(o, plan[i].rung) && ladder_algo_rung_available(algo, plan[i].rung) == LADDER_OK;
 
     progress(algo->name, shape, ++step, steps, "random inputs", t0);
     ladder_case c;
@@ -79,7 +79,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     for (int i = 1; i < N_PLAN && *n_rows + 2 <= max_rows; i++) {
         ladder_rung rung = plan[i].rung;
         ladder_dtype dt = plan[i].dtype;
-        if (!tool_rung_wanted(o, rung) || ladder_rung_available(rung) != LADDER_OK) continue;
+        if (!tool_rung_wanted(o, rung) || ladder_algo_rung_available(algo, rung) != LADDER_OK) continue;
         char what[64];
         snprintf(what, sizeof what, "%s %s", ladder_rung_name(rung), ladder_dtype_name(dt));
         progress(algo->name, shape, ++step, steps, what, t0);

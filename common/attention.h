@@ -97,7 +97,10 @@ LADDER_HOST_DEVICE int64_t ladder_attn_kv_head(int64_t h, int64_t Hq, int64_t Hk
 
 /** One sequence: its query rows [q0, q0 + Lq) and keys [k0, k0 + Lk) along Sq and Sk. */
 typedef struct ladder_attn_seq {
-    int64_t q0, Lq, k0, Lk;
+    int64_t q0; /**< its first query row along Sq */
+    int64_t Lq; /**< its query rows */
+    int64_t k0; /**< its first key along Sk */
+    int64_t Lk; /**< its keys */
 } ladder_attn_seq;
 
 /** Sequence @p s: from cu_seqlens_q/k when given (packed sequences), else the whole batch row (0..Sq, 0..Sk). */

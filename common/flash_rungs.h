@@ -28,6 +28,8 @@ ladder_status flash_fwd_gpu_naive(const ladder_flash_problem *p, const ladder_fl
 ladder_status flash_bwd_gpu_naive(const ladder_flash_problem *p, const ladder_flash_args *a);
 ladder_status flash_fwd_gpu_tiled(const ladder_flash_problem *p, const ladder_flash_args *a);
 ladder_status flash_bwd_gpu_tiled(const ladder_flash_problem *p, const ladder_flash_args *a);
+ladder_status flash_fwd_gpu_tensorcore(const ladder_flash_problem *p, const ladder_flash_args *a);
+ladder_status flash_bwd_gpu_tensorcore(const ladder_flash_problem *p, const ladder_flash_args *a);
 
 #ifdef __cplusplus
 }

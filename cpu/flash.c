@@ -37,9 +37,15 @@ static void gather(const ladder_tensor *t, int64_t b, int64_t h, int64_t s0, int
     }
 }
 
+/* a . b with 8 partial sums, added in a fixed order: the compiler may keep them in one SIMD register (it
+ * may not reorder a single running sum), and the result does not depend on the thread count */
 static float dot(const float *a, const float *b, int64_t n) {
-    float acc = 0.0f;
-    for (int64_t e = 0; e < n; e++) acc += a[e] * b[e];
+    float part[8] = {0};
+    int64_t e = 0;
+    for (; e + 8 <= n; e += 8)
+        for (int k = 0; k < 8; k++) part[k] += a[e + k] * b[e + k];
+    float acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    for (; e < n; e++) acc += a[e] * b[e];
     return acc;
 }
 

@@ -129,6 +129,12 @@ typedef struct ladder_algo {
     const void *bench_problems; /**< problem structs `ladder bench` sweeps, problem_size apart */
     int n_bench_problems;       /**< how many */
     uint32_t rungs_missing;     /**< bit r: the algorithm has no rung r yet (skipped, like a rung not built) */
+    /**
+     * The rung `ladder bench` checks every other rung against (0: cpu). An algorithm whose bench problems would
+     * take the cpu rung minutes names a GPU rung here; the cpu rung is then not run at those sizes, and the
+     * speedup column stays empty. Without a GPU the cpu rung is the reference after all.
+     */
+    ladder_rung bench_reference;
 } ladder_algo;
 
 /** Every algorithm, in chapter order. */

@@ -144,6 +144,8 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
             ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_first, &hi_first);
             ladder_attn_key_range(i0 + rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &hi_last);
             if (hi_last <= j0 || lo_first >= j0 + keys) continue; /* the ranges move right: no row sees this tile */
+            /* every row of the query tile sees every key of this one: no mask test (the diagonal tiles apply it) */
+            const bool full = j0 >= lo_last && j0 + BC <= hi_first && rows == BR;
             __syncthreads(); /* every warp is done with the previous Q, dO, P^T and dS^T tiles */
             load_tile<BR>(Qs, LDK, a.q, b, h, seq.q0 + i0, rows, a.D, HD);
             load_tile<BR>(dOs, LDV, a.dout, b, h, seq.q0 + i0, rows, a.Dv, HDV);
@@ -166,9 +168,12 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
                         float P[2], dS[2];
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
-                            int64_t lo, hi;
-                            ladder_attn_key_range(i0 + r + e, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
-                            const bool seen = c < keys && r + e < rows && j0 + c >= lo && j0 + c < hi;
+                            bool seen = true;
+                            if (!full) {
+                                int64_t lo, hi;
+                                ladder_attn_key_range(i0 + r + e, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+                                seen = c < keys && r + e < rows && j0 + c >= lo && j0 + c < hi;
+                            }
                             p_ds(a, sT[nb][2 * k + e], dpT[nb][2 * k + e], Ls[r + e], Ds[r + e], seen, &P[e], &dS[e]);
                         }
                         *(uint32_t *)(PT + c * LDP + r) = ladder_pack2_float<T>(P[0], P[1]);

@@ -16,9 +16,7 @@ namespace {
 template <class T> ladder_status fwd_for(const args &a) {
     const head_dims d = pick_head_dims(a.D, a.Dv);
     switch (d.hd * 1000 + d.hdv) {
-    case 32032: return fwd_launch<T, 32, 32>(a);
     case 64064: return fwd_launch<T, 64, 64>(a);
-    case 96096: return fwd_launch<T, 96, 96>(a);
     case 128128: return fwd_launch<T, 128, 128>(a);
     case 192192: return fwd_launch<T, 192, 192>(a);
     case 192128: return fwd_launch<T, 192, 128>(a);
@@ -29,9 +27,7 @@ template <class T> ladder_status fwd_for(const args &a) {
 template <class T> ladder_status bwd_for(const args &a, bool deterministic) {
     const head_dims d = pick_head_dims(a.D, a.Dv);
     switch (d.hd * 1000 + d.hdv) {
-    case 32032: return bwd_launch<T, 32, 32>(a, deterministic);
     case 64064: return bwd_launch<T, 64, 64>(a, deterministic);
-    case 96096: return bwd_launch<T, 96, 96>(a, deterministic);
     case 128128: return bwd_launch<T, 128, 128>(a, deterministic);
     case 192192: return bwd_launch<T, 192, 192>(a, deterministic);
     case 192128: return bwd_launch<T, 192, 128>(a, deterministic);

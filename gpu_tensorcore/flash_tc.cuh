@@ -2,10 +2,11 @@
  * gpu_tensorcore/flash_tc.cuh: what the tensor-core flash kernels share: the arguments, the head-dim
  * configurations, and the loop that stages a tile of 16-bit rows in shared memory.
  *
- * Head dims: a kernel is compiled for a padded pair (HD, HDV) of multiples of 16: (32,32), (64,64), (96,96),
- * (128,128), (192,192), (192,128) and (256,256). Any D, Dv <= 256 runs on the smallest pair that holds both;
- * the padding columns are zero in shared memory, so they add nothing to a dot product and produce output
- * columns that are never written.
+ * Head dims: a kernel is compiled for a padded pair (HD, HDV) of multiples of 16: (64,64), (128,128),
+ * (192,192), (192,128) and (256,256). Any D, Dv <= 256 runs on the smallest pair that holds both (32 on 64,
+ * 96 on 128): the padding columns are zero in shared memory, so they add nothing to a dot product and produce
+ * output columns that are never written. Fewer pairs keep the library small; a pair of its own for 32 or 96
+ * would save their padding's work.
  */
 #ifndef LADDER_GPU_TENSORCORE_FLASH_TC_CUH
 #define LADDER_GPU_TENSORCORE_FLASH_TC_CUH
@@ -72,7 +73,7 @@ struct head_dims {
 inline head_dims pick_head_dims(int64_t D, int64_t Dv) {
     if (D <= 192 && D > 128 && Dv <= 128) return {192, 128};
     const int64_t d = D > Dv ? D : Dv;
-    const int hd = d <= 32 ? 32 : d <= 64 ? 64 : d <= 96 ? 96 : d <= 128 ? 128 : d <= 192 ? 192 : 256;
+    const int hd = d <= 64 ? 64 : d <= 128 ? 128 : d <= 192 ? 192 : 256;
     return {hd, hd};
 }
 

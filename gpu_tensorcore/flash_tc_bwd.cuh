@@ -111,9 +111,12 @@ __device__ __forceinline__ void p_ds(const args &a, float s, float dP, float L, 
     *dS = p * (dP - Delta) * ladder_attn_softcap_grad(S, a.softcap);
 }
 
-/* 2. (and 3. with ATOMIC_DQ) one block per (key tile, key/value head hk, batch row b). */
-template <class T, int HD, int HDV, bool ATOMIC_DQ>
-__global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_tc_kernel(args a) {
+/*
+ * 2. (and 3. with atomic_dq) one block per (key tile, key/value head hk, batch row b). atomic_dq is a kernel
+ * argument, not a template one: the branch is uniform, and one compiled kernel serves both modes.
+ */
+template <class T, int HD, int HDV>
+__global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_tc_kernel(args a, bool atomic_dq) {
     using C = bwd_cfg<HD, HDV>;
     constexpr int BR = C::BR, BC = C::BC, LDK = C::LDK, LDV = C::LDV, LDP = C::LDP, SPLIT = C::SPLIT;
     extern __shared__ __align__(16) uint16_t smem[];
@@ -186,7 +189,7 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
             mma_xz<T, HDV / SPLIT / 8, BR / 16>(dv, PT + kw * LDP, LDP, dOs, LDV, part * (HDV / SPLIT), lane);
             mma_xz<T, HD / SPLIT / 8, BR / 16>(dk, dST + kw * LDP, LDP, Qs, LDK, part * (HD / SPLIT), lane);
 
-            if (ATOMIC_DQ) { /* dQ += scale * dS K for rows kw.. (dS = (dS^T)^T: A fragments through .trans) */
+            if (atomic_dq) { /* dQ += scale * dS K for rows kw.. (dS = (dS^T)^T: A fragments through .trans) */
 #pragma unroll 1 /* one chunk's fragments live at a time, beside the accumulators */
                 for (int d0 = part * (HD / SPLIT); d0 < (part + 1) * (HD / SPLIT); d0 += 32) {
                     float dq[4][4] = {};
@@ -324,20 +327,18 @@ template <class T, int HD, int HDV> ladder_status bwd_launch(const args &a, bool
     flash_bwd_delta_tc_kernel<T><<<ladder_blocks(rows * 32, 256), 256>>>(a);
     LADDER_LAUNCH_CHECK("flash_bwd_delta_tc_kernel");
     const dim3 kv_grid((unsigned)ladder_attn_tiles_bound(a.Sk, C::BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
+    /* atomics add into dQ's fp32 accumulator: it starts at zero (fully masked rows stay so) */
+    if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(rows * a.D)));
+    LADDER_TRY(ladder_allow_smem(flash_bwd_dkdv_tc_kernel<T, HD, HDV>, C::SMEM));
+    flash_bwd_dkdv_tc_kernel<T, HD, HDV><<<kv_grid, C::THREADS, C::SMEM>>>(a, !deterministic);
+    LADDER_LAUNCH_CHECK("flash_bwd_dkdv_tc_kernel");
     if (deterministic) {
-        LADDER_TRY(ladder_allow_smem(flash_bwd_dkdv_tc_kernel<T, HD, HDV, false>, C::SMEM));
-        flash_bwd_dkdv_tc_kernel<T, HD, HDV, false><<<kv_grid, C::THREADS, C::SMEM>>>(a);
-        LADDER_LAUNCH_CHECK("flash_bwd_dkdv_tc_kernel");
         const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
         LADDER_TRY(ladder_allow_smem(flash_bwd_dq_tc_kernel<T, HD, HDV>, C::SMEM));
         flash_bwd_dq_tc_kernel<T, HD, HDV><<<q_grid, C::THREADS, C::SMEM>>>(a);
         LADDER_LAUNCH_CHECK("flash_bwd_dq_tc_kernel");
         return LADDER_OK;
     }
-    LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(rows * a.D)));
-    LADDER_TRY(ladder_allow_smem(flash_bwd_dkdv_tc_kernel<T, HD, HDV, true>, C::SMEM));
-    flash_bwd_dkdv_tc_kernel<T, HD, HDV, true><<<kv_grid, C::THREADS, C::SMEM>>>(a);
-    LADDER_LAUNCH_CHECK("flash_bwd_dkdv_tc_kernel");
     flash_bwd_dq_convert_tc_kernel<T><<<ladder_blocks(rows * a.D, 256), 256>>>(a);
     LADDER_LAUNCH_CHECK("flash_bwd_dq_convert_tc_kernel");
     return LADDER_OK;

@@ -64,10 +64,11 @@ __device__ void load_stats(const args &a, float *Ls, float *Ds, int64_t b, int64
 
 /*
  * 2. One block per (key tile, key/value head hk, batch row b). Thread (c, t8) owns key c: its dK and dV columns
- * t8, t8+8, ... in registers. With ATOMIC_DQ the block also adds scale * dS^T K into dQ.
+ * t8, t8+8, ... in registers. With atomic_dq (a uniform branch, so one compiled kernel serves both modes) the
+ * block also adds scale * dS^T K into dQ.
  */
-template <int NC, bool ATOMIC_DQ>
-__global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a) {
+template <int NC>
+__global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a, bool atomic_dq) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
     float *Ks = smem, *Vs = Ks + BC * ld, *Qs = Vs + BC * ldv, *dOs = Qs + BR * ld;
@@ -123,7 +124,7 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a) {
                 dv[k] += sv;
                 dk[k] += sk;
             }
-            if (ATOMIC_DQ) { /* thread (r, t8) now owns query row r: dQ_r += scale * sum_c dS'_rc K_c */
+            if (atomic_dq) { /* thread (r, t8) now owns query row r: dQ_r += scale * sum_c dS'_rc K_c */
                 const int r = c;
                 if (r < rows) {
                     float *dq = a.dq + ((b * a.Hq + h) * a.Sq + seq.q0 + i0 + r) * a.D;
@@ -212,22 +213,17 @@ template <int NC> ladder_status run(const args &a, bool deterministic) {
     const size_t tiles = sizeof(float) * (size_t)((BR + BC) * (a.D + 1) + (BR + BC) * (a.Dv + 1) + 2 * BR);
     const dim3 kv_grid((unsigned)ladder_attn_tiles_bound(a.Sk, BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
     const size_t kv_smem = tiles + sizeof(float) * 2 * BC * (BR + 1);
-    if (deterministic) {
-        LADDER_TRY(ladder_allow_smem(flash_bwd_dkdv_tiled_kernel<NC, false>, kv_smem));
-        flash_bwd_dkdv_tiled_kernel<NC, false><<<kv_grid, THREADS, kv_smem>>>(a);
-        LADDER_LAUNCH_CHECK("flash_bwd_dkdv_tiled_kernel");
-        const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
-        const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1);
-        LADDER_TRY(ladder_allow_smem(flash_bwd_dq_tiled_kernel<NC>, q_smem));
-        flash_bwd_dq_tiled_kernel<NC><<<q_grid, THREADS, q_smem>>>(a);
-        LADDER_LAUNCH_CHECK("flash_bwd_dq_tiled_kernel");
-        return LADDER_OK;
-    }
     /* atomics add into dQ: it starts at zero (fully masked rows stay so) */
-    LADDER_CUDA_TRY(cudaMemsetAsync(a.dq, 0, sizeof(float) * (size_t)(rows * a.D)));
-    LADDER_TRY(ladder_allow_smem(flash_bwd_dkdv_tiled_kernel<NC, true>, kv_smem));
-    flash_bwd_dkdv_tiled_kernel<NC, true><<<kv_grid, THREADS, kv_smem>>>(a);
+    if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq, 0, sizeof(float) * (size_t)(rows * a.D)));
+    LADDER_TRY(ladder_allow_smem(flash_bwd_dkdv_tiled_kernel<NC>, kv_smem));
+    flash_bwd_dkdv_tiled_kernel<NC><<<kv_grid, THREADS, kv_smem>>>(a, !deterministic);
     LADDER_LAUNCH_CHECK("flash_bwd_dkdv_tiled_kernel");
+    if (!deterministic) return LADDER_OK;
+    const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
+    const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1);
+    LADDER_TRY(ladder_allow_smem(flash_bwd_dq_tiled_kernel<NC>, q_smem));
+    flash_bwd_dq_tiled_kernel<NC><<<q_grid, THREADS, q_smem>>>(a);
+    LADDER_LAUNCH_CHECK("flash_bwd_dq_tiled_kernel");
     return LADDER_OK;
 }
 

@@ -25,7 +25,7 @@
  * | cpu            | f32                          | f32       | 1..256    |
  * | gpu_naive      | f32                          | f32       | 1..256    |
  * | gpu_tiled      | f32                          | f32       | 1..256    |
- * | gpu_tensorcore | bf16 or f16 (all the same)   | f32       | 1..256: kernels for 64, 128, 192 (Dv 192 or 128), 256; the rest padded |
+ * | gpu_tensorcore | bf16 or f16 (all the same)   | f32       | 1..256 (kernels for 64, 128, 192, 256; padded) |
  *
  * The CPU rung takes host pointers, the GPU rungs device pointers (cu_seqlens included). The cpu and
  * gpu_naive rungs are always deterministic; gpu_tiled and gpu_tensorcore accumulate dQ with atomics (the

@@ -157,7 +157,7 @@ __device__ __forceinline__ void ladder_mma_m16n8k8<__half>(float (&d)[4], const 
  */
 // clang-format on
 
-/** Four 8 x 8 matrices of 16-bit elements from shared memory; lane l passes the row address @p row (16-byte aligned). */
+/** Four 8 x 8 matrices of 16-bit elements from shared memory; lane l passes the address @p row (16-byte aligned). */
 __device__ __forceinline__ void ladder_ldsm_x4(uint32_t (&r)[4], const uint16_t *row) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

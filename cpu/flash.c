@@ -178,7 +178,8 @@ static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_a
                          * through the softmax dS_ij = P_ij (dP_ij - Delta_i); through the softcap and the scale,
                          * dQ_i += scale * dS'_ij K_j */
                         const float S = score(p, scale, q, kj), P = expf(S - L);
-                        const float dS = P * (dot(dO, V + (j - klo) * Dv, Dv) - Delta) * ladder_attn_softcap_grad(S, cap);
+                        const float dP = dot(dO, V + (j - klo) * Dv, Dv);
+                        const float dS = P * (dP - Delta) * ladder_attn_softcap_grad(S, cap);
                         for (int64_t e = 0; e < D; e++) dqi[e] += scale * dS * kj[e];
                     }
                 }
@@ -233,7 +234,8 @@ static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash
                         for (int64_t j = lo; j < hi; j++) {
                             const float *kj = K + (j - j0) * D;
                             const float S = score(p, scale, q, kj), P = expf(S - L);
-                            const float dS = P * (dot(dO, V + (j - j0) * Dv, Dv) - Delta) * ladder_attn_softcap_grad(S, cap);
+                            const float dP = dot(dO, V + (j - j0) * Dv, Dv);
+                            const float dS = P * (dP - Delta) * ladder_attn_softcap_grad(S, cap);
                             /* forward: O_i += P_ij V_j and S_ij = scale * Q_i . K_j, so V_j collects P_ij dO_i and
                              * K_j collects scale * dS'_ij Q_i, from every query row (and head) that sees it */
                             for (int64_t e = 0; e < Dv; e++) dvb[(j - j0) * Dv + e] += P * dO[e];

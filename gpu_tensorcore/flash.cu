@@ -57,7 +57,8 @@ extern "C" ladder_status flash_bwd_gpu_tensorcore(const ladder_flash_problem *fp
     LADDER_TRY(scratch(&a.delta, rows));
     ladder_status st = fp->deterministic ? LADDER_OK : scratch(&a.dq_accum, rows * a.D);
     if (st == LADDER_OK)
-        st = fa->q.dtype == LADDER_BF16 ? bwd_for<__nv_bfloat16>(a, fp->deterministic) : bwd_for<__half>(a, fp->deterministic);
+        st = fa->q.dtype == LADDER_BF16 ? bwd_for<__nv_bfloat16>(a, fp->deterministic)
+                                        : bwd_for<__half>(a, fp->deterministic);
     /* freed in stream order, after the kernels that use them; a failed free is reported unless an error came first */
     cudaError_t e1 = cudaFreeAsync(a.delta, 0), e2 = a.dq_accum ? cudaFreeAsync(a.dq_accum, 0) : cudaSuccess;
     if (st == LADDER_OK && (e1 != cudaSuccess || e2 != cudaSuccess))

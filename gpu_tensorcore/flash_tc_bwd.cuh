@@ -92,7 +92,8 @@ __device__ __forceinline__ void mma_xz(float (&acc)[NB][4], const uint16_t *X, i
 #pragma unroll
         for (int nb = 0; nb < NB; nb += 2) {
             uint32_t zb[4];
-            ladder_ldsm_x4_trans(zb, Z + (kb * 16 + lane % 8 + (lane / 8 % 2) * 8) * ldz + z_col + nb * 8 + (lane / 16) * 8);
+            const int row = kb * 16 + lane % 8 + (lane / 8 % 2) * 8, col = z_col + nb * 8 + (lane / 16) * 8;
+            ladder_ldsm_x4_trans(zb, Z + row * ldz + col);
             ladder_mma_m16n8k16<T>(acc[nb], xa, zb[0], zb[1]);
             ladder_mma_m16n8k16<T>(acc[nb + 1], xa, zb[2], zb[3]);
         }
@@ -196,11 +197,13 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
 #pragma unroll
                     for (int kb = 0; kb < BC / 16; kb++) {
                         uint32_t xa[4];
-                        ladder_ldsm_x4_trans(xa, dST + (kb * 16 + lane % 8 + (lane / 16) * 8) * LDP + kw + (lane / 8 % 2) * 8);
+                        const int key = kb * 16 + lane % 8 + (lane / 16) * 8;
+                        ladder_ldsm_x4_trans(xa, dST + key * LDP + kw + (lane / 8 % 2) * 8);
 #pragma unroll
                         for (int nb = 0; nb < 4; nb += 2) {
                             uint32_t zb[4];
-                            ladder_ldsm_x4_trans(zb, Ks + (kb * 16 + lane % 8 + (lane / 8 % 2) * 8) * LDK + d0 + nb * 8 + (lane / 16) * 8);
+                            const int row = kb * 16 + lane % 8 + (lane / 8 % 2) * 8;
+                            ladder_ldsm_x4_trans(zb, Ks + row * LDK + d0 + nb * 8 + (lane / 16) * 8);
                             ladder_mma_m16n8k16<T>(dq[nb], xa, zb[0], zb[1]);
                             ladder_mma_m16n8k16<T>(dq[nb + 1], xa, zb[2], zb[3]);
                         }

@@ -78,7 +78,8 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
         ladder_cp_async_wait_group<0>();
         __syncthreads(); /* every thread's copies (and the Q tile) have landed */
 
-        /* S = Q K^T for the warp's 16 rows: A from Q's rows, B from K's rows as they lie (two key blocks per ldmatrix) */
+        /* S = Q K^T for the warp's 16 rows: A from Q's rows, B from K's rows as they lie (two key blocks per
+         * ldmatrix) */
         float sc[BC / 8][4];
 #pragma unroll
         for (int nb = 0; nb < BC / 8; nb++) sc[nb][0] = sc[nb][1] = sc[nb][2] = sc[nb][3] = 0.0f;
@@ -135,7 +136,8 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
 #pragma unroll
             for (int nd = 0; nd < HDV / 8; nd += 2) {
                 uint32_t vb[4];
-                ladder_ldsm_x4_trans(vb, Vs + (kb * 16 + lane % 8 + (lane / 8 % 2) * 8) * LDV + nd * 8 + (lane / 16) * 8);
+                const int key = kb * 16 + lane % 8 + (lane / 8 % 2) * 8;
+                ladder_ldsm_x4_trans(vb, Vs + key * LDV + nd * 8 + (lane / 16) * 8);
                 ladder_mma_m16n8k16<T>(o[nd], pa, vb[0], vb[1]);
                 ladder_mma_m16n8k16<T>(o[nd + 1], pa, vb[2], vb[3]);
             }

@@ -108,8 +108,9 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a, b
                 ladder_attn_key_range(i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
                 const bool seen = c < keys && j0 + c >= lo && j0 + c < hi;
                 float *P = Ps + c * (BR + 1) + r, *dS = dSs + c * (BR + 1) + r;
-                if (full) p_and_ds<false>(a, Qs + r * ld, Ks + c * ld, dOs + r * ldv, Vs + c * ldv, Ls[r], Ds[r], seen, P, dS);
-                else p_and_ds<true>(a, Qs + r * ld, Ks + c * ld, dOs + r * ldv, Vs + c * ldv, Ls[r], Ds[r], seen, P, dS);
+                const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
+                if (full) p_and_ds<false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, P, dS);
+                else p_and_ds<true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, P, dS);
             }
             __syncthreads(); /* dQ below reads other keys' dS */
             /* dV_c += sum_r P_rc dO_r and dK_c += sum_r dS'_rc Q_r (scale applied at the end) */
@@ -186,8 +187,9 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dq_tiled_kernel(args a) {
             const int c = t8 + LANES * kk;
             const bool seen = r < rows && j0 + c >= lo && j0 + c < hi;
             float P, *dS = dSs + r * (BC + 1) + c;
-            if (full) p_and_ds<false>(a, Qs + r * ld, Ks + c * ld, dOs + r * ldv, Vs + c * ldv, Ls[r], Ds[r], seen, &P, dS);
-            else p_and_ds<true>(a, Qs + r * ld, Ks + c * ld, dOs + r * ldv, Vs + c * ldv, Ls[r], Ds[r], seen, &P, dS);
+            const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
+            if (full) p_and_ds<false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, &P, dS);
+            else p_and_ds<true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, &P, dS);
         }
         __syncwarp(); /* row r's dS was written by its 8 lanes, all in this warp */
 #pragma unroll

@@ -26,7 +26,8 @@ static ladder_tensor outs[5]; /* o, lse, dq, dk, dv */
 static int32_t cu_q[3], cu_k[3];
 
 static ladder_tensor *field(ladder_flash_args *args, const char *name) {
-    return (ladder_tensor *)((char *)args + ladder_flash_algo.tensors[ladder_algo_tensor(&ladder_flash_algo, name)].offset);
+    const int i = ladder_algo_tensor(&ladder_flash_algo, name);
+    return (ladder_tensor *)((char *)args + ladder_flash_algo.tensors[i].offset);
 }
 
 static void setup(void) {
@@ -133,7 +134,8 @@ Test(flash_args, cu_seqlens_count_the_same_sequences) {
 }
 
 Test(flash_args, the_tensor_core_rung_refuses_f32) {
-    both_fail(LADDER_RUNG_GPU_TENSORCORE, LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes q as bf16 or f16, not f32");
+    both_fail(LADDER_RUNG_GPU_TENSORCORE, LADDER_ERR_UNSUPPORTED,
+              "rung gpu_tensorcore takes q as bf16 or f16, not f32");
 }
 
 Test(flash_args, lse_stays_f32_at_every_rung) {

@@ -65,11 +65,13 @@ Test(flash_rules, fully_masked_rows_give_zero_output_minus_inf_lse_and_zero_grad
                           (long long)row, lse);
                 for (int e = 0; e < 8; e++) {
                     float v = at(&r, "o", at_row * 8 + e);
-                    cr_assert(row < 3 ? v == 0.0f : isfinite(v), "%s: o[%d,%lld,%d] = %g", who, h, (long long)row, e, v);
+                    cr_assert(row < 3 ? v == 0.0f : isfinite(v), "%s: o[%d,%lld,%d] = %g", who, h, (long long)row,
+                              e, v);
                 }
                 for (int e = 0; e < 16; e++) {
                     float v = at(&r, "dq", at_row * 16 + e);
-                    cr_assert(row < 3 ? v == 0.0f : isfinite(v), "%s: dq[%d,%lld,%d] = %g", who, h, (long long)row, e, v);
+                    cr_assert(row < 3 ? v == 0.0f : isfinite(v), "%s: dq[%d,%lld,%d] = %g", who, h, (long long)row,
+                              e, v);
                 }
             }
         ladder_result_free(&r);
@@ -92,10 +94,13 @@ Test(flash_rules, causal_alignment_by_hand) {
             const double tol = ladder_tolerance(rungs[i].dtype);
             for (int e = 0; e < 8; e++) {
                 /* top-left: o = v[key 0] exactly (one key, P = 1); bottom-right: the same as no mask */
-                double want = causal == LADDER_CAUSAL_TOP_LEFT ? ladder_tensor_get(&c.t[2], ladder_tensor_offset(&c.t[2], (int64_t[]){0, 0, 0, e}))
-                                                              : at(&r_none, "o", e);
-                cr_assert(fabs(at(&r, "o", e) - want) <= 4 * tol * (fabs(want) + 1), "%s causal %d: o[%d] = %g, want %g",
-                          ladder_rung_name(rungs[i].rung), causal, e, at(&r, "o", e), want);
+                const int64_t v0e[4] = {0, 0, 0, e}; /* v[b=0, head 0, key 0, e] */
+                double want = causal == LADDER_CAUSAL_TOP_LEFT
+                                  ? ladder_tensor_get(&c.t[2], ladder_tensor_offset(&c.t[2], v0e))
+                                  : at(&r_none, "o", e);
+                cr_assert(fabs(at(&r, "o", e) - want) <= 4 * tol * (fabs(want) + 1),
+                          "%s causal %d: o[%d] = %g, want %g", ladder_rung_name(rungs[i].rung), causal, e,
+                          at(&r, "o", e), want);
             }
             ladder_result_free(&r);
             ladder_result_free(&r_none);

@@ -28,7 +28,7 @@ static void progress(const char *algo, const char *shape, int step, int steps, c
     fprintf(stderr, "bench %s [%s] %d/%d %s (%.1f s)\n", algo, shape, step, steps, what, (tool_now_ms() - t0) * 1e-3);
 }
 
-/* @p cpu: the cpu rung's result, for the speedup; NULL when the cpu rung did not run (speedup left at 0, unmeasured). */
+/* @p cpu: the cpu rung's result, for the speedup; NULL when the cpu rung did not run (speedup 0: unmeasured). */
 static void add_rows(const ladder_algo *algo, const ladder_case *c, const char *shape, ladder_rung rung,
                      ladder_dtype dt, const ladder_result *res, const ladder_result *cpu, bench_row *rows, int *n) {
     for (int pass = 0; pass < 2; pass++) {

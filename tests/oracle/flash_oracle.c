@@ -55,7 +55,8 @@ void flash_oracle_fwd(const ladder_flash_problem *fp, const double *cu_q, const 
                 int64_t r = ROWQ(u.b, h, u.q0 + i);
                 double m = -INFINITY, l = 0, unused;
                 for (int64_t j = 0; j < u.Lk; j++)
-                    if (allowed(p, i, j, u.Lq, u.Lk)) m = fmax(m, score(p, q + r * D, k + ROWK(u.b, hk, u.k0 + j) * D, &unused));
+                    if (allowed(p, i, j, u.Lq, u.Lk))
+                        m = fmax(m, score(p, q + r * D, k + ROWK(u.b, hk, u.k0 + j) * D, &unused));
                 for (int64_t e = 0; e < Dv; e++) o[r * Dv + e] = 0;
                 for (int64_t j = 0; j < u.Lk; j++) {
                     if (!allowed(p, i, j, u.Lq, u.Lk)) continue;

@@ -33,9 +33,10 @@ int main(void) {
         double want = 0.0;
         for (int64_t e = 0; e < p.attn.Sq * p.attn.D; e++) want += (double)q[e] * dq[e];
         want /= scale;
-        double got = lab2_dscale(p.attn.Sq, p.attn.Sk, p.attn.D, p.attn.Dv, scale, q, labcheck_tensor(&c, &ref, "k")->data,
-                                 labcheck_tensor(&c, &ref, "v")->data, labcheck_tensor(&c, &ref, "o")->data,
-                                 labcheck_tensor(&c, &ref, "lse")->data, labcheck_tensor(&c, &ref, "do")->data);
+        const float *k = labcheck_tensor(&c, &ref, "k")->data, *v = labcheck_tensor(&c, &ref, "v")->data,
+                    *o = labcheck_tensor(&c, &ref, "o")->data, *lse = labcheck_tensor(&c, &ref, "lse")->data,
+                    *dout = labcheck_tensor(&c, &ref, "do")->data;
+        double got = lab2_dscale(p.attn.Sq, p.attn.Sk, p.attn.D, p.attn.Dv, scale, q, k, v, o, lse, dout);
         ladder_result_free(&ref);
         ladder_case_free(&c);
         /* fp32 rounding in the reference's dq: relative 1e-4, with a floor for a sum that cancels to near 0 */

@@ -62,11 +62,14 @@ ladder_status ladder_check_disjoint(const ladder_tensor *out, const char *out_na
 
 ladder_status ladder_check_outputs_disjoint(const ladder_tensor *const *outs, const char *const *out_names, int n_outs,
                                             const ladder_tensor *const *ins, const char *const *in_names, int n_ins) {
-    for (int o = 0; o < n_outs; o++) {
+    /* every output against the inputs first: an output laid onto an input is named with that input, even when
+     * it is larger and runs on into another output */
+    for (int o = 0; o < n_outs; o++)
         for (int i = 0; i < n_ins; i++) {
             ladder_status st = ladder_check_disjoint(outs[o], out_names[o], ins[i], in_names[i]);
             if (st != LADDER_OK) return st;
         }
+    for (int o = 0; o < n_outs; o++) {
         for (int p = o + 1; p < n_outs; p++) {
             ladder_status st = ladder_check_disjoint(outs[o], out_names[o], outs[p], out_names[p]);
             if (st != LADDER_OK) return st;
@@ -76,28 +79,34 @@ ladder_status ladder_check_outputs_disjoint(const ladder_tensor *const *outs, co
 }
 
 ladder_status ladder_check_cu_seqlens(const ladder_tensor *cu, int64_t total, bool on_device) {
-    ladder_status st = ladder_tensor_check_layout(cu, "cu_seqlens");
+    return ladder_check_cu_seqlens_named(cu, "cu_seqlens", "T", total, on_device);
+}
+
+ladder_status ladder_check_cu_seqlens_named(const ladder_tensor *cu, const char *name, const char *total_name,
+                                            int64_t total, bool on_device) {
+    ladder_status st = ladder_tensor_check_layout(cu, name);
     if (st != LADDER_OK) return st;
     if (cu->dtype != LADDER_I32)
-        return ladder_fail(LADDER_ERR_ARG, "cu_seqlens must be i32, not %s", ladder_dtype_name(cu->dtype));
+        return ladder_fail(LADDER_ERR_ARG, "%s must be i32, not %s", name, ladder_dtype_name(cu->dtype));
     if (cu->rank != 1 || cu->shape[0] < 2)
-        return ladder_fail(LADDER_ERR_ARG, "cu_seqlens must have shape [N+1] with N >= 1 sequences");
-    if (cu->strides[0] != 1) return ladder_fail(LADDER_ERR_UNSUPPORTED, "cu_seqlens must be contiguous");
+        return ladder_fail(LADDER_ERR_ARG, "%s must have shape [N+1] with N >= 1 sequences", name);
+    if (cu->strides[0] != 1) return ladder_fail(LADDER_ERR_UNSUPPORTED, "%s must be contiguous", name);
     int64_t n = cu->shape[0];
     /* its size in bytes, as the layout check computed it without overflow: never n * 4 by hand */
     int32_t *v = malloc((size_t)ladder_tensor_span_bytes(cu));
-    if (!v) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %lld entries to check cu_seqlens", (long long)n);
+    if (!v) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %lld entries to check %s", (long long)n, name);
     if (on_device) st = ladder_gpu_read_i32(cu->data, n, v);
     else
         for (int64_t i = 0; i < n; i++) v[i] = ((const int32_t *)cu->data)[i];
     if (st == LADDER_OK && v[0] != 0)
-        st = ladder_fail(LADDER_ERR_ARG, "cu_seqlens[0] is %d but must be 0", v[0]);
+        st = ladder_fail(LADDER_ERR_ARG, "%s[0] is %d but must be 0", name, v[0]);
     for (int64_t i = 1; st == LADDER_OK && i < n; i++)
         if (v[i] < v[i - 1])
-            st = ladder_fail(LADDER_ERR_ARG, "cu_seqlens decreases at entry %lld (%d after %d)", (long long)i, v[i],
+            st = ladder_fail(LADDER_ERR_ARG, "%s decreases at entry %lld (%d after %d)", name, (long long)i, v[i],
                              v[i - 1]);
     if (st == LADDER_OK && v[n - 1] != total)
-        st = ladder_fail(LADDER_ERR_ARG, "cu_seqlens ends at %d but must end at T = %lld", v[n - 1], (long long)total);
+        st = ladder_fail(LADDER_ERR_ARG, "%s ends at %d but must end at %s = %lld", name, v[n - 1], total_name,
+                         (long long)total);
     free(v);
     return st;
 }

@@ -46,8 +46,8 @@ ladder_status ladder_check_disjoint(const ladder_tensor *out, const char *out_na
 
 /**
  * ladder_check_disjoint() for each of the @p n_outs outputs against each of
- * the @p n_ins inputs and against every other output; the first overlap found
- * is the error. Absent tensors are skipped, so optional ones can be listed.
+ * the @p n_ins inputs, then against every other output; the first overlap
+ * found is the error. Absent tensors are skipped, so optional ones can be listed.
  * Dispatchers call this before anything is written.
  */
 ladder_status ladder_check_outputs_disjoint(const ladder_tensor *const *outs, const char *const *out_names, int n_outs,
@@ -61,6 +61,13 @@ ladder_status ladder_check_outputs_disjoint(const ladder_tensor *const *outs, co
  * Reads device memory through a copy when @p on_device.
  */
 ladder_status ladder_check_cu_seqlens(const ladder_tensor *cu, int64_t total, bool on_device);
+
+/**
+ * ladder_check_cu_seqlens() for an index tensor called @p name whose sequences pack the size called
+ * @p total_name (an algorithm with two: "cu_seqlens_k" packs "Sk"); the messages name both.
+ */
+ladder_status ladder_check_cu_seqlens_named(const ladder_tensor *cu, const char *name, const char *total_name,
+                                            int64_t total, bool on_device);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,13 @@ const ladder_algo *ladder_algo_find(const char *name) {
     return NULL;
 }
 
+ladder_status ladder_algo_rung_available(const ladder_algo *algo, ladder_rung rung) {
+    ladder_status st = ladder_rung_available(rung);
+    if (st == LADDER_OK && (unsigned)rung < 32 && ((algo->rungs_missing >> rung) & 1u))
+        st = ladder_fail(LADDER_ERR_UNAVAILABLE, "%s has no %s rung yet", algo->name, ladder_rung_name(rung));
+    return st;
+}
+
 int ladder_algo_tensor(const ladder_algo *algo, const char *name) {
     for (int i = 0; name && i < algo->n_tensors; i++)
         if (strcmp(algo->tensors[i].name, name) == 0) return i;
@@ -269,21 +276,32 @@ ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const vo
     if (algo->problem_size > LADDER_PROBLEM_MAX || algo->n_tensors > LADDER_MAX_TENSORS)
         return ladder_fail(LADDER_ERR_ARG, "%s's descriptor is larger than the engine's limits", algo->name);
     memcpy(c->problem, problem, algo->problem_size);
-    int index = -1;
     if (opts->n_seqs > 0) {
-        int pd = algo->varlen_dim ? ladder_algo_param(algo, algo->varlen_dim) : -1;
-        int pb = algo->varlen_batch ? ladder_algo_param(algo, algo->varlen_batch) : -1;
-        for (int i = 0; i < algo->n_tensors && index < 0; i++)
-            if (algo->tensors[i].role & LADDER_INDEX) index = i;
-        if (pd < 0 || pb < 0 || index < 0 || opts->n_seqs > LADDER_MAX_SEQS)
+        int pb = algo->varlen_batch ? ladder_algo_param(algo, algo->varlen_batch) : -1, n_index = 0;
+        for (int i = 0; i < algo->n_tensors; i++) {
+            const ladder_tensor_spec *s = &algo->tensors[i];
+            if (!(s->role & LADDER_INDEX)) continue;
+            const char *packs = n_index == 0 ? algo->varlen_dim : algo->varlen_dim2;
+            int pd = packs ? ladder_algo_param(algo, packs) : -1;
+            if (pd < 0 || pb < 0 || n_index == 2 || opts->n_seqs > LADDER_MAX_SEQS) {
+                ladder_case_free(c);
+                return ladder_fail(LADDER_ERR_ARG, "%s takes no packed sequences (or more than %d)", algo->name,
+                                   LADDER_MAX_SEQS);
+            }
+            const int64_t *lens = n_index++ == 1 && opts->has_seqlens2 ? opts->seqlens2 : opts->seqlens;
+            ladder_status st = make_index(&c->buf[i], lens, opts->n_seqs);
+            if (st != LADDER_OK) {
+                ladder_case_free(c);
+                return st;
+            }
+            c->t[i] = c->buf[i];
+            c->present |= 1u << i;
+            ladder_param_set(algo, c->problem, pb, 1);
+            ladder_param_set(algo, c->problem, pd, ((int32_t *)c->t[i].data)[opts->n_seqs]);
+        }
+        if (n_index == 0)
             return ladder_fail(LADDER_ERR_ARG, "%s takes no packed sequences (or more than %d)", algo->name,
                                LADDER_MAX_SEQS);
-        ladder_status st = make_index(&c->buf[index], opts->seqlens, opts->n_seqs);
-        if (st != LADDER_OK) return st;
-        c->t[index] = c->buf[index];
-        c->present |= 1u << index;
-        ladder_param_set(algo, c->problem, pb, 1);
-        ladder_param_set(algo, c->problem, pd, ((int32_t *)c->t[index].data)[opts->n_seqs]);
     }
     const ladder_tensor *index_t = case_index(c);
     int k = 0;

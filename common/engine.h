@@ -114,6 +114,7 @@ typedef struct ladder_algo {
     const ladder_tensor_spec *tensors; /**< every named tensor, inputs and outputs */
     int n_tensors;                     /**< how many */
     const char *varlen_dim;   /**< the size packed sequences share ("T"), NULL without varlen */
+    const char *varlen_dim2;  /**< the size a second index tensor packs ("Sk" beside "Sq"); NULL: one index tensor */
     const char *varlen_batch; /**< the size that is 1 when sequences are packed ("B") */
     /** A dimension that is not a param (e.g. N, the number of sequences), or -1 if @p name is unknown. May be NULL. */
     int64_t (*derived_dim)(const void *problem, const ladder_tensor *index, const char *name);
@@ -127,6 +128,13 @@ typedef struct ladder_algo {
     double (*flops)(const void *problem, ladder_pass pass);
     const void *bench_problems; /**< problem structs `ladder bench` sweeps, problem_size apart */
     int n_bench_problems;       /**< how many */
+    uint32_t rungs_missing;     /**< bit r: the algorithm has no rung r yet (skipped, like a rung not built) */
+    /**
+     * The rung `ladder bench` checks every other rung against (0: cpu). An algorithm whose bench problems would
+     * take the cpu rung minutes names a GPU rung here; the cpu rung is then not run at those sizes, and the
+     * speedup column stays empty. Without a GPU the cpu rung is the reference after all.
+     */
+    ladder_rung bench_reference;
 } ladder_algo;
 
 /** Every algorithm, in chapter order. */
@@ -135,6 +143,12 @@ extern const ladder_algo *const ladder_algos[];
 extern const int ladder_n_algos;
 /** The algorithm called @p name, or NULL. */
 const ladder_algo *ladder_algo_find(const char *name);
+
+/**
+ * LADDER_OK when @p algo can run on @p rung here: ladder_rung_available(), and the algorithm has that rung
+ * (LADDER_ERR_UNAVAILABLE "flash has no gpu_tensorcore rung yet" otherwise).
+ */
+ladder_status ladder_algo_rung_available(const ladder_algo *algo, ladder_rung rung);
 
 /** Index of the tensor called @p name, or -1. */
 int ladder_algo_tensor(const ladder_algo *algo, const char *name);
@@ -165,6 +179,8 @@ typedef struct ladder_case_opts {
     bool strided;                         /**< inputs are views into larger NaN-padded buffers */
     int n_seqs;                           /**< > 0: pack sequences of these lengths along varlen_dim */
     int64_t seqlens[LADDER_MAX_SEQS];     /**< their lengths (0 allowed) */
+    bool has_seqlens2;                    /**< a second index tensor packs seqlens2 (else the same seqlens) */
+    int64_t seqlens2[LADDER_MAX_SEQS];    /**< the n_seqs lengths along a second index tensor's size (flash: keys) */
     uint32_t with;                        /**< bit i: include optional tensor i (input, or output asked for) */
     double gate_normalizer;               /**< ::LADDER_FILL_LOG_GATE divides by it (0 means 1) */
 } ladder_case_opts;
@@ -179,7 +195,10 @@ typedef struct ladder_case {
     bool backward;                             /**< the backward runs too (its inputs are present) */
 } ladder_case;
 
-/** Make a seeded random case of @p problem (copied; varlen options set T and B). */
+/**
+ * Make a seeded random case of @p problem (copied). Varlen options build every index tensor of the algorithm
+ * (the first from seqlens, a second from seqlens2 or seqlens) and set each one's packed size and varlen_batch.
+ */
 ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const void *problem,
                                const ladder_case_opts *opts);
 /** The same case with every float input rounded to @p precision (bf16 or f16), strides and NaN padding kept. */

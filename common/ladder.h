@@ -8,6 +8,7 @@
 #include "check.h"
 #include "compare.h"
 #include "dynconv.h"
+#include "flash.h"
 #include "engine.h"
 #include "gpu.h"
 #include "half.h"

@@ -1,16 +1,17 @@
 /**
  * @file mma.cuh
  * @brief Tensor-core helpers shared by the gpu_tensorcore rungs: the warp-wide
- *        mma.sync.m16n8k8 (bf16 or fp16 in, fp32 accumulate) and its fragment
- *        layout, ldmatrix for B fragments, the 16-byte cp.async that stages
- *        tiles, and the 16-bit packing and conversion helpers around them.
+ *        mma.sync m16n8k8 and m16n8k16 (bf16 or fp16 in, fp32 accumulate) and
+ *        their fragment layouts, ldmatrix (x1, x4, plain and transposed), the
+ *        16-byte cp.async that stages tiles with its commit and wait, and the
+ *        16-bit packing and conversion helpers around them.
  *
  * Elements travel as raw 16-bit patterns (uint16_t) so that loads, stores and
  * shared-memory tiles need no knowledge of the format; only the two places
  * where a number is formed, the conversions and the mma itself, are templated
  * on T = __nv_bfloat16 or __half.
  *
- * The fragment layout is drawn below, once, for every rung that uses the mma.
+ * The fragment layouts are drawn below, once, for every rung that uses the mma.
  */
 #ifndef LADDER_MMA_CUH
 #define LADDER_MMA_CUH
@@ -128,6 +129,81 @@ __device__ __forceinline__ void ladder_mma_m16n8k8<__half>(float (&d)[4], const 
                  "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(b));
+}
+
+// clang-format off
+/*
+ * Fragment layout of mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32, from the PTX ISA,
+ * section "Matrix Fragments for mma.m16n8k16 with floating point type"
+ * (docs.nvidia.com/cuda/parallel-thread-execution/index.html#warp-level-matrix-fragment-mma-16816-float).
+ * Drawn in chapters/figures/flash-mma-m16n8k16-fragments.svg. lane = 4*g + t as above.
+ *
+ *   A (16 x 16, row-major), four registers:   a[0]: row g,   k 2t, 2t+1       a[2]: row g,   k 2t+8, 2t+9
+ *                                             a[1]: row g+8, k 2t, 2t+1       a[3]: row g+8, k 2t+8, 2t+9
+ *   B (16 x 8, k x n), two registers:         b[0]: k 2t, 2t+1, column g      b[1]: k 2t+8, 2t+9, column g
+ *   C and D (16 x 8, fp32), four floats:      as for m16n8k8: c[0], c[1] row g; c[2], c[3] row g+8; columns 2t, 2t+1
+ *
+ * ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 reads four 8 x 8 matrices; lanes 8i .. 8i+7 pass the
+ * addresses of the 8 rows (16 bytes each) of matrix i, and register i of every lane receives matrix i:
+ *   without .trans: lane 4g+t gets M[g][2t], M[g][2t+1]    (row g, as A and C hold their rows)
+ *   with .trans:     lane 4g+t gets M[2t][g], M[2t+1][g]    (column g, as B holds its columns)
+ * So A comes from a row-major [row][k] tile with lane l passing row l % 16, column 8 * (l / 16) (matrices:
+ * rows 0-7 | rows 8-15, then k 8-15); B comes without .trans from a tile stored [n][k] (K's rows for K^T),
+ * and with .trans from a tile stored [k][n] (V's rows for P V). Two C tiles side by side (columns 0-7 and
+ * 8-15), rounded to 16 bits and packed in pairs, are exactly an A fragment: S becomes P for P V in registers.
+ *
+ * These helpers take shared-memory tiles and fragments, not kernels: a Hopper wgmma path (operands read
+ * straight from shared memory by a warpgroup) can reuse the tile layouts and replace only the products.
+ */
+// clang-format on
+
+/** Four 8 x 8 matrices of 16-bit elements from shared memory; lane l passes the address @p row (16-byte aligned). */
+__device__ __forceinline__ void ladder_ldsm_x4(uint32_t (&r)[4], const uint16_t *row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"((unsigned)__cvta_generic_to_shared(row))
+                 : "memory");
+}
+
+/** The same, transposed: lane 4g+t receives column g of each matrix (see the diagram above). */
+__device__ __forceinline__ void ladder_ldsm_x4_trans(uint32_t (&r)[4], const uint16_t *row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"((unsigned)__cvta_generic_to_shared(row))
+                 : "memory");
+}
+
+/** Close the group of cp.async copies this thread issued since the last commit. */
+__device__ __forceinline__ void ladder_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+/** Wait until at most @p N committed groups of this thread are still in flight (N = 0: all landed). */
+template <int N> __device__ __forceinline__ void ladder_cp_async_wait_group() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/**
+ * D = A * B + D, one warp-wide m16n8k16 step with fp32 accumulation (layout above). Every lane of the warp
+ * calls it together, each passing its own fragments.
+ */
+template <class T>
+__device__ __forceinline__ void ladder_mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+
+template <>
+__device__ __forceinline__ void ladder_mma_m16n8k16<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                                   uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <>
+__device__ __forceinline__ void ladder_mma_m16n8k16<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                            uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 #endif

@@ -29,6 +29,12 @@ void test_case_varlen(test_case *t, const int64_t *lens, int n) {
     t->opts.seed = mix(lens, (size_t)n * sizeof *lens, t->opts.seed);
 }
 
+void test_case_varlen2(test_case *t, const int64_t *lens) {
+    t->opts.has_seqlens2 = true;
+    for (int i = 0; i < t->opts.n_seqs; i++) t->opts.seqlens2[i] = lens[i];
+    t->opts.seed = mix(lens, (size_t)t->opts.n_seqs * sizeof *lens, t->opts.seed);
+}
+
 void test_case_str(const test_case *t, char *buf, size_t n) {
     char shape[256];
     ladder_problem_str(test_case_algo(t), t->problem, shape, sizeof shape);
@@ -36,6 +42,9 @@ void test_case_str(const test_case *t, char *buf, size_t n) {
     for (int i = 0; i < t->opts.n_seqs && used > 0 && (size_t)used < n; i++)
         used += snprintf(buf + used, n - (size_t)used, "%s%lld", i ? "," : " varlen[", (long long)t->opts.seqlens[i]);
     if (t->opts.n_seqs && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, "]");
+    for (int i = 0; t->opts.has_seqlens2 && i < t->opts.n_seqs && used > 0 && (size_t)used < n; i++)
+        used += snprintf(buf + used, n - (size_t)used, "%s%lld", i ? "," : " varlen2[", (long long)t->opts.seqlens2[i]);
+    if (t->opts.has_seqlens2 && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, "]");
     for (int i = 0; i < test_case_algo(t)->n_tensors && used > 0 && (size_t)used < n; i++)
         if ((t->opts.with >> i) & 1u) used += snprintf(buf + used, n - (size_t)used, " +%s", test_case_algo(t)->tensors[i].name);
 }
@@ -116,8 +125,8 @@ void test_expect_deterministic(const test_case *t) {
     ladder_case_free(&c);
 }
 
-void harness_require_rung(ladder_rung rung) {
-    if (ladder_rung_available(rung) != LADDER_OK) cr_skip_test("%s", ladder_last_error());
+void harness_require_rung(const test_case *t) {
+    if (ladder_algo_rung_available(test_case_algo(t), t->rung) != LADDER_OK) cr_skip_test("%s", ladder_last_error());
 }
 
 bool harness_small(void) {
@@ -201,10 +210,9 @@ void test_oracle_run(const ladder_case *c, double *t[LADDER_MAX_TENSORS]) {
     const ladder_tensor *index = NULL;
     memset(t, 0, LADDER_MAX_TENSORS * sizeof *t);
     for (int i = 0; i < algo->n_tensors; i++) {
-        if (c->t[i].data) {
-            if (algo->tensors[i].role & LADDER_INDEX) index = &c->t[i];
-            else t[i] = to_f64(&c->t[i]);
-        }
+        if (!c->t[i].data) continue;
+        if ((algo->tensors[i].role & LADDER_INDEX) && !index) index = &c->t[i];
+        t[i] = to_f64(&c->t[i]); /* index tensors too: an algorithm with two reads the second here */
     }
     for (int i = 0; i < algo->n_tensors; i++) {
         if (c->t[i].data || !((c->present >> i) & 1u)) continue;

@@ -37,7 +37,8 @@ typedef struct test_case {
 
 /**
  * A float64 oracle pass: t[i] is tensor i of the descriptor as a C-order double array (NULL when absent);
- * inputs are filled, outputs are to be written. @p cu is cu_seqlens (NULL without) with @p n_seqs sequences.
+ * inputs (index tensors too) are filled, outputs are to be written. @p cu is the first index tensor
+ * (cu_seqlens; NULL without) with @p n_seqs sequences.
  */
 typedef void (*test_oracle_fn)(const void *problem, const int32_t *cu, int n_seqs, double *const *t);
 
@@ -67,6 +68,8 @@ const ladder_algo *test_case_algo(const test_case *t);
 test_case test_case_of(const ladder_algo *algo, const void *problem);
 /** Pack @p n sequences of these lengths into @p t (B = 1, T = their sum). */
 void test_case_varlen(test_case *t, const int64_t *lens, int n);
+/** After test_case_varlen(): a second index tensor packs these n lengths instead (flash: the keys). */
+void test_case_varlen2(test_case *t, const int64_t *lens);
 
 /** "dynconv B=1 T=65 D=129 W=64 strided varlen[32,0,1,32]" */
 void test_case_str(const test_case *t, char *buf, size_t n);
@@ -85,8 +88,8 @@ void test_expect_results_close(const char *who, const test_case *t, const ladder
 /** Run @p t's rung 10 times; assert every output is bitwise equal to the first run's. */
 void test_expect_deterministic(const test_case *t);
 
-/** Skip the current test (with the reason) unless @p rung can run here. */
-void harness_require_rung(ladder_rung rung);
+/** Skip the current test (with the reason) unless @p t's algorithm can run on its rung here. */
+void harness_require_rung(const test_case *t);
 /** True when LADDER_TEST_SMALL=1: small grids, for compute-sanitizer runs. */
 bool harness_small(void);
 /** Create a fresh directory /tmp/ladder-<tag>-XXXXXX into @p dir (@p n bytes); the test fails if it cannot. */

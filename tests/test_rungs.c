@@ -37,7 +37,7 @@ ParameterizedTest(const test_case *t, cpu, matches_oracle) {
 /* ---- 2. every GPU rung vs cpu ------------------------------------------------------------------------------- */
 
 static void check_against_cpu(const test_case *t) {
-    harness_require_rung(t->rung);
+    harness_require_rung(t);
     char who[96], label[64];
     test_rung_label(t->rung, t->dtype, label, sizeof label);
     snprintf(who, sizeof who, "%s vs cpu", label);
@@ -81,6 +81,6 @@ ParameterizedTest(const test_case *t, cpu, deterministic) { test_expect_determin
 
 ParameterizedTestParameters(gpu, deterministic) { return test_all_gpu_rungs(TEST_DETERMINISM); }
 ParameterizedTest(const test_case *t, gpu, deterministic) {
-    harness_require_rung(t->rung);
+    harness_require_rung(t);
     test_expect_deterministic(t);
 }

@@ -1,10 +1,12 @@
 /*
  * `ladder bench`: each bench problem of an algorithm at every available rung and dtype, forward and backward.
  *
- * Per rung: one validated call per pass (its outputs checked against the cpu rung, on inputs rounded to the
+ * Per rung: one validated call per pass (its outputs checked against the reference rung, on inputs rounded to the
  * rung's dtype), then the rung function alone, timed: --warmup untimed runs, then --reps runs, each bracketed by
- * CUDA events with L2 flushed before it, median reported. The cpu rung is the reference, not the subject: its one
- * validated call per pass is also its timing.
+ * CUDA events with L2 flushed before it, median reported. The reference is the cpu rung, whose one validated
+ * call per pass is also its timing (it is the reference, not the subject), unless the algorithm names another in
+ * ladder_algo::bench_reference (then that rung is timed like the other GPU rungs, the cpu rung does not run, and
+ * there is no speedup over cpu to report).
  */
 #include <string.h>
 
@@ -27,6 +29,7 @@ static void progress(const char *algo, const char *shape, int step, int steps, c
     fprintf(stderr, "bench %s [%s] %d/%d %s (%.1f s)\n", algo, shape, step, steps, what, (tool_now_ms() - t0) * 1e-3);
 }
 
+/* @p cpu: the cpu rung's result, for the speedup; NULL when the cpu rung did not run (speedup 0: unmeasured). */
 static void add_rows(const ladder_algo *algo, const ladder_case *c, const char *shape, ladder_rung rung,
                      ladder_dtype dt, const ladder_result *res, const ladder_result *cpu, bench_row *rows, int *n) {
     for (int pass = 0; pass < 2; pass++) {
@@ -41,7 +44,7 @@ static void add_rows(const ladder_algo *algo, const ladder_case *c, const char *
         row->median_ms = res->ms[pass];
         row->bytes = algo->bytes(c->problem, (ladder_pass)pass, dt);
         row->flops = algo->flops(c->problem, (ladder_pass)pass);
-        row->speedup_vs_cpu = cpu->ms[pass] / res->ms[pass];
+        row->speedup_vs_cpu = cpu ? cpu->ms[pass] / res->ms[pass] : 0;
     }
 }
 
@@ -54,9 +57,13 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     char shape[128];
     ladder_problem_str(algo, problem, shape, sizeof shape);
     const double t0 = tool_now_ms();
+    ladder_rung ref = algo->bench_reference;
+    if (ladder_algo_rung_available(algo, ref) != LADDER_OK) ref = LADDER_RUNG_CPU;
+    const bool ref_is_cpu = ref == LADDER_RUNG_CPU;
     int steps = 2, step = 0, failures = 0;
     for (int i = 1; i < N_PLAN; i++)
-        steps += tool_rung_wanted(o, plan[i].rung) && ladder_rung_available(plan[i].rung) == LADDER_OK;
+        steps += tool_rung_wanted(o, plan[i].rung) && ladder_algo_rung_available(algo, plan[i].rung) == LADDER_OK &&
+                 !(plan[i].rung == ref && plan[i].dtype == LADDER_F32);
 
     progress(algo->name, shape, ++step, steps, "random inputs", t0);
     ladder_case c;
@@ -65,22 +72,27 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
         return TOOL_USAGE;
     }
     ladder_problem_str(algo, c.problem, shape, sizeof shape); /* varlen may have changed the sizes */
-    progress(algo->name, shape, ++step, steps, "cpu f32", t0);
+    char what[64];
+    snprintf(what, sizeof what, "%s f32 (the reference)", ladder_rung_name(ref));
+    progress(algo->name, shape, ++step, steps, what, t0);
     const ladder_run_opts cpu_opts = {.reps = CPU_REPS};
+    const ladder_run_opts gpu_opts = {.warmup = o->warmup, .reps = o->reps, .flush_l2 = true};
     ladder_result cpu;
-    if (ladder_run(LADDER_RUNG_CPU, LADDER_F32, &c, &cpu_opts, &cpu) != LADDER_OK) {
-        fprintf(stderr, "ladder: cpu rung: %s\n", ladder_last_error());
+    const ladder_run_opts once = {0}; /* a reference that is not itself asked for is run, not timed */
+    const ladder_run_opts *ref_opts = ref_is_cpu ? &cpu_opts : tool_rung_wanted(o, ref) ? &gpu_opts : &once;
+    if (ladder_run(ref, LADDER_F32, &c, ref_opts, &cpu) != LADDER_OK) {
+        fprintf(stderr, "ladder: %s rung: %s\n", ladder_rung_name(ref), ladder_last_error());
         ladder_case_free(&c);
         return TOOL_FAIL;
     }
-    if (tool_rung_wanted(o, LADDER_RUNG_CPU) && *n_rows + 2 <= max_rows)
-        add_rows(algo, &c, shape, LADDER_RUNG_CPU, LADDER_F32, &cpu, &cpu, rows, n_rows);
-    const ladder_run_opts gpu_opts = {.warmup = o->warmup, .reps = o->reps, .flush_l2 = true};
+    const ladder_result *speedup_base = ref_is_cpu ? &cpu : NULL;
+    if (tool_rung_wanted(o, ref) && *n_rows + 2 <= max_rows)
+        add_rows(algo, &c, shape, ref, LADDER_F32, &cpu, speedup_base, rows, n_rows);
     for (int i = 1; i < N_PLAN && *n_rows + 2 <= max_rows; i++) {
         ladder_rung rung = plan[i].rung;
         ladder_dtype dt = plan[i].dtype;
-        if (!tool_rung_wanted(o, rung) || ladder_rung_available(rung) != LADDER_OK) continue;
-        char what[64];
+        if (!tool_rung_wanted(o, rung) || ladder_algo_rung_available(algo, rung) != LADDER_OK) continue;
+        if (rung == ref && dt == LADDER_F32) continue; /* timed above, as the reference */
         snprintf(what, sizeof what, "%s %s", ladder_rung_name(rung), ladder_dtype_name(dt));
         progress(algo->name, shape, ++step, steps, what, t0);
         ladder_result res, rounded = {0};
@@ -88,9 +100,8 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
         const ladder_result *want = &cpu;
         if (st == LADDER_OK && dt != LADDER_F32) {
             ladder_case rc;
-            const ladder_run_opts once = {0};
             st = ladder_case_rounded(&c, dt, &rc);
-            if (st == LADDER_OK) st = ladder_run(LADDER_RUNG_CPU, LADDER_F32, &rc, &once, &rounded);
+            if (st == LADDER_OK) st = ladder_run(ref, LADDER_F32, &rc, &once, &rounded);
             ladder_case_free(&rc);
             want = &rounded;
         }
@@ -104,7 +115,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
             fprintf(stderr, "ladder: %s gives wrong results at the bench shape: %s\n", what, k.why);
             failures++;
         }
-        add_rows(algo, &c, shape, rung, dt, &res, &cpu, rows, n_rows);
+        add_rows(algo, &c, shape, rung, dt, &res, speedup_base, rows, n_rows);
         ladder_result_free(&res);
         ladder_result_free(&rounded);
     }

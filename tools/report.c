@@ -62,13 +62,14 @@ static int write_csv(const char *path, const bench_env *env, const bench_row *ro
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         derived d = derive(env, r);
-        char copy[32], gemm[32], pc[32], pg[32], fl[32];
-        fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.0f,%.1f,%.3f,%s,%s,%s,%s,%s,%.1f\n", env->gpu, env->date,
+        char copy[32], gemm[32], pc[32], pg[32], fl[32], sp[32];
+        fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.0f,%.1f,%.3f,%s,%s,%s,%s,%s,%s\n", env->gpu, env->date,
                 env->commit, r->algo, r->pass, r->rung, r->dtype, r->shape, r->median_ms, r->bytes, r->flops, d.gbps,
                 d.tflops, cell(copy, sizeof copy, "%.1f", env->copy_gbps > 0 ? env->copy_gbps : -1, ""),
                 cell(gemm, sizeof gemm, "%.1f", env->gemm_tflops > 0 ? env->gemm_tflops : -1, ""),
                 cell(pc, sizeof pc, "%.1f", d.pct_copy, ""), cell(pg, sizeof pg, "%.2f", d.pct_gemm, ""),
-                cell(fl, sizeof fl, "%.4f", d.floor_ms, ""), r->speedup_vs_cpu);
+                cell(fl, sizeof fl, "%.4f", d.floor_ms, ""),
+                cell(sp, sizeof sp, "%.1f", r->speedup_vs_cpu > 0 ? r->speedup_vs_cpu : -1, ""));
     }
     return fclose(f) != 0;
 }
@@ -87,11 +88,11 @@ static int write_md(const char *path, const bench_env *env, const bench_row *row
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         derived d = derive(env, r);
-        char pc[32], pg[32], fl[32];
-        fprintf(f, "| %s | %s | %s | %s | %s | %.3f | %.0f | %.2f | %s | %s | %s | %.1f |\n", r->algo, r->pass, r->rung,
+        char pc[32], pg[32], fl[32], sp[32];
+        fprintf(f, "| %s | %s | %s | %s | %s | %.3f | %.0f | %.2f | %s | %s | %s | %s |\n", r->algo, r->pass, r->rung,
                 r->dtype, r->shape, r->median_ms, d.gbps, d.tflops, cell(pc, sizeof pc, "%.0f%%", d.pct_copy, "-"),
                 cell(pg, sizeof pg, "%.1f%%", d.pct_gemm, "-"), cell(fl, sizeof fl, "%.3f", d.floor_ms, "-"),
-                r->speedup_vs_cpu);
+                cell(sp, sizeof sp, "%.1f", r->speedup_vs_cpu > 0 ? r->speedup_vs_cpu : -1, "-"));
     }
     return fclose(f) != 0;
 }

@@ -113,7 +113,7 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
     ladder_case_opts co;
     if (tool_problem(algo, o, NULL, problem, &co) != TOOL_OK) return TOOL_USAGE;
     for (int r = 0; r < LADDER_RUNG_COUNT; r++)
-        if (o->rung_chosen[r] && ladder_rung_available((ladder_rung)r) != LADDER_OK) {
+        if (o->rung_chosen[r] && ladder_algo_rung_available(algo, (ladder_rung)r) != LADDER_OK) {
             fprintf(stderr, "ladder: --rung %s cannot run here: %s\n", ladder_rung_name((ladder_rung)r),
                     ladder_last_error());
             return TOOL_USAGE;
@@ -144,7 +144,7 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
         ladder_rung rung = (ladder_rung)r;
         ladder_dtype dt = ladder_rung_dtype(rung, o->dtype);
         if (!tool_rung_wanted(o, rung)) continue;
-        if (ladder_rung_available(rung) != LADDER_OK) {
+        if (ladder_algo_rung_available(algo, rung) != LADDER_OK) {
             size_t used = strlen(skipped);
             snprintf(skipped + used, sizeof skipped - used, "%s%s", used ? ", " : "", ladder_rung_name(rung));
             const char *why = strstr(ladder_last_error(), ": "); /* the same reason for every GPU rung */
@@ -210,7 +210,7 @@ int tool_run_npy(const ladder_algo *algo, const tool_opts *o) {
         fprintf(stderr, "ladder: with --in, packed sequences come from cu_seqlens.npy, not --varlen\n");
         return TOOL_USAGE;
     }
-    if (ladder_rung_available(rung) != LADDER_OK) return report_failure(LADDER_ERR_UNAVAILABLE);
+    if (ladder_algo_rung_available(algo, rung) != LADDER_OK) return report_failure(LADDER_ERR_UNAVAILABLE);
     _Alignas(8) unsigned char options[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
     if (tool_problem(algo, o, NULL, options, &co) != TOOL_OK) return TOOL_USAGE;

@@ -1,0 +1,46 @@
+/*
+ * chapters/labs/flash/lab.h: the functions the flash labs ask for.
+ *
+ * Each lab file (lab1_combine.c, lab2_dscale.c, lab3_alibi.c) defines one of them; its checker
+ * (check_<lab>.c) runs it on seeded inputs and prints PASS or FAIL. Run a lab:  make lab LAB=lab1_combine
+ * All tensors here are one head of one sequence: contiguous, C order, fp32, host memory.
+ */
+#ifndef LADDER_LAB_FLASH_H
+#define LADDER_LAB_FLASH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Lab 1: the keys were split into n_splits ranges and attention was run on each range alone, giving for
+ * every query row i a normalised partial output o_parts[s][i][:] ([n_splits][Sq][Dv]) and its
+ * log-sum-exp lse_parts[s][i] ([n_splits][Sq]; -inf when split s holds no key the row may see, and then
+ * o_parts[s][i][:] = 0). Write the output o [Sq][Dv] and lse [Sq] attention over all the keys would give.
+ */
+void lab1_combine(int64_t n_splits, int64_t Sq, int64_t Dv, const float *o_parts, const float *lse_parts, float *o,
+                  float *lse);
+
+/*
+ * Lab 2: the gradient of the loss sum(o * dout) with respect to the scale, for unmasked attention
+ * S = scale * q k^T, P = softmax(S), o = P v, given q [Sq][D], k [Sk][D], v [Sk][Dv], the forward's o [Sq][Dv]
+ * and lse [Sq], and dout [Sq][Dv]. Return dL/dscale.
+ */
+double lab2_dscale(int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, float scale, const float *q, const float *k,
+                   const float *v, const float *o, const float *lse, const float *dout);
+
+/*
+ * Lab 3: the forward with an ALiBi bias and bottom-right causal masking: for row i (diagonal key
+ * d = i + Sk - Sq) and key j <= d,
+ *     S_ij = scale * q_i . k_j - slope * (d - j)
+ * and keys j > d are masked. Write o [Sq][Dv] and lse [Sq] (a row that sees no key: o = 0, lse = -inf).
+ */
+void lab3_alibi(int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, float scale, float slope, const float *q,
+                const float *k, const float *v, float *o, float *lse);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,85 @@
+/* What the softmax-attention algorithms share: problem checks and FLOP counts (see attention.h). */
+#include "attention.h"
+
+#include <math.h>
+
+#include "check.h"
+
+double ladder_attention_scale(const ladder_attention_problem *p) {
+    return p->scale > 0 ? p->scale : 1.0 / sqrt((double)p->D);
+}
+
+/* A size in lo..hi, named in the message as the descriptor names its flag. */
+static ladder_status check_size(const char *name, int64_t v, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi)
+        return hi == INT64_MAX
+                   ? ladder_fail(LADDER_ERR_ARG, "%s is %lld but must be >= %lld", name, (long long)v, (long long)lo)
+                   : ladder_fail(LADDER_ERR_ARG, "%s is %lld but must be in %lld..%lld", name, (long long)v,
+                                 (long long)lo, (long long)hi);
+    return LADDER_OK;
+}
+
+ladder_status ladder_attention_check_problem(const ladder_attention_problem *p) {
+    LADDER_TRY(check_size("B", p->B, 1, INT64_MAX));
+    LADDER_TRY(check_size("Hq", p->Hq, 1, INT64_MAX));
+    LADDER_TRY(check_size("Hkv", p->Hkv, 1, INT64_MAX));
+    LADDER_TRY(check_size("Sq", p->Sq, 1, INT64_MAX));
+    LADDER_TRY(check_size("Sk", p->Sk, 1, INT64_MAX));
+    LADDER_TRY(check_size("D", p->D, 1, LADDER_ATTN_MAX_HEAD_DIM));
+    LADDER_TRY(check_size("Dv", p->Dv, 1, LADDER_ATTN_MAX_HEAD_DIM));
+    if (p->Hq % p->Hkv != 0)
+        return ladder_fail(LADDER_ERR_ARG, "Hkv is %lld but must divide Hq = %lld (query heads come in groups)",
+                           (long long)p->Hkv, (long long)p->Hq);
+    if (!(p->scale >= 0 && isfinite(p->scale)))
+        return ladder_fail(LADDER_ERR_ARG, "scale is %g but must be finite and >= 0 (0: 1/sqrt(D))", p->scale);
+    if (!(p->softcap >= 0 && isfinite(p->softcap)))
+        return ladder_fail(LADDER_ERR_ARG, "softcap is %g but must be finite and >= 0 (0: none)", p->softcap);
+    LADDER_TRY(check_size("causal", p->causal, LADDER_CAUSAL_NONE, LADDER_CAUSAL_TOP_LEFT));
+    LADDER_TRY(check_size("window_left", p->window_left, -1, INT64_MAX));
+    LADDER_TRY(check_size("window_right", p->window_right, -1, INT64_MAX));
+    /* the largest tensor of the problem must be addressable: q, k, v, o and their gradients are no larger */
+    const int64_t d = p->D > p->Dv ? p->D : p->Dv, rows = p->Sq > p->Sk ? p->Sq : p->Sk;
+    const int64_t shape[4] = {p->B, p->Hq, rows, d};
+    if (ladder_shape_bytes(LADDER_F32, 4, shape) < 0)
+        return ladder_fail(LADDER_ERR_ARG, "B*Hq*max(Sq,Sk)*max(D,Dv) = %lld*%lld*%lld*%lld is too large to address",
+                           (long long)p->B, (long long)p->Hq, (long long)rows, (long long)d);
+    return LADDER_OK;
+}
+
+ladder_status ladder_attention_check_inputs(const ladder_attention_problem *p, const ladder_tensor *q,
+                                            const ladder_tensor *k, const ladder_tensor *v,
+                                            const ladder_tensor *cu_seqlens_q, const ladder_tensor *cu_seqlens_k) {
+    const int64_t qs[4] = {p->B, p->Hq, p->Sq, p->D}, ks[4] = {p->B, p->Hkv, p->Sk, p->D},
+                  vs[4] = {p->B, p->Hkv, p->Sk, p->Dv};
+    LADDER_TRY(ladder_check_tensor(q, "q", 4, qs, "[B,Hq,Sq,D]"));
+    LADDER_TRY(ladder_check_tensor(k, "k", 4, ks, "[B,Hkv,Sk,D]"));
+    LADDER_TRY(ladder_check_tensor(v, "v", 4, vs, "[B,Hkv,Sk,Dv]"));
+    const bool has_q = cu_seqlens_q->data != NULL, has_k = cu_seqlens_k->data != NULL;
+    if (has_q != has_k)
+        return ladder_fail(LADDER_ERR_ARG, "%s is given but %s is not: packed sequences need both",
+                           has_q ? "cu_seqlens_q" : "cu_seqlens_k", has_q ? "cu_seqlens_k" : "cu_seqlens_q");
+    if (!has_q) return LADDER_OK;
+    if (p->B != 1)
+        return ladder_fail(LADDER_ERR_ARG, "cu_seqlens_q/k are given, so B must be 1 (sequences packed along Sq and "
+                                           "Sk), not %lld", (long long)p->B);
+    return LADDER_OK;
+}
+
+ladder_status ladder_attention_check_seqlens(const ladder_attention_problem *p, const ladder_tensor *cu_seqlens_q,
+                                             const ladder_tensor *cu_seqlens_k, bool on_device) {
+    if (!cu_seqlens_q->data) return LADDER_OK;
+    LADDER_TRY(ladder_check_cu_seqlens_named(cu_seqlens_q, "cu_seqlens_q", "Sq", p->Sq, on_device));
+    LADDER_TRY(ladder_check_cu_seqlens_named(cu_seqlens_k, "cu_seqlens_k", "Sk", p->Sk, on_device));
+    if (cu_seqlens_q->shape[0] != cu_seqlens_k->shape[0])
+        return ladder_fail(LADDER_ERR_SHAPE, "cu_seqlens_q has %lld entries but cu_seqlens_k has %lld: one per "
+                                             "sequence plus one, the same in both",
+                           (long long)cu_seqlens_q->shape[0], (long long)cu_seqlens_k->shape[0]);
+    return LADDER_OK;
+}
+
+double ladder_attention_fwd_flops(const ladder_attention_problem *p) {
+    double f = 2.0 * (double)p->B * (double)p->Hq * (double)p->Sq * (double)p->Sk * (double)(p->D + p->Dv);
+    return p->causal != LADDER_CAUSAL_NONE ? f / 2 : f;
+}
+
+double ladder_attention_bwd_flops(const ladder_attention_problem *p) { return 2.5 * ladder_attention_fwd_flops(p); }

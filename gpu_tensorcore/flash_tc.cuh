@@ -1,0 +1,108 @@
+/*
+ * gpu_tensorcore/flash_tc.cuh: what the tensor-core flash kernels share: the arguments, the head-dim
+ * configurations, and the loop that stages a tile of 16-bit rows in shared memory.
+ *
+ * Head dims: a kernel is compiled for a padded pair (HD, HDV) of multiples of 16: (64,64), (128,128),
+ * (192,192), (192,128) and (256,256). Any D, Dv <= 256 runs on the smallest pair that holds both (32 on 64,
+ * 96 on 128): the padding columns are zero in shared memory, so they add nothing to a dot product and produce
+ * output columns that are never written. Fewer pairs keep the library small; a pair of its own for 32 or 96
+ * would save their padding's work.
+ */
+#ifndef LADDER_GPU_TENSORCORE_FLASH_TC_CUH
+#define LADDER_GPU_TENSORCORE_FLASH_TC_CUH
+
+#include <stdint.h>
+
+#include "attention.h"
+#include "cuda_util.cuh"
+#include "flash.h"
+#include "mma.cuh"
+
+namespace flash_tc {
+
+/* A strided rank-4 input of 16-bit elements [b, h, s, e]; rows16: each row may be copied 16 bytes at a time. */
+struct view4 {
+    const uint16_t *p;
+    int64_t s[4];
+    bool rows16;
+};
+
+/* What every kernel needs. q, k, v, dout and the outputs o, dq, dk, dv hold 16-bit elements. */
+struct args {
+    view4 q, k, v, dout;
+    const float *dlse; /* nullptr: no gradient of lse */
+    int64_t sdlse[3];
+    uint16_t *o, *dq, *dk, *dv; /* contiguous */
+    float *lse;                 /* contiguous, f32 */
+    float *delta;               /* [B,Hq,Sq] scratch: Delta from the preprocess */
+    float *dq_accum;            /* [B,Hq,Sq,D] fp32 scratch for the atomic dQ (nullptr in deterministic mode) */
+    int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
+    float scale, softcap;
+    int causal;
+    int64_t wl, wr;
+    const int32_t *cu_q, *cu_k; /* nullptr: every batch row is one sequence */
+    int64_t n_seqs;             /* packed sequences (0 without) */
+};
+
+inline view4 view_of(const ladder_tensor &t) {
+    return view4{(const uint16_t *)t.data, {t.strides[0], t.strides[1], t.strides[2], t.strides[3]},
+                 t.data != nullptr && ladder_rows16(&t, 1)};
+}
+
+inline args pack(const ladder_flash_problem *fp, const ladder_flash_args *a) {
+    const ladder_attention_problem *p = &fp->attn;
+    args n = {};
+    n.q = view_of(a->q), n.k = view_of(a->k), n.v = view_of(a->v);
+    if (a->dout.data) n.dout = view_of(a->dout);
+    n.dlse = (const float *)a->dlse.data;
+    for (int i = 0; i < 3; i++) n.sdlse[i] = a->dlse.strides[i];
+    n.o = (uint16_t *)a->o.data, n.lse = (float *)a->lse.data;
+    n.dq = (uint16_t *)a->dq.data, n.dk = (uint16_t *)a->dk.data, n.dv = (uint16_t *)a->dv.data;
+    n.B = p->B, n.Hq = p->Hq, n.Hkv = p->Hkv, n.Sq = p->Sq, n.Sk = p->Sk, n.D = p->D, n.Dv = p->Dv;
+    n.scale = (float)ladder_attention_scale(p), n.softcap = (float)p->softcap;
+    n.causal = p->causal, n.wl = p->window_left, n.wr = p->window_right;
+    n.cu_q = (const int32_t *)a->cu_seqlens_q.data, n.cu_k = (const int32_t *)a->cu_seqlens_k.data;
+    n.n_seqs = a->cu_seqlens_q.data ? a->cu_seqlens_q.shape[0] - 1 : 0;
+    return n;
+}
+
+/* The padded head dims (HD, HDV) a problem runs at: the smallest compiled pair that holds D and Dv. */
+struct head_dims {
+    int hd, hdv;
+};
+inline head_dims pick_head_dims(int64_t D, int64_t Dv) {
+    if (D <= 192 && D > 128 && Dv <= 128) return {192, 128};
+    const int64_t d = D > Dv ? D : Dv;
+    const int hd = d <= 64 ? 64 : d <= 128 ? 128 : d <= 192 ? 192 : 256;
+    return {hd, hd};
+}
+
+/*
+ * Rows [r0, r0 + n) of head h of batch row b of @p t, @p width real columns each, into smem[ROWS][ld] as
+ * 16-bit elements, padded with zeros to @p padded columns and to ROWS rows. 16-byte chunks that lie wholly
+ * inside a row of a rows16 tensor go by cp.async (committed by the caller); the rest, element by element.
+ */
+template <int ROWS>
+__device__ void load_tile(uint16_t *smem, int ld, const view4 &t, int64_t b, int64_t h, int64_t r0, int64_t n,
+                          int64_t width, int padded) {
+    const int chunks = padded / 8;
+    for (int x = threadIdx.x; x < ROWS * chunks; x += blockDim.x) {
+        const int r = x / chunks, c = (x % chunks) * 8;
+        uint16_t *dst = smem + r * ld + c;
+        const uint16_t *src = t.p + b * t.s[0] + h * t.s[1] + (r0 + r) * t.s[2];
+        if (r < n && t.rows16 && c + 8 <= width) {
+            ladder_cp_async16(dst, src + c, true);
+            continue;
+        }
+        for (int e = 0; e < 8; e++) dst[e] = r < n && c + e < width ? src[(c + e) * t.s[3]] : (uint16_t)0;
+    }
+}
+
+/* Forward launchers, one per compiled (T, HD, HDV); defined in flash_fwd_*.cu. */
+template <class T, int HD, int HDV> ladder_status fwd_launch(const args &a);
+/* Backward launchers (preprocess, dK/dV, dQ); defined in flash_bwd_*.cu. */
+template <class T, int HD, int HDV> ladder_status bwd_launch(const args &a, bool deterministic);
+
+} // namespace flash_tc
+
+#endif

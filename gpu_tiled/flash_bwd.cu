@@ -1,0 +1,250 @@
+/*
+ * gpu_tiled/flash_bwd.cu: the FlashAttention-2 backward, tiled rung (fp32).
+ *
+ * What changed since gpu_naive/: the backward is FlashAttention-2's three kernels.
+ *   1. Preprocess: Delta_i = rowsum(dO_i * O_i) - dlse_i, one warp per row, into a scratch vector, so that
+ *      dS = P * (dP - Delta) needs no sum over keys later.
+ *   2. dK, dV: a block owns a tile of Bc keys of one key/value head; its K and V tiles stay in shared memory and
+ *      its dK and dV accumulate in registers while the Q, dO tiles of every query head of the group stream past
+ *      (recomputing P = exp(S - lse) from the forward's lse instead of reading a stored P). So dK and dV are
+ *      written once, by one block, with no atomics, GQA's sum over the group included.
+ *   3. dQ: by default the same block also adds its tile's share, scale * dS K, into dQ with atomicAdd (dQ
+ *      zeroed first); the order in which blocks add varies from run to run, and so do the last bits of dQ. In
+ *      deterministic mode a separate pass owns each query tile instead, streams the key tiles past it and sums
+ *      in a fixed order: bitwise-repeatable, at the price of recomputing S and dP a second time.
+ * Key tiles that every row sees whole skip the mask test; only the diagonal and window-edge tiles apply it.
+ *
+ * Preconditions: validated by ladder_flash_bwd (f32, device pointers, any input strides, contiguous outputs,
+ * D and Dv <= 256, Hq and B at most 65535).
+ * Run it:  build/bin/ladder run flash --rung gpu_tiled [--deterministic 1]
+ */
+#include "cuda_util.cuh"
+#include "flash_rungs.h"
+#include "flash_tiled.cuh"
+
+namespace flash_tiled {
+namespace {
+
+/* 1. Delta_i = dO_i . O_i - dlse_i: one warp per row [b,h,i], its lanes striding over Dv. */
+__global__ void flash_bwd_delta_kernel(args a) {
+    const int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= a.B * a.Hq * a.Sq) return; /* a whole warp: rows are per warp */
+    const int64_t i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq);
+    const float *dO = a.dout.p + b * a.dout.s[0] + h * a.dout.s[1] + i * a.dout.s[2];
+    float acc = 0.0f;
+    for (int64_t e = lane; e < a.Dv; e += 32) acc += dO[e * a.dout.s[3]] * a.o[row * a.Dv + e];
+    for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if (lane == 0) a.delta[row] = acc - (a.dlse ? a.dlse[b * a.sdlse[0] + h * a.sdlse[1] + i * a.sdlse[2]] : 0.0f);
+}
+
+/*
+ * For query row r of the Q tile (row i0 + r of its sequence) and key c of the K tile (key j0 + c): P and dS'.
+ * lse_r is +inf for rows past the tile's end and for fully masked rows, so P = 0 there. MASKED: 0 outside
+ * the row's key range too.
+ */
+template <bool MASKED>
+__device__ __forceinline__ void p_and_ds(const args &a, const float *Qrow, const float *Krow, const float *dOrow,
+                                         const float *Vrow, float L, float Delta, bool seen, float *P, float *dS) {
+    const float S = ladder_attn_softcap(a.scale * dot(Qrow, Krow, a.D), a.softcap);
+    const float p = MASKED && !seen ? 0.0f : expf(S - L);
+    *P = p;
+    *dS = p * (dot(dOrow, Vrow, a.Dv) - Delta) * ladder_attn_softcap_grad(S, a.softcap);
+}
+
+/* Rows [i0, i0 + BR) of head h: lse (as the backward uses it: +inf past the end) and Delta into smem. */
+__device__ void load_stats(const args &a, float *Ls, float *Ds, int64_t b, int64_t h, int64_t q0, int64_t i0,
+                           int64_t rows) {
+    for (int r = threadIdx.x; r < BR; r += blockDim.x) {
+        const int64_t row = (b * a.Hq + h) * a.Sq + q0 + i0 + r;
+        Ls[r] = r < rows ? ladder_attn_lse_for_bwd(a.lse[row]) : INFINITY;
+        Ds[r] = r < rows ? a.delta[row] : 0.0f;
+    }
+}
+
+/*
+ * 2. One block per (key tile, key/value head hk, batch row b). Thread (c, t8) owns key c: its dK and dV columns
+ * t8, t8+8, ... in registers. With atomic_dq (a uniform branch, so one compiled kernel serves both modes) the
+ * block also adds scale * dS^T K into dQ.
+ */
+template <int NC>
+__global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a, bool atomic_dq) {
+    extern __shared__ float smem[];
+    const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
+    float *Ks = smem, *Vs = Ks + BC * ld, *Qs = Vs + BC * ldv, *dOs = Qs + BR * ld;
+    float *Ps = dOs + BR * ldv, *dSs = Ps + BC * (BR + 1), *Ls = dSs + BC * (BR + 1), *Ds = Ls + BR;
+    int64_t s, j0;
+    if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, blockIdx.x, &s, &j0)) return; /* the whole block */
+    const int64_t hk = blockIdx.y, b = blockIdx.z, group = a.Hq / a.Hkv;
+    const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
+    const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
+    const int c = threadIdx.x / LANES, t8 = threadIdx.x % LANES;
+
+    load_rows<BC>(Ks, ld, a.k, b, hk, seq.k0 + j0, keys, a.D);
+    load_rows<BC>(Vs, ldv, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
+    float dk[NC], dv[NC];
+#pragma unroll
+    for (int k = 0; k < NC; k++) dk[k] = dv[k] = 0.0f;
+
+    for (int64_t h = hk * group; h < (hk + 1) * group; h++)
+        for (int64_t i0 = 0; i0 < seq.Lq; i0 += BR) {
+            const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
+            int64_t lo_first, hi_first, lo_last, hi_last;
+            ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_first, &hi_first);
+            ladder_attn_key_range(i0 + rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &hi_last);
+            if (hi_last <= j0 || lo_first >= j0 + keys) continue; /* the ranges move right: no row sees this tile */
+            const bool full = j0 >= lo_last && j0 + BC <= hi_first && rows == BR;
+            __syncthreads(); /* every thread is done with the previous Q, dO, P and dS tiles */
+            load_rows<BR>(Qs, ld, a.q, b, h, seq.q0 + i0, rows, a.D);
+            load_rows<BR>(dOs, ldv, a.dout, b, h, seq.q0 + i0, rows, a.Dv);
+            load_stats(a, Ls, Ds, b, h, seq.q0, i0, rows);
+            __syncthreads();
+            /* P^T and dS^T of the tile: thread (c, t8) does rows t8, t8+8, ... of its key (not unrolled: the
+             * registers hold dK and dV, up to 64 floats per thread) */
+#pragma unroll 1
+            for (int kk = 0; kk < BR / LANES; kk++) {
+                const int r = t8 + LANES * kk;
+                int64_t lo, hi;
+                ladder_attn_key_range(i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+                const bool seen = c < keys && j0 + c >= lo && j0 + c < hi;
+                float *P = Ps + c * (BR + 1) + r, *dS = dSs + c * (BR + 1) + r;
+                const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
+                if (full) p_and_ds<false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, P, dS);
+                else p_and_ds<true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, P, dS);
+            }
+            __syncthreads(); /* dQ below reads other keys' dS */
+            /* dV_c += sum_r P_rc dO_r and dK_c += sum_r dS'_rc Q_r (scale applied at the end) */
+#pragma unroll
+            for (int k = 0; k < NC; k++) {
+                const int e = t8 + LANES * k;
+                float sv = 0.0f, sk = 0.0f;
+                for (int r = 0; r < BR; r++) {
+                    if (e < a.Dv) sv += Ps[c * (BR + 1) + r] * dOs[r * ldv + e];
+                    if (e < a.D) sk += dSs[c * (BR + 1) + r] * Qs[r * ld + e];
+                }
+                dv[k] += sv;
+                dk[k] += sk;
+            }
+            if (atomic_dq) { /* thread (r, t8) now owns query row r: dQ_r += scale * sum_c dS'_rc K_c */
+                const int r = c;
+                if (r < rows) {
+                    float *dq = a.dq + ((b * a.Hq + h) * a.Sq + seq.q0 + i0 + r) * a.D;
+                    for (int64_t e = t8; e < a.D; e += LANES) {
+                        float sum = 0.0f;
+                        for (int cc = 0; cc < BC; cc++) sum += dSs[cc * (BR + 1) + r] * Ks[cc * ld + e];
+                        atomicAdd(dq + e, a.scale * sum);
+                    }
+                }
+            }
+        }
+    if (c >= keys) return;
+    const int64_t key = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0 + c;
+#pragma unroll
+    for (int k = 0; k < NC; k++) {
+        const int e = t8 + LANES * k;
+        if (e < a.D) a.dk[key * a.D + e] = a.scale * dk[k];
+        if (e < a.Dv) a.dv[key * a.Dv + e] = dv[k];
+    }
+}
+
+/*
+ * 3. Deterministic dQ: one block per (query tile, head h, batch row b). Thread (r, t8) owns row r's dQ
+ * columns t8, t8+8, ...; the key tiles stream past in order, so every sum runs in the same order every run.
+ */
+template <int NC>
+__global__ void __launch_bounds__(THREADS) flash_bwd_dq_tiled_kernel(args a) {
+    extern __shared__ float smem[];
+    const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
+    float *Qs = smem, *dOs = Qs + BR * ld, *Ks = dOs + BR * ldv, *Vs = Ks + BC * ld;
+    float *dSs = Vs + BC * ldv, *Ls = dSs + BR * (BC + 1), *Ds = Ls + BR;
+    int64_t s, i0;
+    if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x, &s, &i0)) return; /* the whole block */
+    const int64_t h = blockIdx.y, b = blockIdx.z, hk = ladder_attn_kv_head(h, a.Hq, a.Hkv);
+    const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
+    const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
+    const int r = threadIdx.x / LANES, t8 = threadIdx.x % LANES;
+    int64_t klo, khi, lo_last, hi_first, lo, hi;
+    ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &klo, &hi_first);
+    ladder_attn_key_range(i0 + rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &khi);
+    ladder_attn_key_range(i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+
+    load_rows<BR>(Qs, ld, a.q, b, h, seq.q0 + i0, rows, a.D);
+    load_rows<BR>(dOs, ldv, a.dout, b, h, seq.q0 + i0, rows, a.Dv);
+    load_stats(a, Ls, Ds, b, h, seq.q0, i0, rows);
+    float acc[NC];
+#pragma unroll
+    for (int k = 0; k < NC; k++) acc[k] = 0.0f;
+
+    for (int64_t j0 = klo / BC * BC; j0 < khi; j0 += BC) {
+        __syncthreads(); /* every thread is done with the previous K, V tiles (and the first loads landed) */
+        const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
+        load_rows<BC>(Ks, ld, a.k, b, hk, seq.k0 + j0, keys, a.D);
+        load_rows<BC>(Vs, ldv, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
+        __syncthreads();
+        const bool full = j0 >= lo_last && j0 + BC <= hi_first;
+#pragma unroll
+        for (int kk = 0; kk < BC / LANES; kk++) {
+            const int c = t8 + LANES * kk;
+            const bool seen = r < rows && j0 + c >= lo && j0 + c < hi;
+            float P, *dS = dSs + r * (BC + 1) + c;
+            const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
+            if (full) p_and_ds<false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, &P, dS);
+            else p_and_ds<true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, &P, dS);
+        }
+        __syncwarp(); /* row r's dS was written by its 8 lanes, all in this warp */
+#pragma unroll
+        for (int k = 0; k < NC; k++) {
+            const int e = t8 + LANES * k;
+            if (e >= a.D) break;
+            float sum = 0.0f;
+            for (int c = 0; c < BC; c++) sum += dSs[r * (BC + 1) + c] * Ks[c * ld + e];
+            acc[k] += sum;
+        }
+    }
+    if (r >= rows) return;
+    float *dq = a.dq + ((b * a.Hq + h) * a.Sq + seq.q0 + i0 + r) * a.D;
+#pragma unroll
+    for (int k = 0; k < NC; k++)
+        if (t8 + LANES * k < a.D) dq[t8 + LANES * k] = a.scale * acc[k];
+}
+
+template <int NC> ladder_status run(const args &a, bool deterministic) {
+    const int64_t rows = a.B * a.Hq * a.Sq;
+    flash_bwd_delta_kernel<<<ladder_blocks(rows * 32, THREADS), THREADS>>>(a);
+    LADDER_LAUNCH_CHECK("flash_bwd_delta_kernel");
+    const size_t tiles = sizeof(float) * (size_t)((BR + BC) * (a.D + 1) + (BR + BC) * (a.Dv + 1) + 2 * BR);
+    const dim3 kv_grid((unsigned)ladder_attn_tiles_bound(a.Sk, BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
+    const size_t kv_smem = tiles + sizeof(float) * 2 * BC * (BR + 1);
+    /* atomics add into dQ: it starts at zero (fully masked rows stay so) */
+    if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq, 0, sizeof(float) * (size_t)(rows * a.D)));
+    LADDER_TRY(ladder_allow_smem(flash_bwd_dkdv_tiled_kernel<NC>, kv_smem));
+    flash_bwd_dkdv_tiled_kernel<NC><<<kv_grid, THREADS, kv_smem>>>(a, !deterministic);
+    LADDER_LAUNCH_CHECK("flash_bwd_dkdv_tiled_kernel");
+    if (!deterministic) return LADDER_OK;
+    const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
+    const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1);
+    LADDER_TRY(ladder_allow_smem(flash_bwd_dq_tiled_kernel<NC>, q_smem));
+    flash_bwd_dq_tiled_kernel<NC><<<q_grid, THREADS, q_smem>>>(a);
+    LADDER_LAUNCH_CHECK("flash_bwd_dq_tiled_kernel");
+    return LADDER_OK;
+}
+
+} // namespace
+} // namespace flash_tiled
+
+extern "C" ladder_status flash_bwd_gpu_tiled(const ladder_flash_problem *fp, const ladder_flash_args *fa) {
+    using namespace flash_tiled;
+    args a = pack(fp, fa);
+    /* Delta's scratch, from the stream-ordered pool: after the first call it costs no cudaMalloc */
+    LADDER_CUDA_TRY(cudaMallocAsync((void **)&a.delta, sizeof(float) * (size_t)(a.B * a.Hq * a.Sq), 0));
+    ladder_status st;
+    switch (cols_per_thread(a.D, a.Dv)) {
+    case 8: st = run<8>(a, fp->deterministic); break;
+    case 16: st = run<16>(a, fp->deterministic); break;
+    default: st = run<32>(a, fp->deterministic); break;
+    }
+    cudaError_t freed = cudaFreeAsync(a.delta, 0);
+    if (st == LADDER_OK && freed != cudaSuccess)
+        return ladder_fail(LADDER_ERR_CUDA, "cudaFreeAsync of Delta's scratch failed: %s", cudaGetErrorString(freed));
+    return st;
+}

@@ -1,0 +1,107 @@
+/*
+ * gpu_tiled/flash_tiled.cuh: what the tiled flash kernels share (gpu_tiled/flash_fwd.cu, flash_bwd.cu): the
+ * tile sizes, the arguments every kernel takes, and the loops that stage a tile of rows in shared memory.
+ *
+ * A block has 256 threads and works on a tile of Br = 32 query rows (or Bc = 32 keys): 8 threads per row, each
+ * owning every 8th column of that row's accumulators, so that the 8 threads of a row are 8 consecutive lanes of
+ * one warp and reduce with three shuffles. Shared-memory rows are padded by one float (a row stride of D + 1),
+ * so that 8 threads reading one column of 8 different rows hit 8 different banks.
+ */
+#ifndef LADDER_GPU_TILED_FLASH_TILED_CUH
+#define LADDER_GPU_TILED_FLASH_TILED_CUH
+
+#include <stdint.h>
+
+#include "attention.h"
+#include "flash.h"
+
+namespace flash_tiled {
+
+constexpr int BR = 32;                    /* query rows per tile */
+constexpr int BC = 32;                    /* keys per tile */
+constexpr int LANES = 8;                  /* threads per row */
+constexpr int THREADS = BR * LANES;       /* 256; also BC * LANES */
+static_assert(BR == BC, "a thread maps to (row, lane) in both the query-tile and the key-tile kernels");
+
+/* A strided rank-4 input [b, h, s, e]. */
+struct view4 {
+    const float *p;
+    int64_t s[4];
+};
+
+/* What every kernel needs: inputs, outputs, scratch, sizes and options. */
+struct args {
+    view4 q, k, v, dout;
+    const float *dlse; /* nullptr: no gradient of lse */
+    int64_t sdlse[3];
+    float *o, *lse, *dq, *dk, *dv; /* contiguous */
+    float *delta;                  /* [B,Hq,Sq] scratch: the preprocess writes Delta there */
+    int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
+    float scale, softcap;
+    int causal;
+    int64_t wl, wr;
+    const int32_t *cu_q, *cu_k; /* nullptr: every batch row is one sequence */
+    int64_t n_seqs;             /* packed sequences (0 without) */
+};
+
+inline view4 view_of(const ladder_tensor &t) {
+    return view4{(const float *)t.data, {t.strides[0], t.strides[1], t.strides[2], t.strides[3]}};
+}
+
+inline args pack(const ladder_flash_problem *fp, const ladder_flash_args *a) {
+    const ladder_attention_problem *p = &fp->attn;
+    args n = {};
+    n.q = view_of(a->q), n.k = view_of(a->k), n.v = view_of(a->v);
+    if (a->dout.data) n.dout = view_of(a->dout);
+    n.dlse = (const float *)a->dlse.data;
+    for (int i = 0; i < 3; i++) n.sdlse[i] = a->dlse.strides[i];
+    n.o = (float *)a->o.data, n.lse = (float *)a->lse.data;
+    n.dq = (float *)a->dq.data, n.dk = (float *)a->dk.data, n.dv = (float *)a->dv.data;
+    n.B = p->B, n.Hq = p->Hq, n.Hkv = p->Hkv, n.Sq = p->Sq, n.Sk = p->Sk, n.D = p->D, n.Dv = p->Dv;
+    n.scale = (float)ladder_attention_scale(p), n.softcap = (float)p->softcap;
+    n.causal = p->causal, n.wl = p->window_left, n.wr = p->window_right;
+    n.cu_q = (const int32_t *)a->cu_seqlens_q.data, n.cu_k = (const int32_t *)a->cu_seqlens_k.data;
+    n.n_seqs = a->cu_seqlens_q.data ? a->cu_seqlens_q.shape[0] - 1 : 0;
+    return n;
+}
+
+/* Accumulator columns per thread for head dims up to max(D, Dv): every 8th column, so 8, 16 or 32 of them. */
+inline int cols_per_thread(int64_t D, int64_t Dv) {
+    const int64_t d = D > Dv ? D : Dv;
+    return d <= 64 ? 8 : d <= 128 ? 16 : 32;
+}
+
+/*
+ * Rows [r0, r0 + n) of head h of batch row b of @p t (each @p width wide) into smem[TILE rows][ld], the rows
+ * past n zero, so that a partial tile computes on zeros instead of reading past the sequence. Consecutive
+ * threads take consecutive columns: coalesced when the last stride is 1.
+ */
+template <int TILE>
+__device__ void load_rows(float *smem, int ld, const view4 &t, int64_t b, int64_t h, int64_t r0, int64_t n,
+                          int64_t width) {
+    for (int64_t x = threadIdx.x; x < TILE * width; x += blockDim.x) {
+        const int64_t r = x / width, e = x % width;
+        smem[r * ld + e] = r < n ? t.p[b * t.s[0] + h * t.s[1] + (r0 + r) * t.s[2] + e * t.s[3]] : 0.0f;
+    }
+}
+
+/* Sum (or max) over the 8 lanes of a row: lanes 8g .. 8g+7 of one warp, so xor 4, 2, 1 stays inside the group. */
+__device__ __forceinline__ float row_sum(float x) {
+    for (int off = LANES / 2; off > 0; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);
+    return x;
+}
+__device__ __forceinline__ float row_max(float x) {
+    for (int off = LANES / 2; off > 0; off /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, off));
+    return x;
+}
+
+/* a . b over n entries of two shared-memory rows. */
+__device__ __forceinline__ float dot(const float *a, const float *b, int64_t n) {
+    float acc = 0.0f;
+    for (int64_t e = 0; e < n; e++) acc += a[e] * b[e];
+    return acc;
+}
+
+} // namespace flash_tiled
+
+#endif

@@ -2,6 +2,7 @@
 #include "harness.h"
 
 extern const test_algo dynconv_tests;
+extern const test_algo recurrent_tests;
 
-const test_algo *const test_algos[] = {&dynconv_tests};
+const test_algo *const test_algos[] = {&dynconv_tests, &recurrent_tests};
 const int test_n_algos = sizeof test_algos / sizeof test_algos[0];

@@ -39,20 +39,30 @@ static void add_rows(const ladder_algo *algo, const ladder_case *c, const char *
         snprintf(row->dtype, sizeof row->dtype, "%s", ladder_dtype_name(dt));
         snprintf(row->shape, sizeof row->shape, "%s", shape);
         row->median_ms = res->ms[pass];
-        row->bytes = algo->bytes(c->problem, (ladder_pass)pass, dt);
+        row->bytes = algo->bytes(c->problem, c->present, (ladder_pass)pass, dt);
         row->flops = algo->flops(c->problem, (ladder_pass)pass);
         row->speedup_vs_cpu = cpu->ms[pass] / res->ms[pass];
     }
 }
 
+/* Append " +g +h0" (the optional tensors in @p with) to @p shape, so that two bench problems of one size differ. */
+static void with_str(const ladder_algo *algo, uint32_t with, char *shape, size_t n) {
+    for (int i = 0; i < algo->n_tensors; i++) {
+        size_t used = strlen(shape);
+        if ((with >> i) & 1u) snprintf(shape + used, n - used, " +%s", algo->tensors[i].name);
+    }
+}
+
 /* One bench problem: every planned rung, checked and timed. */
-static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void *base, bench_row *rows, int max_rows,
-                         int *n_rows) {
+static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void *base, uint32_t with,
+                         bench_row *rows, int max_rows, int *n_rows) {
     _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
     if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return TOOL_USAGE;
+    if (!o->with) co.with = with; /* the bench problem's optional tensors, unless --with gives others */
     char shape[128];
     ladder_problem_str(algo, problem, shape, sizeof shape);
+    with_str(algo, co.with, shape, sizeof shape);
     const double t0 = tool_now_ms();
     int steps = 2, step = 0, failures = 0;
     for (int i = 1; i < N_PLAN; i++)
@@ -65,6 +75,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
         return TOOL_USAGE;
     }
     ladder_problem_str(algo, c.problem, shape, sizeof shape); /* varlen may have changed the sizes */
+    with_str(algo, co.with, shape, sizeof shape);
     progress(algo->name, shape, ++step, steps, "cpu f32", t0);
     const ladder_run_opts cpu_opts = {.reps = CPU_REPS};
     ladder_result cpu;
@@ -118,7 +129,7 @@ int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int
     int rc = TOOL_OK;
     for (int i = 0; i < algo->n_bench_problems && rc != TOOL_USAGE; i++) {
         const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;
-        int r = bench_problem(algo, o, base, rows, max_rows, n_rows);
+        int r = bench_problem(algo, o, base, algo->bench_with ? algo->bench_with[i] : 0, rows, max_rows, n_rows);
         if (r > rc) rc = r;
     }
     return rc;

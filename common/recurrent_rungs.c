@@ -7,6 +7,6 @@
 #define GPU(f) NULL /* not built: the dispatcher reports the rung unavailable */
 #endif
 
-/* The GPU rungs are not written yet: the dispatcher reports them unavailable. */
-const recurrent_fn recurrent_fwd_rungs[LADDER_RUNG_COUNT] = {recurrent_fwd_cpu, NULL, NULL, NULL};
-const recurrent_fn recurrent_bwd_rungs[LADDER_RUNG_COUNT] = {recurrent_bwd_cpu, NULL, NULL, NULL};
+/* gpu_tensorcore (the chunked form) is not written yet: the dispatcher reports it unavailable. */
+const recurrent_fn recurrent_fwd_rungs[LADDER_RUNG_COUNT] = {recurrent_fwd_cpu, GPU(recurrent_fwd_gpu_naive), NULL, NULL};
+const recurrent_fn recurrent_bwd_rungs[LADDER_RUNG_COUNT] = {recurrent_bwd_cpu, GPU(recurrent_bwd_gpu_naive), NULL, NULL};

@@ -7,7 +7,7 @@
  * The gate gradients follow the cpu rung's three passes (cpu/recurrent.c): a rung writes, for every token t,
  * G_t[i] (the gradient of the row-i gate summed over the columns) into `G_row` and, with gv, G_t[j] into
  * `G_col`; rec_finish_gates() then writes dgk and dgv from them, dg_t = sum_i G_t[i], and dg_gamma[h] as the
- * sum of dg over every token, in a fixed order (bitwise-repeatable).
+ * sum of dg over every token, in a fixed order (bitwise-repeatable). Its kernels are in recurrent_gpu.cu.
  */
 #ifndef LADDER_RECURRENT_GPU_CUH
 #define LADDER_RECURRENT_GPU_CUH
@@ -109,45 +109,7 @@ struct rec_gate_scratch {
     }
 };
 
-namespace rec_detail {
-
-/* One thread per token (b,t,h): dgk and dgv from the sums, dg_t = sum_i G_t[i] (kept for dg_gamma). */
-__global__ void finish_tokens_kernel(rec_call c, double *G_row, double *G_col, double *G_tok) {
-    int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= c.B * c.T * c.H) return;
-    double sum = 0;
-    for (int64_t i = 0; i < c.K; i++) {
-        sum += G_row[e * c.K + i];
-        if (c.dgk) c.dgk[e * c.K + i] = (float)G_row[e * c.K + i];
-    }
-    for (int64_t j = 0; c.dgv && j < c.V; j++) c.dgv[e * c.V + j] = (float)G_col[e * c.V + j];
-    G_tok[e] = sum;
-    if (c.dg) c.dg[e] = (float)sum;
-}
-
-/* One thread per head: dg_gamma[h] = sum of dg_t over every token, in token order. */
-__global__ void finish_gamma_kernel(rec_call c, const double *G_tok) {
-    int64_t h = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (h >= c.H) return;
-    double sum = 0;
-    for (int64_t bt = 0; bt < c.B * c.T; bt++) sum += G_tok[bt * c.H + h];
-    c.dg_gamma[h] = (float)sum;
-}
-
-} // namespace rec_detail
-
 /** Write dgk, dgv, dg and dg_gamma from the scratch the rung filled (nothing when no gate was given). */
-inline ladder_status rec_finish_gates(const rec_call &c, const rec_gate_scratch &s) {
-    if (!rec_has_gates(c)) return LADDER_OK;
-    const int threads = 256;
-    rec_detail::finish_tokens_kernel<<<ladder_blocks(c.B * c.T * c.H, threads), threads>>>(c, s.G_row, s.G_col,
-                                                                                            s.G_tok);
-    LADDER_LAUNCH_CHECK("finish_tokens_kernel");
-    if (c.dg_gamma) {
-        rec_detail::finish_gamma_kernel<<<ladder_blocks(c.H, 32), 32>>>(c, s.G_tok);
-        LADDER_LAUNCH_CHECK("finish_gamma_kernel");
-    }
-    return LADDER_OK;
-}
+ladder_status rec_finish_gates(const rec_call &c, const rec_gate_scratch &s);
 
 #endif

@@ -80,6 +80,7 @@ static void decay_and_add(rows *r, int64_t K, int64_t V, bool has_gv) {
     for (int64_t i = 0; i < K; i++) {
         float *Si = r->S + i * V;
         float row_decay = expf(r->gk[i]); /* without gv, one exponential per row */
+#pragma omp simd
         for (int64_t j = 0; j < V; j++) {
             float decay = has_gv ? expf(r->gk[i] + r->gv[j]) : row_decay;
             Si[j] = decay * Si[j] + r->k[i] * r->v[j];
@@ -116,6 +117,7 @@ ladder_status recurrent_fwd_cpu(const ladder_recurrent_problem *p, const ladder_
             float *ot = o + ((s.b * p->T + t) * H + s.h) * V;
             for (int64_t j = 0; j < V; j++) ot[j] = 0.0f;
             for (int64_t i = 0; i < K; i++)
+#pragma omp simd
                 for (int64_t j = 0; j < V; j++) ot[j] += r.q[i] * r.S[i * V + j];
             for (int64_t j = 0; j < V; j++) ot[j] *= scale;
         }
@@ -144,11 +146,15 @@ static void backward_pass1(rows *r, const ladder_recurrent_problem *p, const lad
         float *dq = (float *)a->dq.data + ((s->b * p->T + t) * H + s->h) * K;
         float v_do = 0.0f;
         for (int64_t j = 0; j < V; j++) v_do += r->v[j] * r->dO[j];
-        for (int64_t i = 0; i < K; i++)
+        for (int64_t i = 0; i < K; i++) {
+            const float row_decay = expf(r->gk[i]); /* without gv, one exponential per row */
+#pragma omp simd
             for (int64_t j = 0; j < V; j++)
-                r->S[i * V + j] *= a->gv.data ? expf(r->gk[i] + r->gv[j]) : expf(r->gk[i]); /* now P */
+                r->S[i * V + j] *= a->gv.data ? expf(r->gk[i] + r->gv[j]) : row_decay; /* now P */
+        }
         for (int64_t i = 0; i < K; i++) {
             double Pdo = 0.0;
+#pragma omp simd reduction(+ : Pdo)
             for (int64_t j = 0; j < V; j++) Pdo += (double)r->S[i * V + j] * r->dO[j];
             rq[step * K + i] = (double)r->q[i] * scale * Pdo;
             dq[i] = scale * ((float)Pdo + r->k[i] * v_do);
@@ -159,6 +165,7 @@ static void backward_pass1(rows *r, const ladder_recurrent_problem *p, const lad
             co[step * V + j] = (double)r->dO[j] * scale * Pq;
         }
         for (int64_t i = 0; i < K; i++)
+#pragma omp simd
             for (int64_t j = 0; j < V; j++) r->S[i * V + j] += r->k[i] * r->v[j];
     }
 }
@@ -183,7 +190,8 @@ typedef struct gate_sums {
  * Every term is small when the decay is strong, so no sum subtracts two large numbers.
  */
 static void backward_pass2(rows *r, float *dSZ, const ladder_recurrent_problem *p, const ladder_recurrent_args *a,
-                           const seq *s, float scale, const double *rq, const double *co, gate_sums *gs) {
+                           const seq *s, float scale, const double *rq, const double *co, gate_sums *gs,
+                           double *col) {
     const int64_t K = p->K, V = p->V, H = p->H, T = p->T;
     const bool has_dht = a->dht.data != NULL;
     float *dSP = r->S;
@@ -196,35 +204,46 @@ static void backward_pass2(rows *r, float *dSZ, const ladder_recurrent_problem *
         float v_do = 0.0f, q_k = 0.0f;
         for (int64_t j = 0; j < V; j++) v_do += r->v[j] * r->dO[j];
         for (int64_t i = 0; i < K; i++) q_k += r->q[i] * r->k[i];
-        double sum_a = 0, sum_z = 0;
+        double sum_a = 0, sum_z = 0, *Ek = col, *Zk = col + V; /* column sums of E and dSZ against k_t */
+        for (int64_t j = 0; j < V; j++) Ek[j] = 0, Zk[j] = 0;
         for (int64_t i = 0; i < K; i++) {
             double Ev = 0.0, Zv = 0.0;
+#pragma omp simd reduction(+ : Ev)
             for (int64_t j = 0; j < V; j++) Ev += (double)dSP[i * V + j] * r->v[j];
-            for (int64_t j = 0; has_dht && j < V; j++) Zv += (double)dSZ[i * V + j] * r->v[j];
+            if (has_dht)
+#pragma omp simd reduction(+ : Zv)
+                for (int64_t j = 0; j < V; j++) Zv += (double)dSZ[i * V + j] * r->v[j];
             dk[i] = (float)(Ev + Zv) + scale * r->q[i] * v_do;
             double a_i = rq[step * K + i] - (double)r->k[i] * Ev, z_i = (double)r->k[i] * Zv;
             gs->rk[step * K + i] = a_i + (step + 1 < s->len ? gs->rk[(step + 1) * K + i] : 0.0);
             gs->zk[step * K + i] = z_i;
             sum_a += a_i, sum_z += z_i;
+            /* the same rows again, for the columns: Ek[j] = sum_i E[i,j] k_t[i], in the order of i */
+#pragma omp simd
+            for (int64_t j = 0; j < V; j++) Ek[j] += (double)dSP[i * V + j] * r->k[i];
+            if (has_dht)
+#pragma omp simd
+                for (int64_t j = 0; j < V; j++) Zk[j] += (double)dSZ[i * V + j] * r->k[i];
         }
         gs->rg[step] = sum_a + (step + 1 < s->len ? gs->rg[step + 1] : 0.0);
         gs->zg[step] = sum_z;
         for (int64_t j = 0; j < V; j++) {
-            double Ek = 0.0, Zk = 0.0;
-            for (int64_t i = 0; i < K; i++) Ek += (double)dSP[i * V + j] * r->k[i];
-            for (int64_t i = 0; has_dht && i < K; i++) Zk += (double)dSZ[i * V + j] * r->k[i];
-            dv[j] = (float)(Ek + Zk) + scale * r->dO[j] * q_k;
+            dv[j] = (float)(Ek[j] + Zk[j]) + scale * r->dO[j] * q_k;
             if (!co) continue;
-            gs->rv[step * V + j] = co[step * V + j] - (double)r->v[j] * Ek + (step + 1 < s->len ? gs->rv[(step + 1) * V + j] : 0.0);
-            gs->zv[step * V + j] = (double)r->v[j] * Zk;
+            gs->rv[step * V + j] =
+                co[step * V + j] - (double)r->v[j] * Ek[j] + (step + 1 < s->len ? gs->rv[(step + 1) * V + j] : 0.0);
+            gs->zv[step * V + j] = (double)r->v[j] * Zk[j];
         }
         /* dSP_t = E + scale q do^T; then both parts' share in S_{t-1}: D_t * dS_t */
-        for (int64_t i = 0; i < K; i++)
+        for (int64_t i = 0; i < K; i++) {
+            const float row_decay = expf(r->gk[i]);
+#pragma omp simd
             for (int64_t j = 0; j < V; j++) {
-                float decay = a->gv.data ? expf(r->gk[i] + r->gv[j]) : expf(r->gk[i]);
+                float decay = a->gv.data ? expf(r->gk[i] + r->gv[j]) : row_decay;
                 dSP[i * V + j] = (dSP[i * V + j] + scale * r->q[i] * r->dO[j]) * decay;
                 if (has_dht) dSZ[i * V + j] *= decay;
             }
+        }
     }
     /* dh0 = D_first * dS_first, both parts; and h0's share of the dht-part, dSZ_0 . h0 */
     float *dh0 = a->dh0.data ? (float *)a->dh0.data + (s->n * H + s->h) * K * V : NULL;
@@ -275,8 +294,8 @@ ladder_status recurrent_bwd_cpu(const ladder_recurrent_problem *p, const ladder_
         rows r;
         seq s = seq_of(p, a, nh);
         const int64_t L = s.len, nv = a->gv.data ? V : 0; /* column sums only with gv */
-        /* pass 1 -> 2: rq [L,K], co [L,nv]; pass 2 -> 3: gate_sums; and the dht-part tile dSZ [K,V] */
-        int64_t n_doubles = L * K + L * nv + 2 * (L * K + L * nv + L) + K + V;
+        /* pass 1 -> 2: rq [L,K], co [L,nv]; pass 2 -> 3: gate_sums; column sums [2V]; the dht-part tile dSZ [K,V] */
+        int64_t n_doubles = L * K + L * nv + 2 * (L * K + L * nv + L) + K + V + 2 * V;
         double *m = malloc((size_t)n_doubles * sizeof *m);
         float *dSZ = malloc((size_t)(K * V) * sizeof *dSZ);
         if (!m || !dSZ || !rows_alloc(&r, K, V)) {
@@ -289,8 +308,9 @@ ladder_status recurrent_bwd_cpu(const ladder_recurrent_problem *p, const ladder_
         gs.rk = co + L * nv, gs.rv = gs.rk + L * K, gs.rg = gs.rv + L * nv;
         gs.zk = gs.rg + L, gs.zv = gs.zk + L * K, gs.zg = gs.zv + L * nv;
         gs.z0k = gs.zg + L, gs.z0v = gs.z0k + K;
+        double *col = gs.z0v + V; /* [2V]: pass 2's column sums */
         backward_pass1(&r, p, a, &s, scale, rq, nv ? co : NULL);
-        backward_pass2(&r, dSZ, p, a, &s, scale, rq, nv ? co : NULL, &gs);
+        backward_pass2(&r, dSZ, p, a, &s, scale, rq, nv ? co : NULL, &gs, col);
         dg_gamma[nh] = backward_pass3(p, a, &s, &gs);
         free(r.q), free(m), free(dSZ);
     }

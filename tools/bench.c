@@ -45,11 +45,16 @@ static void add_rows(const ladder_algo *algo, const ladder_case *c, const char *
     }
 }
 
-/* Append " +g +h0" (the optional tensors in @p with) to @p shape, so that two bench problems of one size differ. */
+/*
+ * Append " with=g+h0" (the optional tensors in @p with) to @p shape, so that two bench problems of one size
+ * differ; one NAME=VALUE pair, as tools/bench_tables.py reads shapes.
+ */
 static void with_str(const ladder_algo *algo, uint32_t with, char *shape, size_t n) {
-    for (int i = 0; i < algo->n_tensors; i++) {
+    for (int i = 0, first = 1; i < algo->n_tensors; i++) {
         size_t used = strlen(shape);
-        if ((with >> i) & 1u) snprintf(shape + used, n - used, " +%s", algo->tensors[i].name);
+        if (!((with >> i) & 1u)) continue;
+        snprintf(shape + used, n - used, "%s%s", first ? " with=" : "+", algo->tensors[i].name);
+        first = 0;
     }
 }
 

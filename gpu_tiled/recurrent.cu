@@ -63,9 +63,13 @@ __device__ __forceinline__ float warp_rows_sum(float (&x)[LANES]) {
     return x[0];
 }
 
-/* What one step of a tile reads: its rows' q, k and folded gate, staged in shared memory by the warp. */
+/*
+ * What one step of a tile reads: its rows' q, k, folded gate and that gate's decay exp(gate), staged in shared
+ * memory by the warp. Without gv every lane's row r decays by the same exp(gate[r]): one exponential per row,
+ * computed once for the warp instead of once per lane.
+ */
 template <int BK> struct rows_of_step {
-    float q[BK], k[BK], gate[BK];
+    float q[BK], k[BK], gate[BK], decay[BK];
 };
 
 /* Stage step @p t's rows kb*BK .. kb*BK+BK-1 (0 past K, so that padding rows stay 0). */
@@ -79,12 +83,17 @@ __device__ __forceinline__ void stage_rows(const rec_call &c, rows_of_step<BK> &
         sm.q[r] = ok ? rec_ld(c.q, b, t, h, i) : 0.0f;
         sm.k[r] = ok ? rec_ld(c.k, b, t, h, i) : 0.0f;
         sm.gate[r] = ok ? rec_row_gate(c, b, t, h, i) : 0.0f;
+        sm.decay[r] = expf(sm.gate[r]);
     }
 }
 
-/* The decay of tile entry (r, j): exp(gate_r + gv_j), computed per entry so that no exponential overflows alone. */
-__device__ __forceinline__ float decay(const rec_call &c, float gate, float gvj) {
-    return c.gv.p ? expf(gate + gvj) : expf(gate);
+/*
+ * The decay of tile entry (r, j) of step @p x: exp(gate_r + gv_j), formed per entry with gv so that neither
+ * factor can overflow alone; without gv, the row's staged decay.
+ */
+template <int BK>
+__device__ __forceinline__ float decay(const rec_call &c, const rows_of_step<BK> &x, int r, float gvj) {
+    return c.gv.p ? expf(x.gate[r] + gvj) : x.decay[r];
 }
 
 /*
@@ -114,7 +123,7 @@ __global__ void __launch_bounds__(LANES) recurrent_fwd_tiled_kernel(rec_call c, 
         float o = 0.0f;
 #pragma unroll
         for (int r = 0; r < BK_FWD; r++) {
-            S[r] = decay(c, x.gate[r], gvj) * S[r] + x.k[r] * vj;
+            S[r] = decay(c, x, r, gvj) * S[r] + x.k[r] * vj;
             o += x.q[r] * S[r];
         }
         if (col) {
@@ -193,7 +202,7 @@ __global__ void __launch_bounds__(LANES) recurrent_bwd_tiled_kernel(rec_call c, 
         float Pq = 0.0f;
 #pragma unroll
         for (int r = 0; r < BK_BWD; r++) {
-            const float P = decay(c, y.gate[r], gvj) * S[r];
+            const float P = decay(c, y, r, gvj) * S[r];
             Pq += P * y.q[r];
             x[r] = P * doj; /* row r of P do, this lane's column */
             S[r] = P + y.k[r] * vj;
@@ -257,7 +266,7 @@ __global__ void __launch_bounds__(LANES) recurrent_bwd_tiled_kernel(rec_call c, 
         }
 #pragma unroll
         for (int r = 0; r < BK_BWD; r++) {
-            const float d = decay(c, y.gate[r], gvj);
+            const float d = decay(c, y, r, gvj);
             S[r] = (S[r] + c.scale * y.q[r] * doj) * d;
             dSZ[r] *= d;
         }

@@ -52,13 +52,25 @@ static seq seq_of(const ladder_recurrent_problem *p, const ladder_recurrent_args
 
 /* Per-thread rows of one step, gathered from the strided inputs: q, k, gk [K] and v, gv, do [V]. */
 typedef struct rows {
-    float *q, *k, *gk, *v, *gv, *dO, *S; /* S: the K x V state, row-major */
+    float *q, *k, *gk, *v, *gv, *dO, *dec, *S; /* dec: one row's decays [V]; S: the K x V state, row-major */
 } rows;
 
 static bool rows_alloc(rows *r, int64_t K, int64_t V) {
-    float *m = malloc((size_t)(3 * K + 3 * V + K * V) * sizeof *m);
-    *r = (rows){m, m + K, m + 2 * K, m + 3 * K, m + 3 * K + V, m + 3 * K + 2 * V, m + 3 * K + 3 * V};
+    float *m = malloc((size_t)(3 * K + 4 * V + K * V) * sizeof *m);
+    *r = (rows){m, m + K, m + 2 * K, m + 3 * K, m + 3 * K + V, m + 3 * K + 2 * V, m + 3 * K + 3 * V,
+                m + 3 * K + 4 * V};
     return m != NULL;
+}
+
+/*
+ * The decays of row i, exp(g + g_gamma + gk[i] + gv[j]) for every j, into r->dec: with gv one exponential per
+ * entry (the sum formed first, so that neither factor can overflow alone), without it one per row. The loops
+ * that use them are then plain multiply-adds, which the compiler vectorizes.
+ */
+static const float *row_decays(rows *r, int64_t i, int64_t V, bool has_gv) {
+    const float row = expf(r->gk[i]);
+    for (int64_t j = 0; j < V; j++) r->dec[j] = has_gv ? expf(r->gk[i] + r->gv[j]) : row;
+    return r->dec;
 }
 
 static void gather(rows *r, const ladder_recurrent_problem *p, const ladder_recurrent_args *a, const seq *s,
@@ -79,12 +91,9 @@ static void gather(rows *r, const ladder_recurrent_problem *p, const ladder_recu
 static void decay_and_add(rows *r, int64_t K, int64_t V, bool has_gv) {
     for (int64_t i = 0; i < K; i++) {
         float *Si = r->S + i * V;
-        float row_decay = expf(r->gk[i]); /* without gv, one exponential per row */
+        const float *decay = row_decays(r, i, V, has_gv);
 #pragma omp simd
-        for (int64_t j = 0; j < V; j++) {
-            float decay = has_gv ? expf(r->gk[i] + r->gv[j]) : row_decay;
-            Si[j] = decay * Si[j] + r->k[i] * r->v[j];
-        }
+        for (int64_t j = 0; j < V; j++) Si[j] = decay[j] * Si[j] + r->k[i] * r->v[j];
     }
 }
 
@@ -147,10 +156,9 @@ static void backward_pass1(rows *r, const ladder_recurrent_problem *p, const lad
         float v_do = 0.0f;
         for (int64_t j = 0; j < V; j++) v_do += r->v[j] * r->dO[j];
         for (int64_t i = 0; i < K; i++) {
-            const float row_decay = expf(r->gk[i]); /* without gv, one exponential per row */
+            const float *decay = row_decays(r, i, V, a->gv.data != NULL);
 #pragma omp simd
-            for (int64_t j = 0; j < V; j++)
-                r->S[i * V + j] *= a->gv.data ? expf(r->gk[i] + r->gv[j]) : row_decay; /* now P */
+            for (int64_t j = 0; j < V; j++) r->S[i * V + j] *= decay[j]; /* now P */
         }
         for (int64_t i = 0; i < K; i++) {
             double Pdo = 0.0;
@@ -236,13 +244,12 @@ static void backward_pass2(rows *r, float *dSZ, const ladder_recurrent_problem *
         }
         /* dSP_t = E + scale q do^T; then both parts' share in S_{t-1}: D_t * dS_t */
         for (int64_t i = 0; i < K; i++) {
-            const float row_decay = expf(r->gk[i]);
+            const float *decay = row_decays(r, i, V, a->gv.data != NULL);
 #pragma omp simd
-            for (int64_t j = 0; j < V; j++) {
-                float decay = a->gv.data ? expf(r->gk[i] + r->gv[j]) : row_decay;
-                dSP[i * V + j] = (dSP[i * V + j] + scale * r->q[i] * r->dO[j]) * decay;
-                if (has_dht) dSZ[i * V + j] *= decay;
-            }
+            for (int64_t j = 0; j < V; j++) dSP[i * V + j] = (dSP[i * V + j] + scale * r->q[i] * r->dO[j]) * decay[j];
+            if (has_dht)
+#pragma omp simd
+                for (int64_t j = 0; j < V; j++) dSZ[i * V + j] *= decay[j];
         }
     }
     /* dh0 = D_first * dS_first, both parts; and h0's share of the dht-part, dSZ_0 . h0 */

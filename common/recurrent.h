@@ -39,6 +39,10 @@
  * | gpu_tiled      | f32                           | f32                                    |
  * | gpu_tensorcore | bf16 or f16 (all the same)    | f32                                    |
  *
+ * The gpu_tensorcore rung (the chunked form) is not written yet: it returns
+ * LADDER_ERR_UNAVAILABLE ("rung gpu_tensorcore was not built") after the
+ * dtypes above are checked.
+ *
  * The CPU rung takes host pointers, the GPU rungs device pointers
  * (cu_seqlens included). Every rung is deterministic: bitwise-identical repeats.
  */

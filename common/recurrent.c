@@ -46,7 +46,12 @@ static int shape_of(const spec *s, const ladder_recurrent_problem *p, int64_t N,
     int rank = 0, used = 0;
     dims[used++] = '[';
     for (const char *c = s->dims; *c; c++) {
-        shape[rank++] = *c == 'B' ? p->B : *c == 'T' ? p->T : *c == 'H' ? p->H : *c == 'K' ? p->K : *c == 'V' ? p->V : N;
+        shape[rank++] = *c == 'B'   ? p->B
+                        : *c == 'T' ? p->T
+                        : *c == 'H' ? p->H
+                        : *c == 'K' ? p->K
+                        : *c == 'V' ? p->V
+                                    : N;
         if (used > 1) dims[used++] = ',';
         dims[used++] = *c;
     }
@@ -83,7 +88,8 @@ static ladder_status check_problem(const ladder_recurrent_problem *p, const ladd
             return ladder_fail(LADDER_ERR_ARG, "%s is %lld but must be in 1..%lld", sizes[i].name,
                                (long long)sizes[i].value, (long long)sizes[i].hi);
     }
-    if (!isfinite(p->scale)) return ladder_fail(LADDER_ERR_ARG, "scale is %g but must be finite (0 means 1/sqrt(K))", p->scale);
+    if (!isfinite(p->scale))
+        return ladder_fail(LADDER_ERR_ARG, "scale is %g but must be finite (0 means 1/sqrt(K))", p->scale);
     int64_t bthkv[4] = {p->B, p->T, p->H, p->K > p->V ? p->K : p->V};
     if (ladder_shape_bytes(LADDER_F32, 4, bthkv) < 0)
         return ladder_fail(LADDER_ERR_ARG, "B*T*H*max(K,V) = %lld*%lld*%lld*%lld elements is too large to address",
@@ -151,7 +157,8 @@ static ladder_status check_call(ladder_rung rung, const ladder_recurrent_problem
     LADDER_TRY(check_dtypes(rung, ins, outs, &a->cu_seqlens));
     if (a->cu_seqlens.data) {
         if (a->cu_seqlens.dtype != LADDER_I32)
-            return ladder_fail(LADDER_ERR_ARG, "cu_seqlens must be i32, not %s", ladder_dtype_name(a->cu_seqlens.dtype));
+            return ladder_fail(LADDER_ERR_ARG, "cu_seqlens must be i32, not %s",
+                               ladder_dtype_name(a->cu_seqlens.dtype));
     }
     LADDER_TRY(ladder_rung_available(rung));
     if (!table[rung]) return ladder_fail(LADDER_ERR_UNAVAILABLE, "rung %s was not built", ladder_rung_name(rung));

@@ -1,7 +1,7 @@
 /**
  * @file cuda_util.cuh
- * @brief Host helpers that the GPU launchers share: may a tensor take the 16-byte load path, and the opt-in to
- *        more than 48 KB of dynamic shared memory.
+ * @brief Host helpers that the GPU launchers share: may a tensor take the 16-byte load path, the opt-in to
+ *        more than 48 KB of dynamic shared memory, and scratch memory for one call.
  */
 #ifndef LADDER_CUDA_UTIL_CUH
 #define LADDER_CUDA_UTIL_CUH
@@ -48,5 +48,36 @@ template <class Kernel> ladder_status ladder_allow_smem(Kernel *kernel, size_t b
         LADDER_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
     return LADDER_OK;
 }
+
+/**
+ * Device memory one call needs between its kernels, from the stream-ordered pool of the default stream, and
+ * given back (in stream order) when it goes out of scope. The pool keeps what it was given instead of returning
+ * it to the driver at each synchronization, so that a repeated call (a timed one) finds its scratch at once.
+ */
+struct ladder_scratch {
+    void *ptr = nullptr;
+    ladder_scratch() = default;
+    ladder_scratch(const ladder_scratch &) = delete;
+    ladder_scratch &operator=(const ladder_scratch &) = delete;
+    ~ladder_scratch() {
+        if (ptr) cudaFreeAsync(ptr, 0);
+    }
+    /** Allocate @p bytes (none when 0). */
+    ladder_status alloc(size_t bytes) {
+        if (bytes == 0) return LADDER_OK;
+        static bool pool_keeps = false;
+        if (!pool_keeps) {
+            int device;
+            cudaMemPool_t pool;
+            uint64_t keep = UINT64_MAX;
+            LADDER_CUDA_TRY(cudaGetDevice(&device));
+            LADDER_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+            LADDER_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+            pool_keeps = true;
+        }
+        LADDER_CUDA_TRY(cudaMallocAsync(&ptr, bytes, 0));
+        return LADDER_OK;
+    }
+};
 
 #endif

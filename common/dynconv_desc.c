@@ -40,7 +40,8 @@ static ladder_status call_rung(ladder_rung rung, ladder_pass pass, const void *p
     return (pass == LADDER_PASS_FWD ? dynconv_fwd_rungs : dynconv_bwd_rungs)[rung](problem, args);
 }
 
-static double bytes(const void *problem, ladder_pass pass, ladder_dtype dtype) {
+static double bytes(const void *problem, uint32_t present, ladder_pass pass, ladder_dtype dtype) {
+    (void)present; /* every tensor but cu_seqlens is required */
     return pass == LADDER_PASS_FWD ? ladder_dynconv_fwd_bytes(problem, dtype) : ladder_dynconv_bwd_bytes(problem, dtype);
 }
 

@@ -122,8 +122,8 @@ typedef struct ladder_algo {
     ladder_status (*call)(ladder_rung rung, ladder_pass pass, const void *problem, const void *args);
     /** The rung function alone, on input the dispatcher has already validated (for timing). */
     ladder_status (*call_rung)(ladder_rung rung, ladder_pass pass, const void *problem, const void *args);
-    /** Bytes the pass must move at least, with float tensors of @p dtype. */
-    double (*bytes)(const void *problem, ladder_pass pass, ladder_dtype dtype);
+    /** Bytes the pass must move at least: float tensors of @p dtype, the tensors in @p present (bit i: tensor i). */
+    double (*bytes)(const void *problem, uint32_t present, ladder_pass pass, ladder_dtype dtype);
     /** Floating-point operations of the pass (a multiply-add counts 2). */
     double (*flops)(const void *problem, ladder_pass pass);
     const void *bench_problems; /**< problem structs `ladder bench` sweeps, problem_size apart */
@@ -135,6 +135,8 @@ typedef struct ladder_algo {
      * speedup column stays empty. Without a GPU the cpu rung is the reference after all.
      */
     ladder_rung bench_reference;
+    const uint32_t *bench_with; /**< per bench problem, the optional tensors it includes (bit i: tensor i), or NULL */
+    uint32_t run_with;          /**< the optional tensors `ladder run` includes when --with is not given */
 } ladder_algo;
 
 /** Every algorithm, in chapter order. */

@@ -56,7 +56,8 @@ static ladder_status call_rung(ladder_rung rung, ladder_pass pass, const void *p
     return (pass == LADDER_PASS_FWD ? flash_fwd_rungs : flash_bwd_rungs)[rung](problem, args);
 }
 
-static double bytes(const void *problem, ladder_pass pass, ladder_dtype dtype) {
+static double bytes(const void *problem, uint32_t present, ladder_pass pass, ladder_dtype dtype) {
+    (void)present; /* flash's optional tensors (dlse, cu_seqlens) are too small to count */
     return pass == LADDER_PASS_FWD ? ladder_flash_fwd_bytes(problem, dtype) : ladder_flash_bwd_bytes(problem, dtype);
 }
 

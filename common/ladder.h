@@ -15,6 +15,7 @@
 #include "mirror.h"
 #include "npy.h"
 #include "rng.h"
+#include "recurrent.h"
 #include "rung.h"
 #include "status.h"
 #include "tensor.h"

@@ -2,7 +2,8 @@
 #include "harness.h"
 
 extern const test_algo dynconv_tests;
+extern const test_algo recurrent_tests;
 extern const test_algo flash_tests;
 
-const test_algo *const test_algos[] = {&dynconv_tests, &flash_tests};
+const test_algo *const test_algos[] = {&dynconv_tests, &recurrent_tests, &flash_tests};
 const int test_n_algos = sizeof test_algos / sizeof test_algos[0];

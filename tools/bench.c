@@ -42,20 +42,35 @@ static void add_rows(const ladder_algo *algo, const ladder_case *c, const char *
         snprintf(row->dtype, sizeof row->dtype, "%s", ladder_dtype_name(dt));
         snprintf(row->shape, sizeof row->shape, "%s", shape);
         row->median_ms = res->ms[pass];
-        row->bytes = algo->bytes(c->problem, (ladder_pass)pass, dt);
+        row->bytes = algo->bytes(c->problem, c->present, (ladder_pass)pass, dt);
         row->flops = algo->flops(c->problem, (ladder_pass)pass);
         row->speedup_vs_cpu = cpu ? cpu->ms[pass] / res->ms[pass] : 0;
     }
 }
 
+/*
+ * Append " with=g+h0" (the optional tensors in @p with) to @p shape, so that two bench problems of one size
+ * differ; one NAME=VALUE pair, as tools/bench_tables.py reads shapes.
+ */
+static void with_str(const ladder_algo *algo, uint32_t with, char *shape, size_t n) {
+    for (int i = 0, first = 1; i < algo->n_tensors; i++) {
+        size_t used = strlen(shape);
+        if (!((with >> i) & 1u)) continue;
+        snprintf(shape + used, n - used, "%s%s", first ? " with=" : "+", algo->tensors[i].name);
+        first = 0;
+    }
+}
+
 /* One bench problem: every planned rung, checked and timed. */
-static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void *base, bench_row *rows, int max_rows,
-                         int *n_rows) {
+static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void *base, uint32_t with,
+                         bench_row *rows, int max_rows, int *n_rows) {
     _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
     if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return TOOL_USAGE;
+    if (!o->with) co.with = with; /* the bench problem's optional tensors, unless --with gives others */
     char shape[128];
     ladder_problem_str(algo, problem, shape, sizeof shape);
+    with_str(algo, co.with, shape, sizeof shape);
     const double t0 = tool_now_ms();
     ladder_rung ref = algo->bench_reference;
     if (ladder_algo_rung_available(algo, ref) != LADDER_OK) ref = LADDER_RUNG_CPU;
@@ -72,6 +87,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
         return TOOL_USAGE;
     }
     ladder_problem_str(algo, c.problem, shape, sizeof shape); /* varlen may have changed the sizes */
+    with_str(algo, co.with, shape, sizeof shape);
     char what[64];
     snprintf(what, sizeof what, "%s f32 (the reference)", ladder_rung_name(ref));
     progress(algo->name, shape, ++step, steps, what, t0);
@@ -129,7 +145,7 @@ int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int
     int rc = TOOL_OK;
     for (int i = 0; i < algo->n_bench_problems && rc != TOOL_USAGE; i++) {
         const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;
-        int r = bench_problem(algo, o, base, rows, max_rows, n_rows);
+        int r = bench_problem(algo, o, base, algo->bench_with ? algo->bench_with[i] : 0, rows, max_rows, n_rows);
         if (r > rc) rc = r;
     }
     return rc;

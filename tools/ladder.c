@@ -47,6 +47,13 @@ static void algo_usage(FILE *f, const ladder_algo *a) {
         fprintf(f, "  --varlen L1,L2,.. packed sequences of these lengths (%s = 1, %s = their sum; not with --%s or "
                    "--%s)\n",
                 a->varlen_batch, a->varlen_dim, a->varlen_batch, a->varlen_dim);
+    for (int i = 0, first = 1; i < a->n_tensors; i++) /* the optional tensors `ladder run` includes unless --with */
+        if ((a->run_with >> i) & 1u) {
+            fprintf(f, "%s%s", first ? "  --with A,B        without --with, `ladder run` includes " : ",",
+                    a->tensors[i].name);
+            first = 0;
+        }
+    if (a->run_with) fprintf(f, "\n");
     for (int out = 0; out < 2; out++) {
         fprintf(f, out ? "  writes:" : "  --in DIR reads:");
         for (int i = 0; i < a->n_tensors; i++) {

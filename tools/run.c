@@ -91,7 +91,8 @@ int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, 
         }
         if (parse_varlen(o->varlen, co) != TOOL_OK) return TOOL_USAGE;
     }
-    return o->with ? parse_with(algo, o->with, &co->with) : TOOL_OK;
+    co->with = algo->run_with; /* the descriptor's choice, unless --with gives one */
+    return o->with ? (co->with = 0, parse_with(algo, o->with, &co->with)) : TOOL_OK;
 }
 
 /* The cpu rung on the case rounded to @p dtype: the reference of the tensor-core rung. */
@@ -104,8 +105,8 @@ static ladder_status rounded_reference(const ladder_case *c, ladder_dtype dtype,
     return st;
 }
 
-static double gbps(const ladder_algo *algo, const void *problem, ladder_pass pass, ladder_dtype dt, double ms) {
-    return ms > 0 ? algo->bytes(problem, pass, dt) / (ms * 1e-3) / 1e9 : 0;
+static double gbps(const ladder_case *c, ladder_pass pass, ladder_dtype dt, double ms) {
+    return ms > 0 ? c->algo->bytes(c->problem, c->present, pass, dt) / (ms * 1e-3) / 1e9 : 0;
 }
 
 int tool_run(const ladder_algo *algo, const tool_opts *o) {
@@ -172,8 +173,8 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
         char err[16];
         snprintf(err, sizeof err, rung == LADDER_RUNG_CPU ? "reference" : "%.1e", k.worst);
         printf("%-15s %-5s %9.3f %9.3f %9.1f %9.1f %8.1f %8.1f %11s  %s\n", ladder_rung_name(rung),
-               ladder_dtype_name(dt), got.ms[0], got.ms[1], gbps(algo, c.problem, LADDER_PASS_FWD, dt, got.ms[0]),
-               gbps(algo, c.problem, LADDER_PASS_BWD, dt, got.ms[1]), ref.ms[0] / got.ms[0], ref.ms[1] / got.ms[1],
+               ladder_dtype_name(dt), got.ms[0], got.ms[1], gbps(&c, LADDER_PASS_FWD, dt, got.ms[0]),
+               gbps(&c, LADDER_PASS_BWD, dt, got.ms[1]), ref.ms[0] / got.ms[0], ref.ms[1] / got.ms[1],
                err, k.ok ? "PASS" : "FAIL");
         if (!k.ok) {
             printf("    %s\n", k.why);

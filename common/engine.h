@@ -135,6 +135,8 @@ typedef struct ladder_algo {
      * speedup column stays empty. Without a GPU the cpu rung is the reference after all.
      */
     ladder_rung bench_reference;
+    /** bit r: `ladder bench` leaves rung r out (it would take hours at the bench sizes: flash's gpu_naive) */
+    uint32_t bench_skip;
     const uint32_t *bench_with; /**< per bench problem, the optional tensors it includes (bit i: tensor i), or NULL */
     uint32_t run_with;          /**< the optional tensors `ladder run` includes when --with is not given */
 } ladder_algo;

@@ -78,7 +78,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     int steps = 2, step = 0, failures = 0;
     for (int i = 1; i < N_PLAN; i++)
         steps += tool_rung_wanted(o, plan[i].rung) && ladder_algo_rung_available(algo, plan[i].rung) == LADDER_OK &&
-                 !(plan[i].rung == ref && plan[i].dtype == LADDER_F32);
+                 !(plan[i].rung == ref && plan[i].dtype == LADDER_F32) && !((algo->bench_skip >> plan[i].rung) & 1u);
 
     progress(algo->name, shape, ++step, steps, "random inputs", t0);
     ladder_case c;
@@ -109,6 +109,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
         ladder_dtype dt = plan[i].dtype;
         if (!tool_rung_wanted(o, rung) || ladder_algo_rung_available(algo, rung) != LADDER_OK) continue;
         if (rung == ref && dt == LADDER_F32) continue; /* timed above, as the reference */
+        if ((algo->bench_skip >> rung) & 1u) continue;  /* too slow at the bench sizes */
         snprintf(what, sizeof what, "%s %s", ladder_rung_name(rung), ladder_dtype_name(dt));
         progress(algo->name, shape, ++step, steps, what, t0);
         ladder_result res, rounded = {0};

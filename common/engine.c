@@ -401,7 +401,12 @@ static ladder_status cpu_median_ms(timed_call *t, int warmup, int reps, double *
 static ladder_status run_pass(const ladder_algo *algo, ladder_rung rung, ladder_pass pass, const void *problem,
                               const void *args, const ladder_run_opts *o, double *ms) {
     double t0 = now_ms();
-    ladder_status st = algo->call(rung, pass, problem, args);
+    const bool emulating = o->emulate != LADDER_F32 && algo->call_emulating;
+    if (emulating && (rung != LADDER_RUNG_CPU || o->reps > 1 || o->warmup > 0))
+        return ladder_fail(LADDER_ERR_ARG, "%s: only the cpu rung emulates the tensor-core rung's rounding, untimed",
+                           algo->name);
+    ladder_status st = emulating ? algo->call_emulating(o->emulate, pass, problem, args)
+                                 : algo->call(rung, pass, problem, args);
     if (st == LADDER_OK && ladder_rung_is_gpu(rung)) st = ladder_gpu_sync(); /* an asynchronous fault shows here */
     if (st == LADDER_OK && !ladder_rung_is_gpu(rung) && o->reps == 1 && o->warmup == 0) {
         *ms = now_ms() - t0;
@@ -621,5 +626,19 @@ ladder_status ladder_result_write_dir(const ladder_case *c, const ladder_result 
             used += k > 0 ? (size_t)k : 0;
         }
     }
+    return st;
+}
+
+ladder_status ladder_run_tc_reference(const ladder_case *c, ladder_dtype dtype, ladder_result *r) {
+    memset(r, 0, sizeof *r);
+    if (dtype != LADDER_BF16 && dtype != LADDER_F16)
+        return ladder_fail(LADDER_ERR_ARG, "the tensor-core reference takes bf16 or f16, not %s",
+                           ladder_dtype_name(dtype));
+    ladder_case rounded;
+    ladder_status st = ladder_case_rounded(c, dtype, &rounded);
+    if (st != LADDER_OK) return st;
+    const ladder_run_opts once = {.emulate = dtype};
+    st = ladder_run(LADDER_RUNG_CPU, LADDER_F32, &rounded, &once, r);
+    ladder_case_free(&rounded);
     return st;
 }

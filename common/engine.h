@@ -122,6 +122,13 @@ typedef struct ladder_algo {
     ladder_status (*call)(ladder_rung rung, ladder_pass pass, const void *problem, const void *args);
     /** The rung function alone, on input the dispatcher has already validated (for timing). */
     ladder_status (*call_rung)(ladder_rung rung, ladder_pass pass, const void *problem, const void *args);
+    /**
+     * The cpu rung with the intermediates that the tensor-core rung rounds (flash: P and dS) rounded to @p round
+     * (bf16 or f16) at the same places, behind the dispatcher's validation: the tensor-core rung's reference
+     * (ladder_run_opts::emulate, ladder_run_tc_reference()). NULL: the tensor-core rung rounds only its inputs
+     * and outputs, and its reference is the plain cpu rung on rounded inputs (dynconv, recurrent).
+     */
+    ladder_status (*call_emulating)(ladder_dtype round, ladder_pass pass, const void *problem, const void *args);
     /** Bytes the pass must move at least: float tensors of @p dtype, the tensors in @p present (bit i: tensor i). */
     double (*bytes)(const void *problem, uint32_t present, ladder_pass pass, ladder_dtype dtype);
     /** Floating-point operations of the pass (a multiply-add counts 2). */
@@ -217,6 +224,9 @@ typedef struct ladder_run_opts {
                            warmup 0 times its validated call instead of running again */
     bool flush_l2;    /**< GPU: overwrite a buffer twice the L2 size between timed runs (outside the timed region) */
     bool forward_only;/**< skip the backward even when the case has its inputs */
+    /** bf16/f16: run the cpu rung through ladder_algo::call_emulating, where the algorithm has one (it rounds
+     *  what the tensor-core rung rounds); other rungs, and timed repeats, are refused. LADDER_F32 (zero): off */
+    ladder_dtype emulate;
 } ladder_run_opts;
 
 /** One rung's outputs, on the host in the rung's dtypes, with its median times. */
@@ -236,6 +246,12 @@ typedef struct ladder_result {
  */
 ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_case *c, const ladder_run_opts *opts,
                          ladder_result *r);
+/**
+ * The reference of the tensor-core rung at @p dtype (bf16 or f16): the cpu rung, run once on @p c's inputs rounded
+ * to @p dtype, with the algorithm's intermediates rounded where the tensor-core rung rounds them
+ * (ladder_algo::call_emulating; without one, the plain cpu rung). Compare with ladder_tolerance(@p dtype).
+ */
+ladder_status ladder_run_tc_reference(const ladder_case *c, ladder_dtype dtype, ladder_result *r);
 /** Free a result (safe on a zeroed one). */
 void ladder_result_free(ladder_result *r);
 

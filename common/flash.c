@@ -3,6 +3,7 @@
 
 #include "check.h"
 #include "flash_rungs.h"
+#include "half.h"
 
 /* Largest grid y and z of a launch: the GPU rungs put heads on y and batch rows on z. */
 #define GRID_YZ_MAX 65535
@@ -51,7 +52,8 @@ static ladder_status check_o_lse(const ladder_attention_problem *p, const ladder
     return ladder_check_contiguous(&a->lse, "lse");
 }
 
-ladder_status ladder_flash_fwd(ladder_rung rung, const ladder_flash_problem *p, const ladder_flash_args *a) {
+/* Everything ladder_flash_fwd() checks before it calls rung @p rung. */
+static ladder_status check_fwd(ladder_rung rung, const ladder_flash_problem *p, const ladder_flash_args *a) {
     if ((unsigned)rung >= LADDER_RUNG_COUNT) return ladder_fail(LADDER_ERR_ARG, "rung %d is not a ladder_rung", rung);
     LADDER_TRY(check_problem(p, a));
     LADDER_TRY(check_o_lse(&p->attn, a));
@@ -64,10 +66,21 @@ ladder_status ladder_flash_fwd(ladder_rung rung, const ladder_flash_problem *p, 
     LADDER_TRY(check_dtypes(rung, ts, names, 4, f32s, f32_names, 1));
     LADDER_TRY(check_rung(rung, p, a, flash_fwd_rungs));
     ladder_clear_error();
+    return LADDER_OK;
+}
+
+ladder_status ladder_flash_fwd(ladder_rung rung, const ladder_flash_problem *p, const ladder_flash_args *a) {
+    LADDER_TRY(check_fwd(rung, p, a));
     return flash_fwd_rungs[rung](p, a);
 }
 
-ladder_status ladder_flash_bwd(ladder_rung rung, const ladder_flash_problem *p, const ladder_flash_args *a) {
+ladder_status flash_fwd_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round) {
+    LADDER_TRY(check_fwd(LADDER_RUNG_CPU, p, a));
+    return flash_fwd_cpu_emulating(p, a, round);
+}
+
+/* Everything ladder_flash_bwd() checks before it calls rung @p rung. */
+static ladder_status check_bwd(ladder_rung rung, const ladder_flash_problem *p, const ladder_flash_args *a) {
     if ((unsigned)rung >= LADDER_RUNG_COUNT) return ladder_fail(LADDER_ERR_ARG, "rung %d is not a ladder_rung", rung);
     LADDER_TRY(check_problem(p, a));
     const ladder_attention_problem *t = &p->attn;
@@ -97,7 +110,27 @@ ladder_status ladder_flash_bwd(ladder_rung rung, const ladder_flash_problem *p, 
     LADDER_TRY(check_dtypes(rung, ts, names, 8, f32s, f32_names, 2));
     LADDER_TRY(check_rung(rung, p, a, flash_bwd_rungs));
     ladder_clear_error();
+    return LADDER_OK;
+}
+
+ladder_status ladder_flash_bwd(ladder_rung rung, const ladder_flash_problem *p, const ladder_flash_args *a) {
+    LADDER_TRY(check_bwd(rung, p, a));
     return flash_bwd_rungs[rung](p, a);
+}
+
+ladder_status flash_bwd_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round) {
+    LADDER_TRY(check_bwd(LADDER_RUNG_CPU, p, a));
+    /* the backward reads o as the tensor-core rung's forward left it: rounded to its dtype (Delta = rowsum(dO o)) */
+    ladder_flash_args ar = *a;
+    ladder_tensor o = {0};
+    LADDER_TRY(ladder_tensor_alloc(&o, LADDER_F32, a->o.rank, a->o.shape));
+    const int64_t n = ladder_tensor_numel(&o);
+    for (int64_t i = 0; i < n; i++)
+        ((float *)o.data)[i] = ladder_round_float(((const float *)a->o.data)[i], round);
+    ar.o = o;
+    ladder_status st = flash_bwd_cpu_emulating(p, &ar, round);
+    ladder_tensor_free(&o);
+    return st;
 }
 
 double ladder_flash_fwd_bytes(const ladder_flash_problem *p, ladder_dtype dtype) {

@@ -56,6 +56,13 @@ static ladder_status call_rung(ladder_rung rung, ladder_pass pass, const void *p
     return (pass == LADDER_PASS_FWD ? flash_fwd_rungs : flash_bwd_rungs)[rung](problem, args);
 }
 
+/* The cpu rung as the tensor-core rung's reference: P (both passes) and dS rounded to @p round where that rung
+ * rounds them, and o read by the backward as that rung stores it (cpu/flash.c, common/flash.c). */
+static ladder_status call_emulating(ladder_dtype round, ladder_pass pass, const void *problem, const void *args) {
+    return pass == LADDER_PASS_FWD ? flash_fwd_emulating(problem, args, round)
+                                   : flash_bwd_emulating(problem, args, round);
+}
+
 static double bytes(const void *problem, uint32_t present, ladder_pass pass, ladder_dtype dtype) {
     (void)present; /* flash's optional tensors (dlse, cu_seqlens) are too small to count */
     return pass == LADDER_PASS_FWD ? ladder_flash_fwd_bytes(problem, dtype) : ladder_flash_bwd_bytes(problem, dtype);
@@ -92,6 +99,7 @@ const ladder_algo ladder_flash_algo = {
     .derived_dim = derived_dim,
     .call = call,
     .call_rung = call_rung,
+    .call_emulating = call_emulating,
     .bytes = bytes,
     .flops = flops,
     .bench_problems = bench_problems,

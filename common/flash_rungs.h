@@ -24,6 +24,23 @@ extern const flash_fn flash_bwd_rungs[LADDER_RUNG_COUNT];
 
 ladder_status flash_fwd_cpu(const ladder_flash_problem *p, const ladder_flash_args *a);
 ladder_status flash_bwd_cpu(const ladder_flash_problem *p, const ladder_flash_args *a);
+/** Keys per tile of the tensor-core forward (flash_tc_fwd.cuh, fwd_cfg::BC), whose P is rounded per tile. */
+#define LADDER_FLASH_TC_FWD_KEYS(D, Dv) ((D) <= 128 && (Dv) <= 128 ? 64 : 32)
+
+/**
+ * The cpu forward with P rounded to @p round (bf16 or f16; f32: the plain cpu rung) as the tensor-core rung rounds
+ * it: exp(S - m) against the running max m of its key tiles (::LADDER_FLASH_TC_FWD_KEYS). For tests.
+ */
+ladder_status flash_fwd_cpu_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round);
+/** flash_fwd_cpu_emulating() behind the forward dispatcher's validation (the cpu rung's rules). */
+ladder_status flash_fwd_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round);
+/**
+ * The cpu backward with P and dS rounded to @p round (bf16 or f16; f32: the plain cpu rung) where the tensor-core
+ * rung rounds them: the reference of that rung, for tests. Same preconditions as the rungs.
+ */
+ladder_status flash_bwd_cpu_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round);
+/** flash_bwd_cpu_emulating() behind the backward dispatcher's validation (the cpu rung's rules). */
+ladder_status flash_bwd_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round);
 ladder_status flash_fwd_gpu_naive(const ladder_flash_problem *p, const ladder_flash_args *a);
 ladder_status flash_bwd_gpu_naive(const ladder_flash_problem *p, const ladder_flash_args *a);
 ladder_status flash_fwd_gpu_tiled(const ladder_flash_problem *p, const ladder_flash_args *a);

@@ -58,3 +58,9 @@ float ladder_f16_to_f32(uint16_t h) {
     float v = (float)mant * (1.0f / 16777216.0f);
     return sign ? -v : v;
 }
+
+float ladder_round_float(float f, ladder_dtype to) {
+    if (to == LADDER_BF16) return ladder_bf16_to_f32(ladder_f32_to_bf16(f));
+    if (to == LADDER_F16) return ladder_f16_to_f32(ladder_f32_to_f16(f));
+    return f;
+}

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "tensor.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,6 +24,9 @@ float ladder_bf16_to_f32(uint16_t h);
 uint16_t ladder_f32_to_f16(float f);
 /** IEEE fp16 bits -> float (exact). */
 float ladder_f16_to_f32(uint16_t h);
+
+/** @p f rounded to @p to and back (bf16 or f16; any other dtype: @p f itself): what storing it in @p to keeps. */
+float ladder_round_float(float f, ladder_dtype to);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,11 @@
  *   - dK, dV: a task per (sequence, key/value head, key block), summing over every query row of every
  *     query head of the group that sees the block.
  *
+ * Test-only variants, flash_fwd/bwd_cpu_emulating(), round P (forward and backward) and dS to bf16 or fp16 right
+ * where the tensor-core rung does (before O += P V, dV += P^T dO, dK += dS^T Q and dQ += dS K): the tensor-core
+ * rung's reference (chapter 3, "Comparing the tensor-core rung"). With LADDER_F32 they are the plain rung, bit
+ * for bit.
+ *
  * Preconditions: validated by ladder_flash_fwd/bwd (f32, host pointers, any input strides, contiguous outputs).
  * Run it:  build/bin/ladder run flash --rung cpu
  */
@@ -21,6 +26,7 @@
 #include <string.h>
 
 #include "flash_rungs.h"
+#include "half.h"
 
 enum { QB = 64, KB = 64 }; /* query rows and keys per task */
 
@@ -67,7 +73,43 @@ static float score(const ladder_attention_problem *p, float scale, const float *
     return ladder_attn_softcap(scale * dot(q, k, p->D), (float)p->softcap);
 }
 
+/* @p x as the tensor-core rung stores it: rounded to @p rt (bf16, f16); f32, the plain rung: untouched. */
+static inline float rounded(float x, ladder_dtype rt) { return rt == LADDER_F32 ? x : ladder_round_float(x, rt); }
+
+/*
+ * Row i's O and lse as the tensor-core forward computes them (flash_fwd_cpu_emulating): the keys in
+ * tiles of @p bc (aligned to multiples of bc, as the rung's tiles are), an online softmax across the tiles, and
+ * each tile's P~ = exp(S - m), against the running max m, rounded to @p rt before it multiplies V; the row sum l
+ * adds the unrounded values. @p S holds the row's scores for keys [lo, hi) (indexed from klo).
+ */
+static void row_emulating(const float *S, const float *V, int64_t klo, int64_t lo, int64_t hi, int64_t Dv, int64_t bc,
+                          ladder_dtype rt, float *oi, float *lse) {
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t e = 0; e < Dv; e++) oi[e] = 0.0f;
+    for (int64_t t0 = lo / bc * bc; t0 < hi; t0 += bc) {
+        const int64_t j0 = t0 > lo ? t0 : lo, j1 = t0 + bc < hi ? t0 + bc : hi;
+        float m_new = m, sum = 0.0f;
+        for (int64_t j = j0; j < j1; j++) m_new = fmaxf(m_new, S[j - klo]);
+        const float alpha = m_new == -INFINITY ? 1.0f : expf(m - m_new);
+        for (int64_t e = 0; e < Dv; e++) oi[e] *= alpha;
+        for (int64_t j = j0; j < j1; j++) {
+            const float pt = m_new == -INFINITY ? 0.0f : expf(S[j - klo] - m_new);
+            sum += pt;
+            const float pr = ladder_round_float(pt, rt);
+            for (int64_t e = 0; e < Dv; e++) oi[e] += pr * V[(j - klo) * Dv + e];
+        }
+        l = alpha * l + sum;
+        m = m_new;
+    }
+    for (int64_t e = 0; e < Dv; e++) oi[e] = l > 0.0f ? oi[e] / l : 0.0f;
+    *lse = ladder_attn_lse(m, l);
+}
+
 ladder_status flash_fwd_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a) {
+    return flash_fwd_cpu_emulating(fp, a, LADDER_F32);
+}
+
+ladder_status flash_fwd_cpu_emulating(const ladder_flash_problem *fp, const ladder_flash_args *a, ladder_dtype rt) {
     const ladder_attention_problem *p = &fp->attn;
     const units u = units_of(fp, a);
     const float scale = (float)ladder_attention_scale(p);
@@ -101,6 +143,13 @@ ladder_status flash_fwd_cpu(const ladder_flash_problem *fp, const ladder_flash_a
                 for (int64_t i = i0; i < i1; i++) {
                     ladder_attn_key_range(i, seq.Lq, seq.Lk, p->causal, p->window_left, p->window_right, &lo, &hi);
                     const int64_t row = (b * p->Hq + h) * p->Sq + seq.q0 + i;
+                    if (rt != LADDER_F32) {
+                        for (int64_t j = lo; j < hi; j++)
+                            S[j - klo] = score(p, scale, Q + (i - i0) * D, K + (j - klo) * D);
+                        row_emulating(S, V, klo, lo, hi, Dv, LADDER_FLASH_TC_FWD_KEYS(p->D, p->Dv), rt, o + row * Dv,
+                                      &lse[row]);
+                        continue;
+                    }
                     /* m = max_j S_ij, l = sum_j exp(S_ij - m): subtracting m keeps every exp <= 1 */
                     float m = -INFINITY, l = 0.0f;
                     for (int64_t j = lo; j < hi; j++) {
@@ -133,7 +182,7 @@ static float delta_of(const ladder_attention_problem *p, const ladder_flash_args
 }
 
 /* dQ_i = scale * sum_j dS'_ij K_j, one task per (sequence, query head, query block). */
-static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a) {
+static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a, ladder_dtype rt) {
     const ladder_attention_problem *p = &fp->attn;
     const units u = units_of(fp, a);
     const float scale = (float)ladder_attention_scale(p), cap = (float)p->softcap;
@@ -179,7 +228,7 @@ static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_a
                          * dQ_i += scale * dS'_ij K_j */
                         const float S = score(p, scale, q, kj), P = expf(S - L);
                         const float dP = dot(dO, V + (j - klo) * Dv, Dv);
-                        const float dS = P * (dP - Delta) * ladder_attn_softcap_grad(S, cap);
+                        const float dS = rounded(P * (dP - Delta) * ladder_attn_softcap_grad(S, cap), rt);
                         for (int64_t e = 0; e < D; e++) dqi[e] += scale * dS * kj[e];
                     }
                 }
@@ -189,7 +238,7 @@ static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_a
 }
 
 /* dV_j = sum_i P_ij dO_i and dK_j = scale * sum_i dS'_ij Q_i over the group's query heads, per key block. */
-static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a) {
+static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a, ladder_dtype rt) {
     const ladder_attention_problem *p = &fp->attn;
     const units u = units_of(fp, a);
     const float scale = (float)ladder_attention_scale(p), cap = (float)p->softcap;
@@ -235,10 +284,12 @@ static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash
                             const float *kj = K + (j - j0) * D;
                             const float S = score(p, scale, q, kj), P = expf(S - L);
                             const float dP = dot(dO, V + (j - j0) * Dv, Dv);
-                            const float dS = P * (dP - Delta) * ladder_attn_softcap_grad(S, cap);
+                            /* dS from the unrounded P, then each rounded (rt f32: not at all) */
+                            const float dS = rounded(P * (dP - Delta) * ladder_attn_softcap_grad(S, cap), rt);
+                            const float Pr = rounded(P, rt);
                             /* forward: O_i += P_ij V_j and S_ij = scale * Q_i . K_j, so V_j collects P_ij dO_i and
                              * K_j collects scale * dS'_ij Q_i, from every query row (and head) that sees it */
-                            for (int64_t e = 0; e < Dv; e++) dvb[(j - j0) * Dv + e] += P * dO[e];
+                            for (int64_t e = 0; e < Dv; e++) dvb[(j - j0) * Dv + e] += Pr * dO[e];
                             for (int64_t e = 0; e < D; e++) dkb[(j - j0) * D + e] += scale * dS * q[e];
                         }
                     }
@@ -247,7 +298,11 @@ static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash
     return st;
 }
 
+ladder_status flash_bwd_cpu_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round) {
+    LADDER_TRY(dq_cpu(p, a, round));
+    return dkdv_cpu(p, a, round);
+}
+
 ladder_status flash_bwd_cpu(const ladder_flash_problem *p, const ladder_flash_args *a) {
-    LADDER_TRY(dq_cpu(p, a));
-    return dkdv_cpu(p, a);
+    return flash_bwd_cpu_emulating(p, a, LADDER_F32);
 }

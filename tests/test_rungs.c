@@ -4,8 +4,10 @@
  * 1. The cpu rung against the float64 oracle, over each algorithm's grid (tests/<algo>_cases.c).
  * 2. Every GPU rung against the cpu rung on the same inputs. gpu_naive and gpu_tiled are fp32 and must match to
  *    LADDER_TOL_F32. gpu_tensorcore takes bf16 or fp16: the inputs are rounded to that dtype first, the cpu rung
- *    runs on the rounded values in fp32, the tensor-core rung on the same values converted to the dtype (strides
- *    kept), and its outputs must match to ladder_tolerance(dtype). Outputs are NaN-poisoned before every call.
+ *    runs on the rounded values in fp32 (rounding, where the algorithm says so, the intermediates the tensor-core
+ *    rung rounds: flash's P and dS, ladder_run_tc_reference()), the tensor-core rung on the same values converted
+ *    to the dtype (strides kept), and its outputs must match to ladder_tolerance(dtype). Outputs are NaN-poisoned
+ *    before every call.
  * 3. Determinism: 10 repeats of every rung, bitwise equal.
  * LADDER_TEST_SMALL=1 shrinks the grids for compute-sanitizer. Without a usable GPU the GPU cases skip.
  */
@@ -44,12 +46,14 @@ static void check_against_cpu(const test_case *t) {
     ladder_case c, rounded = {0};
     test_make(t, &c);
     const ladder_case *in = &c;
-    if (t->dtype != LADDER_F32) {
+    ladder_result want, got;
+    if (t->dtype != LADDER_F32) { /* the cpu rung rounds what the tensor-core rung rounds (ladder_run_tc_reference) */
         cr_assert_eq(ladder_case_rounded(&c, t->dtype, &rounded), LADDER_OK, "%s", ladder_last_error());
         in = &rounded;
+        cr_assert_eq(ladder_run_tc_reference(&c, t->dtype, &want), LADDER_OK, "%s", ladder_last_error());
+    } else {
+        test_run(t, LADDER_RUNG_CPU, LADDER_F32, in, &want);
     }
-    ladder_result want, got;
-    test_run(t, LADDER_RUNG_CPU, LADDER_F32, in, &want);
     test_run(t, t->rung, t->dtype, in, &got);
     test_expect_results_close(who, t, &c, &got, &want, ladder_tolerance(t->dtype));
     ladder_result_free(&want);

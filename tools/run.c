@@ -95,14 +95,9 @@ int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, 
     return o->with ? (co->with = 0, parse_with(algo, o->with, &co->with)) : TOOL_OK;
 }
 
-/* The cpu rung on the case rounded to @p dtype: the reference of the tensor-core rung. */
+/* The cpu rung on the case rounded to @p dtype, rounding what the tensor-core rung rounds: that rung's reference. */
 static ladder_status rounded_reference(const ladder_case *c, ladder_dtype dtype, ladder_result *ref) {
-    ladder_case rounded;
-    ladder_status st = ladder_case_rounded(c, dtype, &rounded);
-    ladder_run_opts once = {0};
-    if (st == LADDER_OK) st = ladder_run(LADDER_RUNG_CPU, LADDER_F32, &rounded, &once, ref);
-    ladder_case_free(&rounded);
-    return st;
+    return ladder_run_tc_reference(c, dtype, ref);
 }
 
 static double gbps(const ladder_case *c, ladder_pass pass, ladder_dtype dt, double ms) {

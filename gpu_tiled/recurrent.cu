@@ -13,6 +13,8 @@
  * - backward (tile 32 x 32): pass 1 runs the state forwards (dq); pass 2 runs backwards carrying dSP and dSZ in
  *   registers (dk, dv, dh0); pass 3 adds the dht-parts forwards, as in cpu/recurrent.c. Sums along a row (over
  *   the lanes) use warp_rows_sum(): 31 shuffles leave row r's sum in lane r, where q_t[r] and k_t[r] already are.
+ *   Every sum that feeds a gate gradient (row sums, the lanes' column sums, the cumulative sums) is in double, as
+ *   in cpu/recurrent.c: fp32 there missed the cpu rung by 1.1e-5 on dgv (chapter 2, "Which sums must be double").
  *   Every quantity is linear in the tile's columns (or rows), so each block writes its partial dq, dk, dv and
  *   gate sums, and small kernels add the partials in block order: no atomics, bitwise-repeatable.
  *
@@ -39,11 +41,11 @@ __device__ __forceinline__ float warp_sum(float x) {
 }
 
 /* One round of warp_rows_sum(): lanes C apart swap halves of their C*2 rows, each keeping C of them summed. */
-template <int C> __device__ __forceinline__ void rows_sum_round(float (&x)[LANES]) {
+template <int C, int N> __device__ __forceinline__ void rows_sum_round(double (&x)[N]) {
     const bool hi = threadIdx.x & C; /* the upper lane of each pair keeps the upper half of the rows */
 #pragma unroll
     for (int r = 0; r < C; r++) { /* the half kept to x[r], the half sent to x[r + C] */
-        const float a = x[r], b = x[r + C];
+        const double a = x[r], b = x[r + C];
         x[r] = hi ? b : a;
         x[r + C] = hi ? a : b;
     }
@@ -55,12 +57,21 @@ template <int C> __device__ __forceinline__ void rows_sum_round(float (&x)[LANES
 /*
  * x[r] in lane j is the (r, j) entry of a 32 x 32 tile; returns in lane r the sum of row r over the lanes. Each
  * round halves the rows a lane keeps and swaps the other half with the lane C away, 16+8+4+2+1 = 31 shuffles
- * instead of 32 separate reductions of 5. The rounds are templates, so every index is a constant and x stays
- * in registers. x is used up.
+ * instead of 32 separate reductions of 5. The rounds are templates, so every index is a constant and the values
+ * stay in registers. The sums feed the gate gradients, long sums that cancel, so they run in double (as in the
+ * cpu rung): the first round widens the floats as it adds them, which keeps only 16 doubles per lane live.
  */
-__device__ __forceinline__ float warp_rows_sum(float (&x)[LANES]) {
-    rows_sum_round<16>(x);
-    return x[0];
+__device__ __forceinline__ double warp_rows_sum(const float (&x)[LANES]) {
+    constexpr int C = LANES / 2;
+    const bool hi = threadIdx.x & C;
+    double y[C];
+#pragma unroll
+    for (int r = 0; r < C; r++) {
+        const float keep = hi ? x[r + C] : x[r], send = hi ? x[r] : x[r + C];
+        y[r] = (double)keep + (double)__shfl_xor_sync(ALL, send, C);
+    }
+    rows_sum_round<C / 2>(y);
+    return y[0];
 }
 
 /*
@@ -183,7 +194,7 @@ __global__ void __launch_bounds__(LANES) recurrent_bwd_tiled_kernel(rec_call c, 
     double *G_col = part.G_col ? part.G_col + kb * tokens * c.V : nullptr;
     double *Z_col = part.Z_col ? part.Z_col + kb * tokens * c.V : nullptr;
     const rec_seq s = rec_seq_of(c, n);
-    float S[BK_BWD], dSZ[BK_BWD], x[LANES];
+    float S[BK_BWD], dSZ[BK_BWD], x[LANES]; /* x: one product per row of the tile, for warp_rows_sum() */
 
     /* pass 1, forwards: S_t, dq_t = scale * S_t do_t, and the do-parts of the gate sums (cpu/recurrent.c) */
 #pragma unroll
@@ -199,20 +210,20 @@ __global__ void __launch_bounds__(LANES) recurrent_bwd_tiled_kernel(rec_call c, 
         const rows_of_step<BK_BWD> &y = sm[step & 1];
         const float vj = col ? rec_ld(c.v, s.b, t, h, j) : 0.0f, doj = col ? rec_ld(c.dO, s.b, t, h, j) : 0.0f;
         const float gvj = col ? rec_ld(c.gv, s.b, t, h, j) : 0.0f;
-        float Pq = 0.0f;
+        double Pq = 0.0;
 #pragma unroll
         for (int r = 0; r < BK_BWD; r++) {
             const float P = decay(c, y, r, gvj) * S[r];
-            Pq += P * y.q[r];
+            Pq += (double)P * y.q[r];
             x[r] = P * doj; /* row r of P do, this lane's column */
             S[r] = P + y.k[r] * vj;
         }
-        const float Pdo = warp_rows_sum(x); /* lane r: (P do_t)[r] over the tile's columns */
+        const double Pdo = warp_rows_sum(x); /* lane r: (P do_t)[r] over the tile's columns */
 #pragma unroll
         for (int r = 0; r < BK_BWD; r++) x[r] = S[r] * doj;
-        const float Sdo = warp_rows_sum(x);
+        const double Sdo = warp_rows_sum(x);
         if (row_ok) {
-            dq[row * c.K + i_lane] = c.scale * Sdo;
+            dq[row * c.K + i_lane] = c.scale * (float)Sdo;
             if (G_row) G_row[row * c.K + i_lane] = (double)y.q[lane] * c.scale * Pdo;
         }
         if (G_col && col) G_col[row * c.V + j] = (double)doj * c.scale * Pq;
@@ -236,20 +247,21 @@ __global__ void __launch_bounds__(LANES) recurrent_bwd_tiled_kernel(rec_call c, 
         const float vj = col ? rec_ld(c.v, s.b, t, h, j) : 0.0f, doj = col ? rec_ld(c.dO, s.b, t, h, j) : 0.0f;
         const float gvj = col ? rec_ld(c.gv, s.b, t, h, j) : 0.0f;
         const float v_do = warp_sum(vj * doj); /* over the tile's columns */
-        float q_k = 0.0f, Ek = 0.0f, Zk = 0.0f;
+        float q_k = 0.0f;
+        double Ek = 0.0, Zk = 0.0;
 #pragma unroll
         for (int r = 0; r < BK_BWD; r++) {
             q_k += y.q[r] * y.k[r];
-            Ek += S[r] * y.k[r];
-            Zk += dSZ[r] * y.k[r];
+            Ek += (double)S[r] * y.k[r];
+            Zk += (double)dSZ[r] * y.k[r];
             x[r] = S[r] * vj;
         }
-        const float Ev = warp_rows_sum(x);
+        const double Ev = warp_rows_sum(x);
 #pragma unroll
         for (int r = 0; r < BK_BWD; r++) x[r] = dSZ[r] * vj;
-        const float Zv = warp_rows_sum(x);
+        const double Zv = warp_rows_sum(x);
         if (row_ok) {
-            dk[row * c.K + i_lane] = Ev + Zv + c.scale * y.q[lane] * v_do;
+            dk[row * c.K + i_lane] = (float)(Ev + Zv) + c.scale * y.q[lane] * v_do;
             if (G_row) {
                 acc_row += G_row[row * c.K + i_lane] - (double)y.k[lane] * Ev;
                 G_row[row * c.K + i_lane] = acc_row;
@@ -257,7 +269,7 @@ __global__ void __launch_bounds__(LANES) recurrent_bwd_tiled_kernel(rec_call c, 
             }
         }
         if (col) {
-            dv[row * c.V + j] = Ek + Zk + c.scale * doj * q_k;
+            dv[row * c.V + j] = (float)(Ek + Zk) + c.scale * doj * q_k;
             if (G_col) {
                 acc_col += G_col[row * c.V + j] - (double)vj * Ek;
                 G_col[row * c.V + j] = acc_col;
@@ -274,16 +286,16 @@ __global__ void __launch_bounds__(LANES) recurrent_bwd_tiled_kernel(rec_call c, 
     }
 
     /* dh0 = both parts after the first step; h0's share of the dht-part starts pass 3's sums */
-    float zc = 0.0f;
+    double z_col = 0.0;
 #pragma unroll
     for (int r = 0; r < BK_BWD; r++) {
         const int64_t i = kb * BK_BWD + r;
         const float h0 = col && i < c.K ? rec_ld(c.h0, n, h, i, j) : 0.0f;
         if (c.dh0 && col && i < c.K) c.dh0[((n * c.H + h) * c.K + i) * c.V + j] = S[r] + dSZ[r];
         x[r] = dSZ[r] * h0;
-        zc += x[r];
+        z_col += (double)dSZ[r] * h0;
     }
-    double z_row = warp_rows_sum(x), z_col = zc;
+    double z_row = warp_rows_sum(x);
 
     /* pass 3, forwards: each step's gate sum gains the dht-parts of the steps before it */
     for (int64_t step = 0; Z_row && step < s.len; step++) {

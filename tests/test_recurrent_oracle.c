@@ -1,6 +1,6 @@
 /*
  * tests/test_recurrent_oracle.c: the cross-checks of issue 7 that hold for the float64 oracle and the cpu rung
- * alike (each check runs on both):
+ * alike (each check runs on both; the last also on the GPU rungs):
  *
  * - with no gates the recurrence is masked linear attention, o = scale * tril(q k^T) v, computed in parallel,
  *   and so are its gradients;
@@ -8,7 +8,8 @@
  * - packed sequences equal each sequence run alone (h0, ht, dht and dh0 per sequence; an empty one passes h0
  *   to ht and dht to dh0);
  * - reverse equals the forward recurrence on the sequence read backwards;
- * - dg_gamma under strong decay, to the bound its terms allow (recurrent_cases.c says why the grid does not).
+ * - dg_gamma over long sequences, weak decay and strong, to the bound its terms allow, at every fp32 rung
+ *   (recurrent_cases.c says why the generic grid does not hold it to LADDER_TOL_F32 there).
  *
  * (The oracle's backward against finite differences, and the cpu rung against the oracle, are the generic
  * suites' work: test_oracle.c and test_rungs.c with the cases of recurrent_cases.c.)
@@ -43,17 +44,22 @@ static void make(ladder_case *c, int64_t B, int64_t T, int64_t H, int64_t K, int
     cr_assert_eq(ladder_case_make(c, A, &p, &o), LADDER_OK, "%s", ladder_last_error());
 }
 
-/* Every output of @p c from the oracle (@p cpu false) or the cpu rung, as C-order doubles (NULL: absent). */
-static void run(const ladder_case *c, bool cpu, double *t[LADDER_MAX_TENSORS]) {
+/* Every output of @p c from the oracle (@p rung -1) or that rung, as C-order doubles (NULL: absent). */
+static void run_on(const ladder_case *c, int rung, double *t[LADDER_MAX_TENSORS]) {
     test_oracle_run(c, t);
-    if (!cpu) return;
+    if (rung < 0) return;
     ladder_result r;
     const ladder_run_opts once = {0};
-    cr_assert_eq(ladder_run(LADDER_RUNG_CPU, LADDER_F32, c, &once, &r), LADDER_OK, "%s", ladder_last_error());
+    cr_assert_eq(ladder_run((ladder_rung)rung, LADDER_F32, c, &once, &r), LADDER_OK, "%s", ladder_last_error());
     for (int i = 0; i < A->n_tensors; i++)
         if (r.t[i].data)
             for (int64_t e = 0; e < ladder_tensor_numel(&r.t[i]); e++) t[i][e] = ladder_tensor_get(&r.t[i], e);
     ladder_result_free(&r);
+}
+
+/* The same, from the oracle (@p cpu false) or the cpu rung. */
+static void run(const ladder_case *c, bool cpu, double *t[LADDER_MAX_TENSORS]) {
+    run_on(c, cpu ? (int)LADDER_RUNG_CPU : -1, t);
 }
 
 static void expect_close(const char *who, const char *what, const double *got, const double *want, int64_t n,
@@ -238,26 +244,88 @@ Test(recurrent_cross, reverse_is_the_sequence_read_backwards) {
 }
 
 /*
- * dg_gamma[h] = sum over tokens of dg_t (every gate's gradient is the same G_t summed differently). The cpu rung
- * holds each dg_t to rel L2 LADDER_TOL_F32 (test_rungs.c), so the error of their sum is at most
- * sqrt(tokens) * LADDER_TOL_F32 * ||dg[:,h]|| by Cauchy-Schwarz, however much the terms cancel: that bound,
- * under four gates of about -8 each (logsigmoid(N(0,1)) / 0.1), a decay near e^-32 per step.
+ * dg_gamma[h] = sum over tokens of dg_t (every gate's gradient is the same G_t summed differently), and its terms
+ * have both signs: at 600 tokens it can be 9 times smaller than ||dg[:,h]||. An fp32 rung is held
+ * to rel L2 LADDER_TOL_F32 on each dg_t, so the error of their sum is at most
+ *     sqrt(tokens) * LADDER_TOL_F32 * ||dg[:,h]||
+ * by Cauchy-Schwarz, however much the terms cancel, and no tighter bound holds: the state's fp32 rounding reaches
+ * every G_t through the reverse cumulative sums, so the dg_t errors share a sign (chapter 2 measures it). Every
+ * fp32 rung is held to that bound against the oracle here, on the long sequences the generic grid runs without
+ * g_gamma (recurrent_cases.c), with g given so that dg is there; every other output to LADDER_TOL_F32, as the
+ * generic suites hold it: the cpu rung against the oracle, the GPU rungs against the cpu rung.
  */
-Test(recurrent_cross, dg_gamma_under_strong_decay_within_the_bound_of_its_terms) {
-    const int64_t B = 1, T = 1000, H = 2, K = 32, V = 32;
-    ladder_case c;
-    make(&c, B, T, H, K, V, false, "g,g_gamma,gk,gv,h0,ht,dht", 0.1, 17, NULL, 0);
-    double *want[LADDER_MAX_TENSORS], *got[LADDER_MAX_TENSORS];
-    run(&c, false, want);
-    run(&c, true, got);
-    for (int64_t h = 0; h < H; h++) {
-        double norm = 0;
-        for (int64_t e = 0; e < B * T; e++) norm += want[ix("dg")][e * H + h] * want[ix("dg")][e * H + h];
-        double bound = sqrt((double)(B * T)) * LADDER_TOL_F32 * sqrt(norm);
-        double err = fabs(got[ix("dg_gamma")][h] - want[ix("dg_gamma")][h]);
-        cr_assert(err <= bound, "cpu rung: dg_gamma[%lld] = %.9g, oracle %.9g: error %.3g above the bound %.3g",
-                  (long long)h, got[ix("dg_gamma")][h], want[ix("dg_gamma")][h], err, bound);
+static const struct {
+    int64_t B, T, H, K, V;
+    const char *with;
+    double normalizer;
+} LONG_CASES[] = {
+    {2, 300, 4, 60, 60, "g,g_gamma,gk,gv", 10},
+    {1, 300, 1, 128, 128, "g,g_gamma", 10},
+    {1, 1000, 1, 60, 60, "g,g_gamma,gk,gv,h0,ht,dht", 10},
+    {1, 1000, 1, 100, 100, "g,g_gamma,gk,gv", 10},
+    /* four gates of about -8 each (logsigmoid(N(0,1)) / 0.1), a decay near e^-32 per step */
+    {1, 1000, 2, 32, 32, "g,g_gamma,gk,gv,h0,ht,dht", 0.1},
+};
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The bound above for head @p h, from the oracle's dg [tokens, H]. */
+static double dg_gamma_bound(const double *dg, int64_t tokens, int64_t H, int64_t h) {
+    double norm = 0;
+    for (int64_t e = 0; e < tokens; e++) norm += dg[e * H + h] * dg[e * H + h];
+    return sqrt((double)tokens) * LADDER_TOL_F32 * sqrt(norm);
+}
+
+Test(recurrent_cross, dg_gamma_over_long_sequences_within_the_bound_of_its_terms) {
+    const ladder_rung rungs[] = {LADDER_RUNG_CPU, LADDER_RUNG_GPU_NAIVE, LADDER_RUNG_GPU_TILED};
+    for (size_t n = 0; n < sizeof LONG_CASES / sizeof LONG_CASES[0]; n++) {
+        const int64_t B = LONG_CASES[n].B, T = LONG_CASES[n].T, H = LONG_CASES[n].H;
+        ladder_case c;
+        make(&c, B, T, H, LONG_CASES[n].K, LONG_CASES[n].V, false, LONG_CASES[n].with, LONG_CASES[n].normalizer,
+             17 + n, NULL, 0);
+        double *want[LADDER_MAX_TENSORS];
+        run_on(&c, -1, want);
+        const double *dg = want[ix("dg")], *gamma = want[ix("dg_gamma")];
+        /* the bound still sees a wrong value: dg_gamma with any token of the largest quarter of |dg_t| left out (the
+         * upper quartile: under strong decay most dg_t are tiny, the median 1e-9 against a largest 1e-5) */
+        for (int64_t h = 0; h < H; h++) {
+            double *mag = malloc((size_t)(B * T) * sizeof *mag);
+            cr_assert(mag);
+            for (int64_t e = 0; e < B * T; e++) mag[e] = fabs(dg[e * H + h]);
+            qsort(mag, (size_t)(B * T), sizeof *mag, by_value);
+            double bound = dg_gamma_bound(dg, B * T, H, h);
+            cr_assert(mag[B * T * 3 / 4] > bound, "dg_gamma[%lld]: a token left out (%.3g) would pass the bound %.3g",
+                      (long long)h, mag[B * T * 3 / 4], bound);
+            free(mag);
+        }
+        double *cpu[LADDER_MAX_TENSORS];
+        run_on(&c, LADDER_RUNG_CPU, cpu);
+        for (size_t r = 0; r < sizeof rungs / sizeof rungs[0]; r++) {
+            if (ladder_algo_rung_available(A, rungs[r]) != LADDER_OK) continue;
+            double *got[LADDER_MAX_TENSORS], *const *ref = rungs[r] == LADDER_RUNG_CPU ? want : cpu;
+            run_on(&c, (int)rungs[r], got);
+            char who_case[128];
+            snprintf(who_case, sizeof who_case, "%s on recurrent B=%lld T=%lld H=%lld +%s", ladder_rung_name(rungs[r]),
+                     (long long)B, (long long)T, (long long)H, LONG_CASES[n].with);
+            for (int i = 0; i < A->n_tensors; i++) {
+                if (!got[i] || !(A->tensors[i].role & (LADDER_OUT_FWD | LADDER_OUT_BWD)) || i == ix("dg_gamma"))
+                    continue;
+                int64_t shape[LADDER_MAX_RANK], numel = 1;
+                int rank = ladder_tensor_shape_of(A, c.problem, NULL, i, shape);
+                for (int d = 0; d < rank; d++) numel *= shape[d];
+                expect_close(who_case, A->tensors[i].name, got[i], ref[i], numel, LADDER_TOL_F32);
+            }
+            for (int64_t h = 0; h < H; h++) {
+                double bound = dg_gamma_bound(dg, B * T, H, h), err = fabs(got[ix("dg_gamma")][h] - gamma[h]);
+                cr_assert(err <= bound, "%s: dg_gamma[%lld] = %.9g, oracle %.9g: error %.3g above the bound %.3g",
+                          who_case, (long long)h, got[ix("dg_gamma")][h], gamma[h], err, bound);
+            }
+            test_oracle_free(got);
+        }
+        test_oracle_free(want), test_oracle_free(cpu);
+        ladder_case_free(&c);
     }
-    test_oracle_free(want), test_oracle_free(got);
-    ladder_case_free(&c);
 }

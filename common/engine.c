@@ -45,6 +45,21 @@ int ladder_algo_param(const ladder_algo *algo, const char *name) {
     return -1;
 }
 
+ladder_status ladder_algo_with(const ladder_algo *algo, const char *names, uint32_t *with) {
+    *with = 0;
+    for (const char *p = names; *p;) {
+        size_t len = strcspn(p, ",");
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(len < 31 ? len : 31), p);
+        int i = ladder_algo_tensor(algo, name);
+        if (i < 0 || !(algo->tensors[i].role & LADDER_OPTIONAL) || (algo->tensors[i].role & LADDER_INDEX))
+            return ladder_fail(LADDER_ERR_ARG, "%s has no optional tensor '%s'", algo->name, name);
+        *with |= 1u << i;
+        p += len + (p[len] == ',');
+    }
+    return LADDER_OK;
+}
+
 double ladder_param_get(const ladder_algo *algo, const void *problem, int i) {
     const ladder_param *p = &algo->params[i];
     const char *f = (const char *)problem + p->offset;

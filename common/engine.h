@@ -165,6 +165,11 @@ ladder_status ladder_algo_rung_available(const ladder_algo *algo, ladder_rung ru
 int ladder_algo_tensor(const ladder_algo *algo, const char *name);
 /** Index of the param called @p name, or -1. */
 int ladder_algo_param(const ladder_algo *algo, const char *name);
+/**
+ * The optional tensors named in @p names ("g,gk,h0") as a set (bit i: tensor i); LADDER_ERR_ARG naming the
+ * first name that is not an optional, non-index tensor of @p algo.
+ */
+ladder_status ladder_algo_with(const ladder_algo *algo, const char *names, uint32_t *with);
 /** The value of param @p i in @p problem, as a double. */
 double ladder_param_get(const ladder_algo *algo, const void *problem, int i);
 /** Store @p v into param @p i of @p problem. */

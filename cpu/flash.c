@@ -74,6 +74,29 @@ static float score(const ladder_attention_problem *p, float scale, const float *
 }
 
 /* @p x as the tensor-core rung stores it: rounded to @p rt (bf16, f16); f32, the plain rung: untouched. */
+/* A query-block task: its sequence, batch row and K/V head, its rows [i0, i1), and the keys [klo, khi) any of
+ * them sees (the ranges only move right as i grows, so the first and last rows bound them). */
+typedef struct qblock {
+    ladder_attn_seq seq;
+    int64_t b, hk, i0, i1, klo, khi;
+} qblock;
+
+/* Task (s, h, qb) of the forward and of dQ; false when the block holds no row of its sequence. */
+static bool query_block(const ladder_attention_problem *p, const units *u, int64_t s, int64_t h, int64_t qb,
+                        qblock *t) {
+    t->seq = ladder_attn_sequence(u->cu_q, u->cu_k, s, p->Sq, p->Sk);
+    t->b = u->packed ? 0 : s;
+    t->hk = ladder_attn_kv_head(h, p->Hq, p->Hkv);
+    t->i0 = qb * QB;
+    t->i1 = t->i0 + QB < t->seq.Lq ? t->i0 + QB : t->seq.Lq;
+    if (t->i0 >= t->i1) return false;
+    int64_t lo, hi;
+    ladder_attn_key_range(t->i0, t->seq.Lq, t->seq.Lk, p->causal, p->window_left, p->window_right, &t->klo, &hi);
+    ladder_attn_key_range(t->i1 - 1, t->seq.Lq, t->seq.Lk, p->causal, p->window_left, p->window_right, &lo, &t->khi);
+    if (t->khi < t->klo) t->khi = t->klo;
+    return true;
+}
+
 static inline float rounded(float x, ladder_dtype rt) { return rt == LADDER_F32 ? x : ladder_round_float(x, rt); }
 
 /*
@@ -121,15 +144,11 @@ ladder_status flash_fwd_cpu_emulating(const ladder_flash_problem *fp, const ladd
     for (int64_t s = 0; s < u.n; s++)
         for (int64_t h = 0; h < p->Hq; h++)
             for (int64_t qb = 0; qb < n_qblocks; qb++) {
-                const ladder_attn_seq seq = ladder_attn_sequence(u.cu_q, u.cu_k, s, p->Sq, p->Sk);
-                const int64_t b = u.packed ? 0 : s, hk = ladder_attn_kv_head(h, p->Hq, p->Hkv);
-                const int64_t i0 = qb * QB, i1 = i0 + QB < seq.Lq ? i0 + QB : seq.Lq;
-                if (i0 >= i1) continue;
-                /* the keys any row of the block sees: the ranges only move right as i grows */
-                int64_t klo, khi, lo, hi;
-                ladder_attn_key_range(i0, seq.Lq, seq.Lk, p->causal, p->window_left, p->window_right, &klo, &hi);
-                ladder_attn_key_range(i1 - 1, seq.Lq, seq.Lk, p->causal, p->window_left, p->window_right, &lo, &khi);
-                const int64_t nk = khi > klo ? khi - klo : 0;
+                qblock t;
+                if (!query_block(p, &u, s, h, qb, &t)) continue;
+                const ladder_attn_seq seq = t.seq;
+                const int64_t b = t.b, hk = t.hk, i0 = t.i0, i1 = t.i1, klo = t.klo, nk = t.khi - t.klo;
+                int64_t lo, hi;
                 float *K = malloc((size_t)(nk * D + nk * Dv + QB * D + nk + 1) * sizeof(float));
                 if (!K) {
 #pragma omp critical
@@ -195,14 +214,11 @@ static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_a
     for (int64_t s = 0; s < u.n; s++)
         for (int64_t h = 0; h < p->Hq; h++)
             for (int64_t qb = 0; qb < n_qblocks; qb++) {
-                const ladder_attn_seq seq = ladder_attn_sequence(u.cu_q, u.cu_k, s, p->Sq, p->Sk);
-                const int64_t b = u.packed ? 0 : s, hk = ladder_attn_kv_head(h, p->Hq, p->Hkv);
-                const int64_t i0 = qb * QB, i1 = i0 + QB < seq.Lq ? i0 + QB : seq.Lq;
-                if (i0 >= i1) continue;
-                int64_t klo, khi, lo, hi;
-                ladder_attn_key_range(i0, seq.Lq, seq.Lk, p->causal, p->window_left, p->window_right, &klo, &hi);
-                ladder_attn_key_range(i1 - 1, seq.Lq, seq.Lk, p->causal, p->window_left, p->window_right, &lo, &khi);
-                const int64_t nk = khi > klo ? khi - klo : 0;
+                qblock t;
+                if (!query_block(p, &u, s, h, qb, &t)) continue;
+                const ladder_attn_seq seq = t.seq;
+                const int64_t b = t.b, hk = t.hk, i0 = t.i0, i1 = t.i1, klo = t.klo, nk = t.khi - t.klo;
+                int64_t lo, hi;
                 float *K = malloc((size_t)(nk * D + nk * Dv + D + Dv) * sizeof(float));
                 if (!K) {
 #pragma omp critical

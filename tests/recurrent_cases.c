@@ -13,17 +13,8 @@ extern const ladder_algo ladder_recurrent_algo;
 
 /* "g,gk,h0" as a with mask of the descriptor's tensors. */
 static uint32_t with_of(const char *names) {
-    uint32_t with = 0;
-    for (const char *p = names; *p;) {
-        size_t len = strcspn(p, ",");
-        char name[32];
-        memcpy(name, p, len);
-        name[len] = '\0';
-        int i = ladder_algo_tensor(&ladder_recurrent_algo, name);
-        cr_assert(i >= 0, "recurrent has no tensor %s", name);
-        with |= 1u << i;
-        p += len + (p[len] == ',');
-    }
+    uint32_t with;
+    cr_assert(ladder_algo_with(&ladder_recurrent_algo, names, &with) == LADDER_OK, "%s", ladder_last_error());
     return with;
 }
 

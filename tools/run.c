@@ -42,23 +42,6 @@ static int parse_varlen(const char *spec, ladder_case_opts *co) {
     return TOOL_OK;
 }
 
-/* "g,gk" into a set of optional tensors of @p algo. */
-static int parse_with(const ladder_algo *algo, const char *spec, uint32_t *with) {
-    for (const char *p = spec; *p;) {
-        size_t len = strcspn(p, ",");
-        char name[32];
-        snprintf(name, sizeof name, "%.*s", (int)(len < 31 ? len : 31), p);
-        int i = ladder_algo_tensor(algo, name);
-        if (i < 0 || !(algo->tensors[i].role & LADDER_OPTIONAL) || (algo->tensors[i].role & LADDER_INDEX)) {
-            fprintf(stderr, "ladder: --with %s: %s has no optional tensor '%s'\n", spec, algo->name, name);
-            return TOOL_USAGE;
-        }
-        *with |= 1u << i;
-        p += len + (p[len] == ',');
-    }
-    return TOOL_OK;
-}
-
 int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, void *problem, ladder_case_opts *co) {
     memset(co, 0, sizeof *co);
     co->seed = o->seed;
@@ -92,12 +75,11 @@ int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, 
         if (parse_varlen(o->varlen, co) != TOOL_OK) return TOOL_USAGE;
     }
     co->with = algo->run_with; /* the descriptor's choice, unless --with gives one */
-    return o->with ? (co->with = 0, parse_with(algo, o->with, &co->with)) : TOOL_OK;
-}
-
-/* The cpu rung on the case rounded to @p dtype, rounding what the tensor-core rung rounds: that rung's reference. */
-static ladder_status rounded_reference(const ladder_case *c, ladder_dtype dtype, ladder_result *ref) {
-    return ladder_run_tc_reference(c, dtype, ref);
+    if (o->with && ladder_algo_with(algo, o->with, &co->with) != LADDER_OK) {
+        fprintf(stderr, "ladder: --with %s: %s\n", o->with, ladder_last_error());
+        return TOOL_USAGE;
+    }
+    return TOOL_OK;
 }
 
 static double gbps(const ladder_case *c, ladder_pass pass, ladder_dtype dt, double ms) {
@@ -153,7 +135,7 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
         if (rung != LADDER_RUNG_CPU) {
             st = ladder_run(rung, o->dtype, &c, &timed, &got);
             if (st == LADDER_OK && dt != LADDER_F32 && !have_rounded) {
-                st = rounded_reference(&c, dt, &ref_rounded);
+                st = ladder_run_tc_reference(&c, dt, &ref_rounded);
                 have_rounded = st == LADDER_OK;
             }
             if (dt != LADDER_F32) want = &ref_rounded;

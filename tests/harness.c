@@ -153,11 +153,24 @@ struct criterion_test_params test_params(const test_case *cases, int n) {
     return cr_make_param_array(test_case, params, (size_t)n, free_params);
 }
 
-/* Every algorithm's cases of @p list into @p cases (at most @p max), with this rung and dtype; returns how many. */
+/* Whether LADDER_TEST_ALGO (a comma-separated list of algorithm names; unset or empty: all) names @p name. */
+static bool algo_selected(const char *name) {
+    const char *list = getenv("LADDER_TEST_ALGO");
+    if (!list || !*list) return true;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == strlen(name) && strncmp(p, name, len) == 0) return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+/* Every selected algorithm's cases of @p list into @p cases (at most @p max), with this rung and dtype. */
 static int collect(test_list list, ladder_rung rung, ladder_dtype dtype, test_case *cases, int max) {
     int n = 0;
     for (int a = 0; a < test_n_algos; a++) {
         const test_algo *ta = test_algos[a];
+        if (!algo_selected(ta->algo->name)) continue;
         int got = list == TEST_GRID          ? ta->grid(cases + n, max - n, harness_small())
                   : list == TEST_DETERMINISM ? ta->determinism(cases + n, max - n)
                   : list == TEST_FD          ? ta->fd_cases(cases + n, max - n)

@@ -116,7 +116,7 @@ ladder_cmp test_compare_to_f64(const ladder_tensor *got, const double *want, dou
 typedef enum test_list { TEST_GRID, TEST_DETERMINISM, TEST_FD, TEST_ARGS } test_list;
 /**
  * Every algorithm's cases of @p list, each with rung @p rung and dtype @p dtype, as Criterion parameters
- * (LADDER_TEST_SMALL=1 picks the small grids).
+ * (LADDER_TEST_SMALL=1 picks the small grids; LADDER_TEST_ALGO=name[,name...] keeps those algorithms' cases).
  */
 struct criterion_test_params test_all(test_list list, ladder_rung rung, ladder_dtype dtype);
 /** The same for every GPU rung and dtype: gpu_naive, gpu_tiled (f32), gpu_tensorcore (bf16, then f16). */

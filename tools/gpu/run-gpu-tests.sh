@@ -3,6 +3,7 @@
 # and also when there is no usable GPU or no test ran: both would otherwise pass without testing a kernel.
 #   build/run-gpu-tests.sh [criterion options]
 #   SANITIZE=memcheck|racecheck build/run-gpu-tests.sh   (small grids, under compute-sanitizer)
+#   LADDER_TEST_ALGO=recurrent build/run-gpu-tests.sh     (the generic suites' cases of these algorithms only)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 fail() {

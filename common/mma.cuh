@@ -3,7 +3,7 @@
  * @brief Tensor-core helpers shared by the gpu_tensorcore rungs: the warp-wide
  *        mma.sync m16n8k8 and m16n8k16 (bf16 or fp16 in, fp32 accumulate) and
  *        their fragment layouts, ldmatrix (x1, x4, plain and transposed), the
- *        16-byte cp.async that stages tiles with its commit and wait, and the
+ *        16- and 4-byte cp.async that stage tiles with their commit and wait, and the
  *        16-bit packing and conversion helpers around them.
  *
  * Elements travel as raw 16-bit patterns (uint16_t) so that loads, stores and
@@ -102,6 +102,16 @@ __device__ __forceinline__ uint32_t ladder_ldsm_x1_trans(const uint16_t *row) {
 __device__ __forceinline__ void ladder_cp_async16(void *smem, const void *global, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
                  "l"(__cvta_generic_to_global(global)), "r"(valid ? 16 : 0)
+                 : "memory");
+}
+
+/**
+ * The same for 4 bytes (one f32 element, any 4-byte-aligned address): cp.async.ca, which may keep the line in L1
+ * (the 16-byte form must bypass it). When @p valid is false, 4 zero bytes are written and nothing is read.
+ */
+__device__ __forceinline__ void ladder_cp_async4(void *smem, const void *global, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
+                 "l"(__cvta_generic_to_global(global)), "r"(valid ? 4 : 0)
                  : "memory");
 }
 

@@ -2,11 +2,12 @@
  * gpu_tiled/recurrent.cu: gated linear attention as a recurrence, the tiled GPU rung (the structure of the
  * fused recurrent kernel).
  *
- * What changed since gpu_naive/: the state lives on chip. The grid is (sequence x head, V blocks, K blocks);
- * each block is one warp holding a tile of the state in registers for the whole sequence, lane j owning column
- * j of the tile (one float per row of it). Per step the warp stages q_t, k_t and the folded row gates of its rows
- * in shared memory once (double-buffered, so one __syncwarp per step), and every lane reads them as broadcasts;
- * v_t[j] and do_t[j] are one coalesced load per warp.
+ * What changed since gpu_naive/: the state lives on chip. The grid is (sequence x head, V blocks of 128, K
+ * blocks); each block is four warps side by side, each holding a tile of the state in registers for the whole
+ * sequence, lane j owning column j of its tile (one float per row of it). The block stages what the steps read
+ * in shared memory, STEPS steps at a time: the rows' q_t, k_t and folded gates (shared by the four warps, read
+ * by every lane as broadcasts) and the columns' v_t, do_t, gv_t. The copies go by cp.async, double-buffered, so
+ * the next group of steps is in flight while this one computes: a step never waits on memory.
  *
  * - forward (tile BK_FWD x 32): o_t[j] sums the tile's column in the lane's registers; with K > BK_FWD the
  *   K blocks each write a partial o, summed afterwards in block order.
@@ -23,14 +24,19 @@
  * Run it:  build/bin/ladder run recurrent --rung gpu_tiled
  */
 #include "cuda_check.cuh"
+#include "mma.cuh"
 #include "recurrent_gpu.cuh"
 #include "recurrent_rungs.h"
 
 namespace {
 
-constexpr int LANES = 32;  /* columns of a tile: one per lane */
-constexpr int BK_FWD = 64; /* rows of a forward tile, BK_FWD floats of state per lane */
-constexpr int BK_BWD = 32; /* rows of a backward tile: dSP and dSZ double the state per lane */
+constexpr int LANES = 32;              /* columns of a warp's tile: one per lane */
+constexpr int WARPS = 4;               /* a block: four warps side by side, sharing the rows they stage */
+constexpr int THREADS = WARPS * LANES;
+constexpr int COLS = WARPS * LANES;    /* columns of a block */
+constexpr int STEPS = 8;               /* steps staged at once */
+constexpr int BK_FWD = 64;             /* rows of a forward tile, BK_FWD floats of state per lane */
+constexpr int BK_BWD = 32;             /* rows of a backward tile: dSP and dSZ double the state per lane */
 constexpr unsigned ALL = 0xffffffffu;
 
 /* Sum over the warp of one value per lane. */
@@ -55,19 +61,20 @@ template <int C, int N> __device__ __forceinline__ void rows_sum_round(double (&
 }
 
 /*
- * x[r] in lane j is the (r, j) entry of a 32 x 32 tile; returns in lane r the sum of row r over the lanes. Each
+ * x(r) in lane j is the (r, j) entry of a 32 x 32 tile; returns in lane r the sum of row r over the lanes. Each
  * round halves the rows a lane keeps and swaps the other half with the lane C away, 16+8+4+2+1 = 31 shuffles
  * instead of 32 separate reductions of 5. The rounds are templates, so every index is a constant and the values
  * stay in registers. The sums feed the gate gradients, long sums that cancel, so they run in double (as in the
- * cpu rung): the first round widens the floats as it adds them, which keeps only 16 doubles per lane live.
+ * cpu rung): the first round widens the floats as it adds them, which keeps only 16 doubles per lane live. The
+ * entries come from a function of r, not an array, so that no 32 products sit in registers beside the state.
  */
-__device__ __forceinline__ double warp_rows_sum(const float (&x)[LANES]) {
+template <class Entry> __device__ __forceinline__ double warp_rows_sum(Entry x) {
     constexpr int C = LANES / 2;
     const bool hi = threadIdx.x & C;
     double y[C];
 #pragma unroll
     for (int r = 0; r < C; r++) {
-        const float keep = hi ? x[r + C] : x[r], send = hi ? x[r] : x[r + C];
+        const float keep = hi ? x(r + C) : x(r), send = hi ? x(r) : x(r + C);
         y[r] = (double)keep + (double)__shfl_xor_sync(ALL, send, C);
     }
     rows_sum_round<C / 2>(y);
@@ -75,79 +82,142 @@ __device__ __forceinline__ double warp_rows_sum(const float (&x)[LANES]) {
 }
 
 /*
- * What one step of a tile reads: its rows' q, k, folded gate and that gate's decay exp(gate), staged in shared
- * memory by the warp. Without gv every lane's row r decays by the same exp(gate[r]): one exponential per row,
- * computed once for the warp instead of once per lane.
+ * What a block stages for STEPS consecutive steps (slot 0 first, in the order the pass walks them): its rows'
+ * q, k, folded gate and decay exp(gate), the steps' g, and its columns' v, gv and (backward) do. The copies go
+ * by cp.async, so the next group of steps lands while this one computes, and no register holds it on the way;
+ * the four warps of a block share the rows, so each row element is loaded once per block, not once per warp.
+ * Slots past the sequence, rows past K and columns past V hold 0.
  */
-template <int BK> struct rows_of_step {
-    float q[BK], k[BK], gate[BK], decay[BK];
+template <int BK> struct __align__(16) staged {
+    float q[STEPS][BK], k[STEPS][BK], gate[STEPS][BK], decay[STEPS][BK];
+    float v[STEPS][COLS], gv[STEPS][COLS], dO[STEPS][COLS];
+    float g[STEPS];
 };
 
-/* Stage step @p t's rows kb*BK .. kb*BK+BK-1 (0 past K, so that padding rows stay 0). */
+/* Copy element [a,b,c,d] of @p x to @p dst by cp.async (zero when !ok); an absent tensor stores 0 directly. */
+__device__ __forceinline__ void copy4(float *dst, const rec_view &x, int64_t a, int64_t b, int64_t c, int64_t d,
+                                      bool ok) {
+    if (!x.p) *dst = 0.0f;
+    else ladder_cp_async4(dst, ok ? x.p + a * x.s[0] + b * x.s[1] + c * x.s[2] + d * x.s[3] : x.p, ok);
+}
+
+/*
+ * Start the copies of steps first, first + dir, ... (STEPS of them) of sequence @p s into @p x: rows
+ * kb*BK .. kb*BK+BK-1, columns col0 .. col0+COLS-1. The gate slots receive gk as it is; stage_finish() folds
+ * them once the copies have landed.
+ */
 template <int BK>
-__device__ __forceinline__ void stage_rows(const rec_call &c, rows_of_step<BK> &sm, int64_t b, int64_t t, int64_t h,
-                                           int64_t kb) {
-#pragma unroll
-    for (int r = threadIdx.x; r < BK; r += LANES) {
-        const int64_t i = kb * BK + r;
-        const bool ok = i < c.K;
-        sm.q[r] = ok ? rec_ld(c.q, b, t, h, i) : 0.0f;
-        sm.k[r] = ok ? rec_ld(c.k, b, t, h, i) : 0.0f;
-        sm.gate[r] = ok ? rec_row_gate(c, b, t, h, i) : 0.0f;
-        sm.decay[r] = expf(sm.gate[r]);
+__device__ void stage_copy(const rec_call &c, staged<BK> &x, const rec_seq &s, int64_t h, int64_t kb, int64_t col0,
+                           int64_t first, int dir, bool with_do) {
+    for (int e = threadIdx.x; e < STEPS * BK; e += THREADS) {
+        const int slot = e / BK, r = e % BK;
+        const int64_t step = first + dir * slot, i = kb * BK + r;
+        const bool ok = step >= 0 && step < s.len && i < c.K;
+        const int64_t t = ok ? rec_token(c, s, step) : 0;
+        copy4(&x.q[slot][r], c.q, s.b, t, h, i, ok);
+        copy4(&x.k[slot][r], c.k, s.b, t, h, i, ok);
+        copy4(&x.gate[slot][r], c.gk, s.b, t, h, i, ok);
+    }
+    for (int e = threadIdx.x; e < STEPS * COLS; e += THREADS) {
+        const int slot = e / COLS, col = e % COLS;
+        const int64_t step = first + dir * slot, j = col0 + col;
+        const bool ok = step >= 0 && step < s.len && j < c.V;
+        const int64_t t = ok ? rec_token(c, s, step) : 0;
+        copy4(&x.v[slot][col], c.v, s.b, t, h, j, ok);
+        copy4(&x.gv[slot][col], c.gv, s.b, t, h, j, ok);
+        if (with_do) copy4(&x.dO[slot][col], c.dO, s.b, t, h, j, ok);
+    }
+    if (threadIdx.x < STEPS) {
+        const int64_t step = first + dir * (int)threadIdx.x;
+        const bool ok = step >= 0 && step < s.len;
+        copy4(&x.g[threadIdx.x], c.g, s.b, ok ? rec_token(c, s, step) : 0, h, 0, ok);
     }
 }
 
 /*
- * The decay of tile entry (r, j) of step @p x: exp(gate_r + gv_j), formed per entry with gv so that neither
- * factor can overflow alone; without gv, the row's staged decay.
+ * Once the copies have landed (and a __syncthreads() made them visible): fold each row's gate, gk + g + g_gamma
+ * in the order rec_row_gate() adds them, and take its decay. Without gv every lane's row r decays by the same
+ * exp(gate[r]): one exponential per row and step for the whole block instead of one per lane.
  */
-template <int BK>
-__device__ __forceinline__ float decay(const rec_call &c, const rows_of_step<BK> &x, int r, float gvj) {
-    return c.gv.p ? expf(x.gate[r] + gvj) : x.decay[r];
+template <int BK> __device__ __forceinline__ void stage_finish(staged<BK> &x, float g_gamma) {
+    for (int e = threadIdx.x; e < STEPS * BK; e += THREADS) {
+        const int slot = e / BK, r = e % BK;
+        const float gate = x.gate[slot][r] + x.g[slot] + g_gamma;
+        x.gate[slot][r] = gate;
+        x.decay[slot][r] = expf(gate);
+    }
 }
 
 /*
- * Forward, one warp per (sequence x head, column block vb, row block kb): S[r] is entry (kb*BK_FWD + r, j) of
- * the state, j = vb*32 + lane. Writes o (or, with several row blocks, its partial o_part[kb]) and ht.
+ * The staging pipeline of a pass over one sequence, STEPS steps at a time: the copies of group n + 1 are in
+ * flight while group n computes. Returns the group to compute now, its gates folded, visible to the block.
  */
-__global__ void __launch_bounds__(LANES) recurrent_fwd_tiled_kernel(rec_call c, float *o_part) {
-    __shared__ rows_of_step<BK_FWD> sm[2];
-    const int64_t vb = blockIdx.y, kb = blockIdx.z, n = blockIdx.x / c.H, h = blockIdx.x % c.H;
-    const int64_t j = vb * LANES + threadIdx.x;
-    const bool col = j < c.V;
+template <int BK>
+__device__ __forceinline__ staged<BK> &stage_next(const rec_call &c, staged<BK> (&sm)[2], const rec_seq &s,
+                                                  int64_t h, int64_t kb, int64_t col0, int64_t group, int64_t groups,
+                                                  int64_t first, int dir, bool with_do, float g_gamma) {
+    staged<BK> &x = sm[group & 1];
+    ladder_cp_async_wait_all();
+    __syncthreads(); /* group's copies visible to all; every warp is done with the other buffer */
+    stage_finish(x, g_gamma);
+    if (group + 1 < groups) stage_copy(c, sm[(group + 1) & 1], s, h, kb, col0, first + dir * STEPS, dir, with_do);
+    __syncthreads(); /* the folded gates visible to all */
+    return x;
+}
+
+/*
+ * The decay of tile entry (r, j) of slot @p slot: exp(gate_r + gv_j), formed per entry with gv so that neither
+ * factor can overflow alone; without gv, the row's staged decay.
+ */
+template <int BK>
+__device__ __forceinline__ float decay(const rec_call &c, const staged<BK> &x, int slot, int r, float gvj) {
+    return c.gv.p ? expf(x.gate[slot][r] + gvj) : x.decay[slot][r];
+}
+
+/*
+ * Forward, one block of four warps per (sequence x head, column block, row block kb): warp w's lane holds
+ * column j = col0 + 32w + lane of rows kb*BK_FWD .. + BK_FWD - 1 of the state, S[r] its entry in row r.
+ * Writes o (or, with several row blocks, its partial o_part[kb]) and ht.
+ */
+__global__ void __launch_bounds__(THREADS, 1) recurrent_fwd_tiled_kernel(rec_call c, float *o_part) {
+    __shared__ staged<BK_FWD> sm[2];
+    const int warp = threadIdx.x / LANES, col = warp * LANES + threadIdx.x % LANES; /* the lane's staged column */
+    const int64_t n = blockIdx.x / c.H, h = blockIdx.x % c.H, kb = blockIdx.z, col0 = blockIdx.y * (int64_t)COLS;
+    const int64_t j = col0 + col;
+    const bool has_col = j < c.V, warp_busy = col0 + warp * LANES < c.V; /* a warp wholly past V only stages */
     const rec_seq s = rec_seq_of(c, n);
+    const float g_gamma = rec_ld(c.g_gamma, h, 0, 0, 0);
     float S[BK_FWD];
 #pragma unroll
     for (int r = 0; r < BK_FWD; r++) {
         const int64_t i = kb * BK_FWD + r;
-        S[r] = col && i < c.K ? rec_ld(c.h0, n, h, i, j) : 0.0f;
+        S[r] = has_col && i < c.K ? rec_ld(c.h0, n, h, i, j) : 0.0f;
     }
-    if (s.len > 0) stage_rows<BK_FWD>(c, sm[0], s.b, rec_token(c, s, 0), h, kb);
-    __syncwarp();
-    for (int64_t step = 0; step < s.len; step++) {
-        const int64_t t = rec_token(c, s, step);
-        /* stage the next step into the other buffer: nobody reads it until after the __syncwarp below */
-        if (step + 1 < s.len) stage_rows<BK_FWD>(c, sm[(step + 1) & 1], s.b, rec_token(c, s, step + 1), h, kb);
-        const rows_of_step<BK_FWD> &x = sm[step & 1];
-        const float vj = col ? rec_ld(c.v, s.b, t, h, j) : 0.0f, gvj = col ? rec_ld(c.gv, s.b, t, h, j) : 0.0f;
-        float o = 0.0f;
+    const int64_t groups = (s.len + STEPS - 1) / STEPS;
+    if (groups > 0) stage_copy(c, sm[0], s, h, kb, col0, 0, 1, false);
+    for (int64_t group = 0; group < groups; group++) {
+        const int64_t first = group * STEPS;
+        const staged<BK_FWD> &x = stage_next(c, sm, s, h, kb, col0, group, groups, first, 1, false, g_gamma);
+        const int steps = (int)(s.len - first < STEPS ? s.len - first : STEPS);
+        for (int slot = 0; warp_busy && slot < steps; slot++) {
+            const float vj = x.v[slot][col], gvj = x.gv[slot][col];
+            float o = 0.0f;
 #pragma unroll
-        for (int r = 0; r < BK_FWD; r++) {
-            S[r] = decay(c, x, r, gvj) * S[r] + x.k[r] * vj;
-            o += x.q[r] * S[r];
+            for (int r = 0; r < BK_FWD; r++) {
+                S[r] = decay(c, x, slot, r, gvj) * S[r] + x.k[slot][r] * vj;
+                o += x.q[slot][r] * S[r];
+            }
+            if (has_col) {
+                const int64_t at = rec_row(c, s.b, rec_token(c, s, first + slot), h) * c.V + j;
+                if (o_part) o_part[kb * c.B * c.T * c.H * c.V + at] = c.scale * o;
+                else c.o[at] = c.scale * o;
+            }
         }
-        if (col) {
-            const int64_t at = rec_row(c, s.b, t, h) * c.V + j;
-            if (o_part) o_part[kb * c.B * c.T * c.H * c.V + at] = c.scale * o;
-            else c.o[at] = c.scale * o;
-        }
-        __syncwarp(); /* every lane is done with sm[step & 1] before the next step refills it */
     }
 #pragma unroll
     for (int r = 0; r < BK_FWD; r++) {
         const int64_t i = kb * BK_FWD + r;
-        if (c.ht && col && i < c.K) c.ht[((n * c.H + h) * c.K + i) * c.V + j] = S[r];
+        if (c.ht && has_col && i < c.K) c.ht[((n * c.H + h) * c.K + i) * c.V + j] = S[r];
     }
 }
 
@@ -178,56 +248,61 @@ struct bwd_parts {
 };
 
 /*
- * Backward, one warp per (sequence x head, vb, kb), tile 32 x 32: lane j holds column vb*32 + j of rows
- * kb*32 .. kb*32+31. The three passes of cpu/recurrent.c on the tile; every output is this block's partial.
+ * Backward, one block of four warps per (sequence x head, column block, row block kb), tiles 32 x 32: warp w's
+ * lane holds column j = col0 + 32w + lane of rows kb*32 .. kb*32+31, and the warp writes the partials of its
+ * column block vb (dq, dk, the row sums) and of row block kb (dv, the column sums). The three passes of
+ * cpu/recurrent.c on the tile, each walking its steps STEPS at a time through the staging pipeline.
  */
-__global__ void __launch_bounds__(LANES) recurrent_bwd_tiled_kernel(rec_call c, bwd_parts part) {
-    __shared__ rows_of_step<BK_BWD> sm[2];
-    const int lane = threadIdx.x;
-    const int64_t vb = blockIdx.y, kb = blockIdx.z, n = blockIdx.x / c.H, h = blockIdx.x % c.H;
-    const int64_t j = vb * LANES + lane, i_lane = kb * BK_BWD + lane; /* the lane's column, and its row in sums */
-    const bool col = j < c.V, row_ok = i_lane < c.K;
+__global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_tiled_kernel(rec_call c, bwd_parts part) {
+    __shared__ staged<BK_BWD> sm[2];
+    const int lane = threadIdx.x % LANES, warp = threadIdx.x / LANES, col = warp * LANES + lane;
+    const int64_t n = blockIdx.x / c.H, h = blockIdx.x % c.H, kb = blockIdx.z, col0 = blockIdx.y * (int64_t)COLS;
+    const int64_t vb = blockIdx.y * (int64_t)WARPS + warp, nv = (c.V + LANES - 1) / LANES;
+    const int64_t j = col0 + col, i_lane = kb * BK_BWD + lane; /* the lane's column, and its row in row sums */
+    const bool has_col = j < c.V, row_ok = i_lane < c.K, busy = vb < nv; /* a warp wholly past V only stages */
     const int64_t tokens = c.B * c.T * c.H;
-    float *dq = part.dq + vb * tokens * c.K, *dk = part.dk + vb * tokens * c.K, *dv = part.dv + kb * tokens * c.V;
-    double *G_row = part.G_row ? part.G_row + vb * tokens * c.K : nullptr;
-    double *Z_row = part.Z_row ? part.Z_row + vb * tokens * c.K : nullptr;
+    const int64_t slab = busy ? vb : 0;
+    float *dq = part.dq + slab * tokens * c.K, *dk = part.dk + slab * tokens * c.K;
+    float *dv = part.dv + kb * tokens * c.V;
+    double *G_row = part.G_row ? part.G_row + slab * tokens * c.K : nullptr;
+    double *Z_row = part.Z_row ? part.Z_row + slab * tokens * c.K : nullptr;
     double *G_col = part.G_col ? part.G_col + kb * tokens * c.V : nullptr;
     double *Z_col = part.Z_col ? part.Z_col + kb * tokens * c.V : nullptr;
     const rec_seq s = rec_seq_of(c, n);
-    float S[BK_BWD], dSZ[BK_BWD], x[LANES]; /* x: one product per row of the tile, for warp_rows_sum() */
+    const float g_gamma = rec_ld(c.g_gamma, h, 0, 0, 0);
+    const int64_t groups = (s.len + STEPS - 1) / STEPS;
+    float S[BK_BWD], dSZ[BK_BWD];
 
     /* pass 1, forwards: S_t, dq_t = scale * S_t do_t, and the do-parts of the gate sums (cpu/recurrent.c) */
 #pragma unroll
     for (int r = 0; r < BK_BWD; r++) {
         const int64_t i = kb * BK_BWD + r;
-        S[r] = col && i < c.K ? rec_ld(c.h0, n, h, i, j) : 0.0f;
+        S[r] = has_col && i < c.K ? rec_ld(c.h0, n, h, i, j) : 0.0f;
     }
-    if (s.len > 0) stage_rows<BK_BWD>(c, sm[0], s.b, rec_token(c, s, 0), h, kb);
-    __syncwarp();
-    for (int64_t step = 0; step < s.len; step++) {
-        const int64_t t = rec_token(c, s, step), row = rec_row(c, s.b, t, h);
-        if (step + 1 < s.len) stage_rows<BK_BWD>(c, sm[(step + 1) & 1], s.b, rec_token(c, s, step + 1), h, kb);
-        const rows_of_step<BK_BWD> &y = sm[step & 1];
-        const float vj = col ? rec_ld(c.v, s.b, t, h, j) : 0.0f, doj = col ? rec_ld(c.dO, s.b, t, h, j) : 0.0f;
-        const float gvj = col ? rec_ld(c.gv, s.b, t, h, j) : 0.0f;
-        double Pq = 0.0;
+    if (groups > 0) stage_copy(c, sm[0], s, h, kb, col0, 0, 1, true);
+    for (int64_t group = 0; group < groups; group++) {
+        const int64_t first = group * STEPS;
+        const staged<BK_BWD> &y = stage_next(c, sm, s, h, kb, col0, group, groups, first, 1, true, g_gamma);
+        const int steps = (int)(s.len - first < STEPS ? s.len - first : STEPS);
+        for (int slot = 0; busy && slot < steps; slot++) {
+            const int64_t row = rec_row(c, s.b, rec_token(c, s, first + slot), h);
+            const float vj = y.v[slot][col], doj = y.dO[slot][col], gvj = y.gv[slot][col];
+            double Pq = 0.0;
 #pragma unroll
-        for (int r = 0; r < BK_BWD; r++) {
-            const float P = decay(c, y, r, gvj) * S[r];
-            Pq += (double)P * y.q[r];
-            x[r] = P * doj; /* row r of P do, this lane's column */
-            S[r] = P + y.k[r] * vj;
-        }
-        const double Pdo = warp_rows_sum(x); /* lane r: (P do_t)[r] over the tile's columns */
+            for (int r = 0; r < BK_BWD; r++) {
+                S[r] *= decay(c, y, slot, r, gvj); /* P, the state decayed, before this step's k v^T */
+                Pq += (double)S[r] * y.q[slot][r];
+            }
+            const double Pdo = warp_rows_sum([&](int r) { return S[r] * doj; }); /* lane r: (P do_t)[r] */
 #pragma unroll
-        for (int r = 0; r < BK_BWD; r++) x[r] = S[r] * doj;
-        const double Sdo = warp_rows_sum(x);
-        if (row_ok) {
-            dq[row * c.K + i_lane] = c.scale * (float)Sdo;
-            if (G_row) G_row[row * c.K + i_lane] = (double)y.q[lane] * c.scale * Pdo;
+            for (int r = 0; r < BK_BWD; r++) S[r] += y.k[slot][r] * vj;
+            const double Sdo = warp_rows_sum([&](int r) { return S[r] * doj; });
+            if (row_ok) {
+                dq[row * c.K + i_lane] = c.scale * (float)Sdo;
+                if (G_row) G_row[row * c.K + i_lane] = (double)y.q[slot][lane] * c.scale * Pdo;
+            }
+            if (G_col && has_col) G_col[row * c.V + j] = (double)doj * c.scale * Pq;
         }
-        if (G_col && col) G_col[row * c.V + j] = (double)doj * c.scale * Pq;
-        __syncwarp();
     }
 
     /* pass 2, backwards: dSP (from the outputs, in S's registers) and dSZ (dht decayed back) */
@@ -235,92 +310,105 @@ __global__ void __launch_bounds__(LANES) recurrent_bwd_tiled_kernel(rec_call c, 
     for (int r = 0; r < BK_BWD; r++) {
         const int64_t i = kb * BK_BWD + r;
         S[r] = 0.0f;
-        dSZ[r] = col && i < c.K ? rec_ld(c.dht, n, h, i, j) : 0.0f;
+        dSZ[r] = has_col && i < c.K ? rec_ld(c.dht, n, h, i, j) : 0.0f;
     }
-    if (s.len > 0) stage_rows<BK_BWD>(c, sm[0], s.b, rec_token(c, s, s.len - 1), h, kb);
-    __syncwarp();
+    if (groups > 0) stage_copy(c, sm[groups & 1], s, h, kb, col0, s.len - 1, -1, true);
     double acc_row = 0.0, acc_col = 0.0;
-    for (int64_t step = s.len - 1, k = 0; step >= 0; step--, k++) {
-        const int64_t t = rec_token(c, s, step), row = rec_row(c, s.b, t, h);
-        if (step > 0) stage_rows<BK_BWD>(c, sm[(k + 1) & 1], s.b, rec_token(c, s, step - 1), h, kb);
-        const rows_of_step<BK_BWD> &y = sm[k & 1];
-        const float vj = col ? rec_ld(c.v, s.b, t, h, j) : 0.0f, doj = col ? rec_ld(c.dO, s.b, t, h, j) : 0.0f;
-        const float gvj = col ? rec_ld(c.gv, s.b, t, h, j) : 0.0f;
-        const float v_do = warp_sum(vj * doj); /* over the tile's columns */
-        float q_k = 0.0f;
-        double Ek = 0.0, Zk = 0.0;
+    for (int64_t group = 0; group < groups; group++) {
+        const int64_t first = s.len - 1 - group * STEPS; /* slot 0 is the latest step of the group */
+        const staged<BK_BWD> &y = stage_next(c, sm, s, h, kb, col0, groups + group, 2 * groups, first, -1, true,
+                                             g_gamma);
+        const int steps = (int)(first + 1 < STEPS ? first + 1 : STEPS);
+        for (int slot = 0; busy && slot < steps; slot++) {
+            const int64_t row = rec_row(c, s.b, rec_token(c, s, first - slot), h);
+            const float vj = y.v[slot][col], doj = y.dO[slot][col], gvj = y.gv[slot][col];
+            const float v_do = warp_sum(vj * doj); /* over the tile's columns */
+            float q_k = 0.0f;
+            double Ek = 0.0, Zk = 0.0;
 #pragma unroll
-        for (int r = 0; r < BK_BWD; r++) {
-            q_k += y.q[r] * y.k[r];
-            Ek += (double)S[r] * y.k[r];
-            Zk += (double)dSZ[r] * y.k[r];
-            x[r] = S[r] * vj;
-        }
-        const double Ev = warp_rows_sum(x);
+            for (int r = 0; r < BK_BWD; r++) {
+                q_k += y.q[slot][r] * y.k[slot][r];
+                Ek += (double)S[r] * y.k[slot][r];
+                Zk += (double)dSZ[r] * y.k[slot][r];
+            }
+            const double Ev = warp_rows_sum([&](int r) { return S[r] * vj; });
+            const double Zv = warp_rows_sum([&](int r) { return dSZ[r] * vj; });
+            if (row_ok) {
+                dk[row * c.K + i_lane] = (float)(Ev + Zv) + c.scale * y.q[slot][lane] * v_do;
+                if (G_row) {
+                    acc_row += G_row[row * c.K + i_lane] - (double)y.k[slot][lane] * Ev;
+                    G_row[row * c.K + i_lane] = acc_row;
+                    if (Z_row) Z_row[row * c.K + i_lane] = (double)y.k[slot][lane] * Zv;
+                }
+            }
+            if (has_col) {
+                dv[row * c.V + j] = (float)(Ek + Zk) + c.scale * doj * q_k;
+                if (G_col) {
+                    acc_col += G_col[row * c.V + j] - (double)vj * Ek;
+                    G_col[row * c.V + j] = acc_col;
+                    if (Z_col) Z_col[row * c.V + j] = (double)vj * Zk;
+                }
+            }
 #pragma unroll
-        for (int r = 0; r < BK_BWD; r++) x[r] = dSZ[r] * vj;
-        const double Zv = warp_rows_sum(x);
-        if (row_ok) {
-            dk[row * c.K + i_lane] = (float)(Ev + Zv) + c.scale * y.q[lane] * v_do;
-            if (G_row) {
-                acc_row += G_row[row * c.K + i_lane] - (double)y.k[lane] * Ev;
-                G_row[row * c.K + i_lane] = acc_row;
-                if (Z_row) Z_row[row * c.K + i_lane] = (double)y.k[lane] * Zv;
+            for (int r = 0; r < BK_BWD; r++) {
+                const float d = decay(c, y, slot, r, gvj);
+                S[r] = (S[r] + c.scale * y.q[slot][r] * doj) * d;
+                dSZ[r] *= d;
             }
         }
-        if (col) {
-            dv[row * c.V + j] = (float)(Ek + Zk) + c.scale * doj * q_k;
-            if (G_col) {
-                acc_col += G_col[row * c.V + j] - (double)vj * Ek;
-                G_col[row * c.V + j] = acc_col;
-                if (Z_col) Z_col[row * c.V + j] = (double)vj * Zk;
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < BK_BWD; r++) {
-            const float d = decay(c, y, r, gvj);
-            S[r] = (S[r] + c.scale * y.q[r] * doj) * d;
-            dSZ[r] *= d;
-        }
-        __syncwarp();
     }
+    if (!busy) return; /* no barrier follows */
 
     /* dh0 = both parts after the first step; h0's share of the dht-part starts pass 3's sums */
+    float h0[BK_BWD];
     double z_col = 0.0;
 #pragma unroll
     for (int r = 0; r < BK_BWD; r++) {
         const int64_t i = kb * BK_BWD + r;
-        const float h0 = col && i < c.K ? rec_ld(c.h0, n, h, i, j) : 0.0f;
-        if (c.dh0 && col && i < c.K) c.dh0[((n * c.H + h) * c.K + i) * c.V + j] = S[r] + dSZ[r];
-        x[r] = dSZ[r] * h0;
-        z_col += (double)dSZ[r] * h0;
+        h0[r] = has_col && i < c.K ? rec_ld(c.h0, n, h, i, j) : 0.0f;
+        if (c.dh0 && has_col && i < c.K) c.dh0[((n * c.H + h) * c.K + i) * c.V + j] = S[r] + dSZ[r];
+        z_col += (double)dSZ[r] * h0[r];
     }
-    double z_row = warp_rows_sum(x);
+    double z_row = warp_rows_sum([&](int r) { return dSZ[r] * h0[r]; });
 
-    /* pass 3, forwards: each step's gate sum gains the dht-parts of the steps before it */
-    for (int64_t step = 0; Z_row && step < s.len; step++) {
-        const int64_t row = rec_row(c, s.b, rec_token(c, s, step), h);
-        if (row_ok) {
-            G_row[row * c.K + i_lane] += z_row;
-            z_row += Z_row[row * c.K + i_lane];
+    /*
+     * pass 3, forwards: each step's gate sum gains the dht-parts of the steps before it. STEPS steps at a time,
+     * every load of a group issued before its first store, so that the group waits on memory once, not per step.
+     */
+    for (int64_t first = 0; Z_row && first < s.len; first += STEPS) {
+        double g_row[STEPS], z_rows[STEPS], g_col[STEPS], z_cols[STEPS];
+        int64_t row[STEPS];
+#pragma unroll
+        for (int slot = 0; slot < STEPS; slot++) {
+            const bool ok = first + slot < s.len;
+            row[slot] = ok ? rec_row(c, s.b, rec_token(c, s, first + slot), h) : 0;
+            const bool r_ok = ok && row_ok, c_ok = ok && Z_col && has_col;
+            g_row[slot] = r_ok ? G_row[row[slot] * c.K + i_lane] : 0.0;
+            z_rows[slot] = r_ok ? Z_row[row[slot] * c.K + i_lane] : 0.0;
+            g_col[slot] = c_ok ? G_col[row[slot] * c.V + j] : 0.0;
+            z_cols[slot] = c_ok ? Z_col[row[slot] * c.V + j] : 0.0;
         }
-        if (Z_col && col) {
-            G_col[row * c.V + j] += z_col;
-            z_col += Z_col[row * c.V + j];
+#pragma unroll
+        for (int slot = 0; slot < STEPS; slot++) {
+            if (first + slot >= s.len) break;
+            if (row_ok) G_row[row[slot] * c.K + i_lane] = g_row[slot] + z_row;
+            if (Z_col && has_col) G_col[row[slot] * c.V + j] = g_col[slot] + z_col;
+            z_row += z_rows[slot];
+            z_col += z_cols[slot];
         }
     }
 }
 
-constexpr int THREADS = 256;
+constexpr int SUM_THREADS = 256;
 
 ladder_status sum_parts(float *out, const float *part, int parts, int64_t n) {
-    sum_parts_kernel<<<ladder_blocks(n, THREADS), THREADS>>>(out, part, parts, n);
+    sum_parts_kernel<<<ladder_blocks(n, SUM_THREADS), SUM_THREADS>>>(out, part, parts, n);
     LADDER_LAUNCH_CHECK("sum_parts_kernel");
     return LADDER_OK;
 }
 
 ladder_status sum_parts_f64(double *out, const double *part, int parts, int64_t n) {
-    sum_parts_f64_kernel<<<ladder_blocks(n, THREADS), THREADS>>>(out, part, parts, n);
+    sum_parts_f64_kernel<<<ladder_blocks(n, SUM_THREADS), SUM_THREADS>>>(out, part, parts, n);
     LADDER_LAUNCH_CHECK("sum_parts_f64_kernel");
     return LADDER_OK;
 }
@@ -329,11 +417,11 @@ ladder_status sum_parts_f64(double *out, const double *part, int parts, int64_t 
 
 extern "C" ladder_status recurrent_fwd_gpu_tiled(const ladder_recurrent_problem *p, const ladder_recurrent_args *a) {
     const rec_call c = rec_call_of(p, a);
-    const int64_t nv = (c.V + LANES - 1) / LANES, nk = (c.K + BK_FWD - 1) / BK_FWD, n_o = c.B * c.T * c.H * c.V;
+    const int64_t nk = (c.K + BK_FWD - 1) / BK_FWD, n_o = c.B * c.T * c.H * c.V;
     ladder_scratch o_part; /* the K blocks' partial o, when there are several */
     if (nk > 1) LADDER_TRY(o_part.alloc((size_t)(nk * n_o) * sizeof(float)));
-    const dim3 grid((unsigned)(c.N * c.H), (unsigned)nv, (unsigned)nk); /* x: up to 2^31 - 1 blocks */
-    recurrent_fwd_tiled_kernel<<<grid, LANES>>>(c, (float *)o_part.ptr);
+    const dim3 grid((unsigned)(c.N * c.H), (unsigned)((c.V + COLS - 1) / COLS), (unsigned)nk); /* x: < 2^31 */
+    recurrent_fwd_tiled_kernel<<<grid, THREADS>>>(c, (float *)o_part.ptr);
     LADDER_LAUNCH_CHECK("recurrent_fwd_tiled_kernel");
     return nk > 1 ? sum_parts(c.o, (const float *)o_part.ptr, (int)nk, n_o) : LADDER_OK;
 }
@@ -356,8 +444,8 @@ extern "C" ladder_status recurrent_bwd_gpu_tiled(const ladder_recurrent_problem 
     part.G_col = gv ? f64 : nullptr, f64 += gv ? n_cols : 0;
     part.Z_col = gv && dht ? f64 : nullptr, f64 += gv && dht ? n_cols : 0;
     part.dq = (float *)f64, part.dk = part.dq + n_rows, part.dv = part.dk + n_rows;
-    const dim3 grid((unsigned)(c.N * c.H), (unsigned)nv, (unsigned)nk); /* x: up to 2^31 - 1 blocks */
-    recurrent_bwd_tiled_kernel<<<grid, LANES>>>(c, part);
+    const dim3 grid((unsigned)(c.N * c.H), (unsigned)((c.V + COLS - 1) / COLS), (unsigned)nk); /* x: < 2^31 */
+    recurrent_bwd_tiled_kernel<<<grid, THREADS>>>(c, part);
     LADDER_LAUNCH_CHECK("recurrent_bwd_tiled_kernel");
     LADDER_TRY(sum_parts(c.dq, part.dq, (int)nv, tokens * c.K));
     LADDER_TRY(sum_parts(c.dk, part.dk, (int)nv, tokens * c.K));

@@ -47,38 +47,46 @@ __device__ __forceinline__ float warp_sum(float x) {
 }
 
 /* One round of warp_rows_sum(): lanes C apart swap halves of their C*2 rows, each keeping C of them summed. */
-template <int C, int N> __device__ __forceinline__ void rows_sum_round(double (&x)[N]) {
+template <int C, class Acc, int N> __device__ __forceinline__ void rows_sum_round(Acc (&x)[N]) {
     const bool hi = threadIdx.x & C; /* the upper lane of each pair keeps the upper half of the rows */
 #pragma unroll
     for (int r = 0; r < C; r++) { /* the half kept to x[r], the half sent to x[r + C] */
-        const double a = x[r], b = x[r + C];
+        const Acc a = x[r], b = x[r + C];
         x[r] = hi ? b : a;
         x[r + C] = hi ? a : b;
     }
 #pragma unroll
     for (int r = 0; r < C; r++) x[r] += __shfl_xor_sync(ALL, x[r + C], C);
-    if constexpr (C > 1) rows_sum_round<C / 2>(x);
+    if constexpr (C > 1) rows_sum_round<C / 2, Acc>(x);
 }
 
 /*
- * x(r) in lane j is the (r, j) entry of a 32 x 32 tile; returns in lane r the sum of row r over the lanes. Each
- * round halves the rows a lane keeps and swaps the other half with the lane C away, 16+8+4+2+1 = 31 shuffles
- * instead of 32 separate reductions of 5. The rounds are templates, so every index is a constant and the values
- * stay in registers. The sums feed the gate gradients, long sums that cancel, so they run in double (as in the
- * cpu rung): the first round widens the floats as it adds them, which keeps only 16 doubles per lane live. The
- * entries come from a function of r, not an array, so that no 32 products sit in registers beside the state.
+ * x(r) in lane j is the (r, j) entry of a 32 x 32 tile; returns in lane r the sum of row r over the lanes, in
+ * Acc. Each round halves the rows a lane keeps and swaps the other half with the lane C away, 16+8+4+2+1 = 31
+ * shuffles instead of 32 separate reductions of 5. The rounds are templates, so every index is a constant and
+ * the values stay in registers. The entries come from a function of r, not an array, so that no 32 products sit
+ * in registers beside the state. A sum that feeds a gate gradient runs in double (Acc = double; see the file's
+ * head): the first round widens the floats as it adds them, which keeps only 16 doubles per lane live.
  */
-template <class Entry> __device__ __forceinline__ double warp_rows_sum(Entry x) {
+template <class Acc, class Entry> __device__ __forceinline__ Acc warp_rows_sum(Entry x) {
     constexpr int C = LANES / 2;
     const bool hi = threadIdx.x & C;
-    double y[C];
+    Acc y[C];
 #pragma unroll
     for (int r = 0; r < C; r++) {
         const float keep = hi ? x(r + C) : x(r), send = hi ? x(r) : x(r + C);
-        y[r] = (double)keep + (double)__shfl_xor_sync(ALL, send, C);
+        y[r] = (Acc)keep + (Acc)__shfl_xor_sync(ALL, send, C);
     }
-    rows_sum_round<C / 2>(y);
+    rows_sum_round<C / 2, Acc>(y);
     return y[0];
+}
+
+/* Sum over the tile's rows of a(r) * b(r) in Acc: in double, every product exact and every sum rounded once. */
+template <class Acc, class A, class B> __device__ __forceinline__ Acc rows_dot(A a, B b) {
+    Acc sum = 0;
+#pragma unroll
+    for (int r = 0; r < BK_BWD; r++) sum += (Acc)a(r) * (Acc)b(r);
+    return sum;
 }
 
 /*
@@ -287,21 +295,20 @@ __global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_tiled_kernel(rec_cal
         for (int slot = 0; busy && slot < steps; slot++) {
             const int64_t row = rec_row(c, s.b, rec_token(c, s, first + slot), h);
             const float vj = y.v[slot][col], doj = y.dO[slot][col], gvj = y.gv[slot][col];
-            double Pq = 0.0;
 #pragma unroll
-            for (int r = 0; r < BK_BWD; r++) {
-                S[r] *= decay(c, y, slot, r, gvj); /* P, the state decayed, before this step's k v^T */
-                Pq += (double)S[r] * y.q[slot][r];
+            for (int r = 0; r < BK_BWD; r++) S[r] *= decay(c, y, slot, r, gvj); /* P: decayed, before k v^T */
+            if (G_row) { /* lane r: (P do_t)[r], the row part of the gate sums */
+                const double Pdo = warp_rows_sum<double>([&](int r) { return S[r] * doj; });
+                if (row_ok) G_row[row * c.K + i_lane] = (double)y.q[slot][lane] * c.scale * Pdo;
             }
-            const double Pdo = warp_rows_sum([&](int r) { return S[r] * doj; }); /* lane r: (P do_t)[r] */
+            if (G_col && has_col) { /* (P^T q_t)[j], the column part (gv) */
+                const double Pq = rows_dot<double>([&](int r) { return S[r]; }, [&](int r) { return y.q[slot][r]; });
+                G_col[row * c.V + j] = (double)doj * c.scale * Pq;
+            }
 #pragma unroll
             for (int r = 0; r < BK_BWD; r++) S[r] += y.k[slot][r] * vj;
-            const double Sdo = warp_rows_sum([&](int r) { return S[r] * doj; });
-            if (row_ok) {
-                dq[row * c.K + i_lane] = c.scale * (float)Sdo;
-                if (G_row) G_row[row * c.K + i_lane] = (double)y.q[slot][lane] * c.scale * Pdo;
-            }
-            if (G_col && has_col) G_col[row * c.V + j] = (double)doj * c.scale * Pq;
+            const float Sdo = warp_rows_sum<float>([&](int r) { return S[r] * doj; });
+            if (row_ok) dq[row * c.K + i_lane] = c.scale * Sdo;
         }
     }
 
@@ -324,15 +331,33 @@ __global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_tiled_kernel(rec_cal
             const float vj = y.v[slot][col], doj = y.dO[slot][col], gvj = y.gv[slot][col];
             const float v_do = warp_sum(vj * doj); /* over the tile's columns */
             float q_k = 0.0f;
-            double Ek = 0.0, Zk = 0.0;
 #pragma unroll
-            for (int r = 0; r < BK_BWD; r++) {
-                q_k += y.q[slot][r] * y.k[slot][r];
-                Ek += (double)S[r] * y.k[slot][r];
-                Zk += (double)dSZ[r] * y.k[slot][r];
+            for (int r = 0; r < BK_BWD; r++) q_k += y.q[slot][r] * y.k[slot][r];
+            /*
+             * E_t = dSP and Z_t = dSZ against k_t (column sums, for dv) and v_t (row sums, for dk): in double where
+             * they feed the gate sums (E v and Z v with gates, E^T k and Z^T k with gv), else in float: a double sum
+             * of floats converts every term, and an H100 converts to double at a quarter of its double add rate
+             * (16 against 64 per clock and SM). Z is zero without dht.
+             */
+            const auto k_r = [&](int r) { return y.k[slot][r]; };
+            const auto E_r = [&](int r) { return S[r]; };
+            const auto Z_r = [&](int r) { return dSZ[r]; };
+            const bool dht = c.dht.p != nullptr;
+            double Ek, Zk = 0.0, Ev, Zv = 0.0;
+            if (G_col) {
+                Ek = rows_dot<double>(E_r, k_r);
+                if (dht) Zk = rows_dot<double>(Z_r, k_r);
+            } else {
+                Ek = rows_dot<float>(E_r, k_r);
+                if (dht) Zk = rows_dot<float>(Z_r, k_r);
             }
-            const double Ev = warp_rows_sum([&](int r) { return S[r] * vj; });
-            const double Zv = warp_rows_sum([&](int r) { return dSZ[r] * vj; });
+            if (G_row) {
+                Ev = warp_rows_sum<double>([&](int r) { return S[r] * vj; });
+                if (dht) Zv = warp_rows_sum<double>([&](int r) { return dSZ[r] * vj; });
+            } else {
+                Ev = warp_rows_sum<float>([&](int r) { return S[r] * vj; });
+                if (dht) Zv = warp_rows_sum<float>([&](int r) { return dSZ[r] * vj; });
+            }
             if (row_ok) {
                 dk[row * c.K + i_lane] = (float)(Ev + Zv) + c.scale * y.q[slot][lane] * v_do;
                 if (G_row) {
@@ -369,7 +394,7 @@ __global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_tiled_kernel(rec_cal
         if (c.dh0 && has_col && i < c.K) c.dh0[((n * c.H + h) * c.K + i) * c.V + j] = S[r] + dSZ[r];
         z_col += (double)dSZ[r] * h0[r];
     }
-    double z_row = warp_rows_sum([&](int r) { return dSZ[r] * h0[r]; });
+    double z_row = warp_rows_sum<double>([&](int r) { return dSZ[r] * h0[r]; });
 
     /*
      * pass 3, forwards: each step's gate sum gains the dht-parts of the steps before it. STEPS steps at a time,

@@ -214,9 +214,30 @@ Test(tool, bad_flags_exit_2) {
     cr_assert_eq(run_ladder("run dynconv --varlen 3,4 --T 7"), 2);
     read_stderr(err, sizeof err);
     cr_assert_not_null(strstr(err, "do not also give --T"), "stderr '%s' should refuse --varlen with --T", err);
+    cr_assert_eq(run_ladder("run dynconv --varlen 3,4 --varlen2 3,4"), 2);
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "no --varlen2"), "stderr '%s' should say dynconv packs one size", err);
+    cr_assert_eq(run_ladder("run flash --varlen 3,4 --varlen2 5"), 2);
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "one per sequence"), "stderr '%s' should ask for as many lengths", err);
+    cr_assert_eq(run_ladder("run flash --varlen2 5"), 2, "--varlen2 alone is a usage error");
+    cr_assert_eq(run_ladder("run flash --varlen 3,4 --Sk 9"), 2, "--varlen sets Sk too");
     cr_assert_eq(run_ladder("bench dynconv --gemm-tflops abc"), 2);
     cr_assert_eq(run_ladder("run dynconv --nosuchflag 3"), 2);
     cr_assert_eq(run_ladder("run dynconv --in ''"), 2, "an empty --in is a usage error");
+}
+
+/* --varlen2 gives the keys their own lengths: a sequence with queries and no keys, and one with keys and no queries. */
+Test(tool, run_varlen2_packs_keys_apart) {
+    cr_assert_eq(run_ladder("run flash --rung cpu --varlen 3,0,5 --varlen2 7,2,0 --D 8 --Dv 8 --Hq 2 --Hkv 1"), 0);
+    char path[128], out[4096] = {0};
+    snprintf(path, sizeof path, "%s/stdout", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    out[fread(out, 1, sizeof out - 1, f)] = '\0';
+    fclose(f);
+    cr_assert_not_null(strstr(out, "Sq=8 Sk=9"), "stdout '%s' should show Sq = 3+0+5 and Sk = 7+2+0", out);
+    cr_assert_not_null(strstr(out, "varlen2 7,2,0"), "stdout '%s' should name the key lengths", out);
 }
 
 /* A rung asked for by name that cannot run here is a usage error, never "ok". */

@@ -47,6 +47,10 @@ static void algo_usage(FILE *f, const ladder_algo *a) {
         fprintf(f, "  --varlen L1,L2,.. packed sequences of these lengths (%s = 1, %s = their sum; not with --%s or "
                    "--%s)\n",
                 a->varlen_batch, a->varlen_dim, a->varlen_batch, a->varlen_dim);
+    if (a->varlen_dim2)
+        fprintf(f, "  --varlen2 L1,L2,.. with --varlen: the same sequences' lengths along %s (default: those of "
+                   "--varlen)\n",
+                a->varlen_dim2);
     for (int i = 0, first = 1; i < a->n_tensors; i++) /* the optional tensors `ladder run` includes unless --with */
         if ((a->run_with >> i) & 1u) {
             fprintf(f, "%s%s", first ? "  --with A,B        without --with, `ladder run` includes " : ",",
@@ -173,8 +177,12 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
                 fprintf(stderr, "ladder: --gemm-tflops needs a rate >= 0 in TFLOP/s, got '%s'\n", v);
                 return TOOL_USAGE;
             }
-        } else if (!strcmp(a, "--varlen") || !strcmp(a, "--with")) {
-            *(a[2] == 'v' ? &o->varlen : &o->with) = v;
+        } else if (!strcmp(a, "--varlen")) {
+            o->varlen = v;
+        } else if (!strcmp(a, "--varlen2")) {
+            o->varlen2 = v;
+        } else if (!strcmp(a, "--with")) {
+            o->with = v;
         } else if (!strcmp(a, "--in") || !strcmp(a, "--out")) {
             if (!*v) {
                 fprintf(stderr, "ladder: %s needs a directory, not an empty string\n", a);

@@ -15,30 +15,53 @@ double tool_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* "5,0,1,9" into lengths; TOOL_USAGE (printed) if malformed or empty. */
-static int parse_varlen(const char *spec, ladder_case_opts *co) {
+/* "5,0,1,9", the value of @p flag, into @p lens and @p n; TOOL_USAGE (printed) if malformed or empty. */
+static int parse_lengths(const char *flag, const char *spec, int64_t *lens, int *n) {
     const char *p = spec;
     int64_t total = 0;
-    co->n_seqs = 0;
+    *n = 0;
     do {
         char *end;
         errno = 0;
         long long len = strtoll(p, &end, 10);
-        if (end == p || errno || len < 0 || (*end && *end != ',') || co->n_seqs == LADDER_MAX_SEQS ||
+        if (end == p || errno || len < 0 || (*end && *end != ',') || *n == LADDER_MAX_SEQS ||
             (total += len) > INT32_MAX) {
             fprintf(stderr,
-                    "ladder: --varlen needs 1 to %d comma-separated lengths >= 0 such as 5,0,1,9, at most %d in all; "
+                    "ladder: %s needs 1 to %d comma-separated lengths >= 0 such as 5,0,1,9, at most %d in all; "
                     "got '%s'\n",
-                    LADDER_MAX_SEQS, INT32_MAX, spec);
+                    flag, LADDER_MAX_SEQS, INT32_MAX, spec);
             return TOOL_USAGE;
         }
-        co->seqlens[co->n_seqs++] = len;
+        lens[(*n)++] = len;
         p = end + (*end == ',');
     } while (p[-1] == ',');
     if (total == 0) {
-        fprintf(stderr, "ladder: --varlen '%s' has no tokens in all\n", spec);
+        fprintf(stderr, "ladder: %s '%s' has no tokens in all\n", flag, spec);
         return TOOL_USAGE;
     }
+    return TOOL_OK;
+}
+
+/* --varlen and --varlen2 into @p co's packed sequences. */
+static int parse_varlen(const ladder_algo *algo, const tool_opts *o, ladder_case_opts *co) {
+    if (!algo->varlen_dim) {
+        fprintf(stderr, "ladder: %s takes no --varlen\n", algo->name);
+        return TOOL_USAGE;
+    }
+    if (parse_lengths("--varlen", o->varlen, co->seqlens, &co->n_seqs) != TOOL_OK) return TOOL_USAGE;
+    if (!o->varlen2) return TOOL_OK;
+    if (!algo->varlen_dim2) {
+        fprintf(stderr, "ladder: %s takes no --varlen2 (it packs one size, %s)\n", algo->name, algo->varlen_dim);
+        return TOOL_USAGE;
+    }
+    int n2;
+    if (parse_lengths("--varlen2", o->varlen2, co->seqlens2, &n2) != TOOL_OK) return TOOL_USAGE;
+    if (n2 != co->n_seqs) {
+        fprintf(stderr, "ladder: --varlen2 gives %d lengths, --varlen %d: one per sequence in both\n", n2,
+                co->n_seqs);
+        return TOOL_USAGE;
+    }
+    co->has_seqlens2 = true;
     return TOOL_OK;
 }
 
@@ -60,20 +83,20 @@ int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, 
             return TOOL_USAGE;
         }
         if (o->varlen && algo->varlen_dim &&
-            (!strcmp(p->name, algo->varlen_dim) || !strcmp(p->name, algo->varlen_batch))) {
-            fprintf(stderr, "ladder: --varlen sets %s = 1 and %s = the sum of the lengths; do not also give --%s\n",
-                    algo->varlen_batch, algo->varlen_dim, p->name);
+            (!strcmp(p->name, algo->varlen_dim) || !strcmp(p->name, algo->varlen_batch) ||
+             (algo->varlen_dim2 && !strcmp(p->name, algo->varlen_dim2)))) {
+            fprintf(stderr, "ladder: --varlen sets %s = 1 and %s%s%s = the sum of the lengths; do not also give --%s\n",
+                    algo->varlen_batch, algo->varlen_dim, algo->varlen_dim2 ? " and " : "",
+                    algo->varlen_dim2 ? algo->varlen_dim2 : "", p->name);
             return TOOL_USAGE;
         }
         ladder_param_set(algo, problem, i, v);
     }
-    if (o->varlen) {
-        if (!algo->varlen_dim) {
-            fprintf(stderr, "ladder: %s takes no --varlen\n", algo->name);
-            return TOOL_USAGE;
-        }
-        if (parse_varlen(o->varlen, co) != TOOL_OK) return TOOL_USAGE;
+    if (o->varlen2 && !o->varlen) {
+        fprintf(stderr, "ladder: --varlen2 gives the second lengths of packed sequences: give --varlen too\n");
+        return TOOL_USAGE;
     }
+    if (o->varlen && parse_varlen(algo, o, co) != TOOL_OK) return TOOL_USAGE;
     co->with = algo->run_with; /* the descriptor's choice, unless --with gives one */
     if (o->with && ladder_algo_with(algo, o->with, &co->with) != LADDER_OK) {
         fprintf(stderr, "ladder: --with %s: %s\n", o->with, ladder_last_error());
@@ -103,8 +126,8 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
     }
     char shape[256];
     ladder_problem_str(algo, c.problem, shape, sizeof shape);
-    printf("%s  %s%s%s  seed %llu\n", algo->name, shape, o->varlen ? "  varlen " : "", o->varlen ? o->varlen : "",
-           (unsigned long long)o->seed);
+    printf("%s  %s%s%s%s%s  seed %llu\n", algo->name, shape, o->varlen ? "  varlen " : "", o->varlen ? o->varlen : "",
+           o->varlen2 ? "  varlen2 " : "", o->varlen2 ? o->varlen2 : "", (unsigned long long)o->seed);
     printf("%-15s %-5s %9s %9s %9s %9s %8s %8s %11s  %s\n", "rung", "dtype", "fwd ms", "bwd ms", "fwd GB/s",
            "bwd GB/s", "fwd x", "bwd x", "rel err", "check");
     /* the reference: the cpu rung on the f32 inputs (timed, so its row is also the speedup baseline) */
@@ -184,8 +207,8 @@ int tool_run_npy(const ladder_algo *algo, const tool_opts *o) {
         fprintf(stderr, "ladder: --in runs one rung; pick one --rung\n");
         return TOOL_USAGE;
     }
-    if (o->varlen) {
-        fprintf(stderr, "ladder: with --in, packed sequences come from cu_seqlens.npy, not --varlen\n");
+    if (o->varlen || o->varlen2) {
+        fprintf(stderr, "ladder: with --in, packed sequences come from the cu_seqlens files, not --varlen\n");
         return TOOL_USAGE;
     }
     if (ladder_algo_rung_available(algo, rung) != LADDER_OK) return report_failure(LADDER_ERR_UNAVAILABLE);

@@ -24,6 +24,7 @@ typedef struct tool_opts {
     const char *flag[TOOL_MAX_FLAGS][2]; /* --NAME VALUE for the algorithms' own params, applied per algorithm */
     int n_flags;
     const char *varlen;                  /* --varlen 5,0,1,9: packed sequence lengths */
+    const char *varlen2;                 /* --varlen2 7,3,0,9: their lengths along a second index (flash: keys) */
     const char *with;                    /* --with NAME,...: optional tensors to include */
     ladder_dtype dtype;                  /* --dtype bf16|fp16: the tensor-core rung's input precision */
     uint64_t seed;                       /* --seed N */

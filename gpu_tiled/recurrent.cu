@@ -11,8 +11,9 @@
  *
  * - forward (tile BK_FWD x 32): o_t[j] sums the tile's column in the lane's registers; with K > BK_FWD the
  *   K blocks each write a partial o, summed afterwards in block order.
- * - backward (tile 32 x 32): pass 1 runs the state forwards (dq); pass 2 runs backwards carrying dSP and dSZ in
- *   registers (dk, dv, dh0); pass 3 adds the dht-parts forwards, as in cpu/recurrent.c. Sums along a row (over
+ * - backward (tile 32 x 32): pass 1 runs the state forwards (dq), a kernel of its own because it holds one tile
+ *   where the others hold two; pass 2 runs backwards carrying dSP and dSZ in registers (dk, dv, dh0); pass 3 adds
+ *   the dht-parts forwards, as in cpu/recurrent.c. Sums along a row (over
  *   the lanes) use warp_rows_sum(): 31 shuffles leave row r's sum in lane r, where q_t[r] and k_t[r] already are.
  *   Every sum that feeds a gate gradient (row sums, the lanes' column sums, the cumulative sums) is in double, as
  *   in cpu/recurrent.c: fp32 there missed the cpu rung by 1.1e-5 on dgv (chapter 2, "Which sums must be double").
@@ -256,31 +257,53 @@ struct bwd_parts {
 };
 
 /*
- * Backward, one block of four warps per (sequence x head, column block, row block kb), tiles 32 x 32: warp w's
- * lane holds column j = col0 + 32w + lane of rows kb*32 .. kb*32+31, and the warp writes the partials of its
- * column block vb (dq, dk, the row sums) and of row block kb (dv, the column sums). The three passes of
- * cpu/recurrent.c on the tile, each walking its steps STEPS at a time through the staging pipeline.
+ * Where a backward block works: one block of four warps per (sequence x head, column block, row block kb),
+ * tiles 32 x 32. Warp w's lane holds column j = col0 + 32w + lane of rows kb*32 .. kb*32+31, and the warp writes
+ * the partials of its column block vb (dq, dk, the row sums) and of row block kb (dv, the column sums).
  */
-__global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_tiled_kernel(rec_call c, bwd_parts part) {
-    __shared__ staged<BK_BWD> sm[2];
-    const int lane = threadIdx.x % LANES, warp = threadIdx.x / LANES, col = warp * LANES + lane;
-    const int64_t n = blockIdx.x / c.H, h = blockIdx.x % c.H, kb = blockIdx.z, col0 = blockIdx.y * (int64_t)COLS;
-    const int64_t vb = blockIdx.y * (int64_t)WARPS + warp, nv = (c.V + LANES - 1) / LANES;
-    const int64_t j = col0 + col, i_lane = kb * BK_BWD + lane; /* the lane's column, and its row in row sums */
-    const bool has_col = j < c.V, row_ok = i_lane < c.K, busy = vb < nv; /* a warp wholly past V only stages */
-    const int64_t tokens = c.B * c.T * c.H;
-    const int64_t slab = busy ? vb : 0;
-    float *dq = part.dq + slab * tokens * c.K, *dk = part.dk + slab * tokens * c.K;
-    float *dv = part.dv + kb * tokens * c.V;
-    double *G_row = part.G_row ? part.G_row + slab * tokens * c.K : nullptr;
-    double *Z_row = part.Z_row ? part.Z_row + slab * tokens * c.K : nullptr;
-    double *G_col = part.G_col ? part.G_col + kb * tokens * c.V : nullptr;
-    double *Z_col = part.Z_col ? part.Z_col + kb * tokens * c.V : nullptr;
-    const rec_seq s = rec_seq_of(c, n);
-    const float g_gamma = rec_ld(c.g_gamma, h, 0, 0, 0);
-    const int64_t groups = (s.len + STEPS - 1) / STEPS;
-    float S[BK_BWD], dSZ[BK_BWD];
+struct bwd_tile {
+    int lane, col;               /* the lane, and its column in the staged tiles */
+    int64_t n, h, kb, col0, j, i_lane; /* sequence, head, row block, first column, the lane's column and row */
+    bool has_col, row_ok, busy;  /* busy: the warp has columns (a warp wholly past V only stages) */
+    float *dq, *dk, *dv;
+    double *G_row, *Z_row, *G_col, *Z_col;
+    rec_seq s;
+    int64_t groups; /* groups of STEPS steps */
+};
 
+__device__ __forceinline__ bwd_tile bwd_tile_of(const rec_call &c, const bwd_parts &part) {
+    bwd_tile b;
+    const int warp = threadIdx.x / LANES;
+    b.lane = threadIdx.x % LANES, b.col = warp * LANES + b.lane;
+    b.n = blockIdx.x / c.H, b.h = blockIdx.x % c.H, b.kb = blockIdx.z, b.col0 = blockIdx.y * (int64_t)COLS;
+    const int64_t vb = blockIdx.y * (int64_t)WARPS + warp, tokens = c.B * c.T * c.H;
+    b.j = b.col0 + b.col, b.i_lane = b.kb * BK_BWD + b.lane;
+    b.has_col = b.j < c.V, b.row_ok = b.i_lane < c.K, b.busy = vb < (c.V + LANES - 1) / LANES;
+    const int64_t rows = (b.busy ? vb : 0) * tokens * c.K, cols = b.kb * tokens * c.V;
+    b.dq = part.dq + rows, b.dk = part.dk + rows, b.dv = part.dv + cols;
+    b.G_row = part.G_row ? part.G_row + rows : nullptr, b.Z_row = part.Z_row ? part.Z_row + rows : nullptr;
+    b.G_col = part.G_col ? part.G_col + cols : nullptr, b.Z_col = part.Z_col ? part.Z_col + cols : nullptr;
+    b.s = rec_seq_of(c, b.n);
+    b.groups = (b.s.len + STEPS - 1) / STEPS;
+    return b;
+}
+
+/*
+ * Backward pass 1, forwards (cpu/recurrent.c): S_t, dq_t = scale * S_t do_t, and the do-parts of the gate sums.
+ * A kernel of its own, apart from passes 2 and 3: it holds one tile (S) where they hold two (dSP and dSZ), so
+ * it needs fewer registers and more of its blocks fit on an SM at once.
+ */
+__global__ void __launch_bounds__(THREADS) recurrent_bwd_pass1_kernel(rec_call c, bwd_parts part) {
+    __shared__ staged<BK_BWD> sm[2];
+    const bwd_tile b = bwd_tile_of(c, part);
+    const int lane = b.lane, col = b.col;
+    const int64_t n = b.n, h = b.h, kb = b.kb, col0 = b.col0, j = b.j, i_lane = b.i_lane, groups = b.groups;
+    const bool has_col = b.has_col, row_ok = b.row_ok, busy = b.busy;
+    const rec_seq s = b.s;
+    float *dq = b.dq;
+    double *G_row = b.G_row, *G_col = b.G_col;
+    const float g_gamma = rec_ld(c.g_gamma, h, 0, 0, 0);
+    float S[BK_BWD];
     /* pass 1, forwards: S_t, dq_t = scale * S_t do_t, and the do-parts of the gate sums (cpu/recurrent.c) */
 #pragma unroll
     for (int r = 0; r < BK_BWD; r++) {
@@ -311,6 +334,23 @@ __global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_tiled_kernel(rec_cal
             if (row_ok) dq[row * c.K + i_lane] = c.scale * Sdo;
         }
     }
+}
+
+/*
+ * Backward passes 2 and 3: pass 2 runs backwards carrying dSP (from the outputs) and dSZ (dht decayed back) for
+ * dk, dv, dh0 and the reverse cumulative gate sums; pass 3 adds the dht-parts forwards, as in cpu/recurrent.c.
+ */
+__global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_pass23_kernel(rec_call c, bwd_parts part) {
+    __shared__ staged<BK_BWD> sm[2];
+    const bwd_tile b = bwd_tile_of(c, part);
+    const int lane = b.lane, col = b.col;
+    const int64_t n = b.n, h = b.h, kb = b.kb, col0 = b.col0, j = b.j, i_lane = b.i_lane, groups = b.groups;
+    const bool has_col = b.has_col, row_ok = b.row_ok, busy = b.busy;
+    const rec_seq s = b.s;
+    float *dk = b.dk, *dv = b.dv;
+    double *G_row = b.G_row, *Z_row = b.Z_row, *G_col = b.G_col, *Z_col = b.Z_col;
+    const float g_gamma = rec_ld(c.g_gamma, h, 0, 0, 0);
+    float S[BK_BWD], dSZ[BK_BWD];
 
     /* pass 2, backwards: dSP (from the outputs, in S's registers) and dSZ (dht decayed back) */
 #pragma unroll
@@ -319,12 +359,11 @@ __global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_tiled_kernel(rec_cal
         S[r] = 0.0f;
         dSZ[r] = has_col && i < c.K ? rec_ld(c.dht, n, h, i, j) : 0.0f;
     }
-    if (groups > 0) stage_copy(c, sm[groups & 1], s, h, kb, col0, s.len - 1, -1, true);
+    if (groups > 0) stage_copy(c, sm[0], s, h, kb, col0, s.len - 1, -1, true);
     double acc_row = 0.0, acc_col = 0.0;
     for (int64_t group = 0; group < groups; group++) {
         const int64_t first = s.len - 1 - group * STEPS; /* slot 0 is the latest step of the group */
-        const staged<BK_BWD> &y = stage_next(c, sm, s, h, kb, col0, groups + group, 2 * groups, first, -1, true,
-                                             g_gamma);
+        const staged<BK_BWD> &y = stage_next(c, sm, s, h, kb, col0, group, groups, first, -1, true, g_gamma);
         const int steps = (int)(first + 1 < STEPS ? first + 1 : STEPS);
         for (int slot = 0; busy && slot < steps; slot++) {
             const int64_t row = rec_row(c, s.b, rec_token(c, s, first - slot), h);
@@ -470,8 +509,10 @@ extern "C" ladder_status recurrent_bwd_gpu_tiled(const ladder_recurrent_problem 
     part.Z_col = gv && dht ? f64 : nullptr, f64 += gv && dht ? n_cols : 0;
     part.dq = (float *)f64, part.dk = part.dq + n_rows, part.dv = part.dk + n_rows;
     const dim3 grid((unsigned)(c.N * c.H), (unsigned)((c.V + COLS - 1) / COLS), (unsigned)nk); /* x: < 2^31 */
-    recurrent_bwd_tiled_kernel<<<grid, THREADS>>>(c, part);
-    LADDER_LAUNCH_CHECK("recurrent_bwd_tiled_kernel");
+    recurrent_bwd_pass1_kernel<<<grid, THREADS>>>(c, part);
+    LADDER_LAUNCH_CHECK("recurrent_bwd_pass1_kernel");
+    recurrent_bwd_pass23_kernel<<<grid, THREADS>>>(c, part);
+    LADDER_LAUNCH_CHECK("recurrent_bwd_pass23_kernel");
     LADDER_TRY(sum_parts(c.dq, part.dq, (int)nv, tokens * c.K));
     LADDER_TRY(sum_parts(c.dk, part.dk, (int)nv, tokens * c.K));
     LADDER_TRY(sum_parts(c.dv, part.dv, (int)nk, tokens * c.V));

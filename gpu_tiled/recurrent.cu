@@ -67,19 +67,26 @@ template <int C, class Acc, int N> __device__ __forceinline__ void rows_sum_roun
  * shuffles instead of 32 separate reductions of 5. The rounds are templates, so every index is a constant and
  * the values stay in registers. The entries come from a function of r, not an array, so that no 32 products sit
  * in registers beside the state. A sum that feeds a gate gradient runs in double (Acc = double; see the file's
- * head): the first round widens the floats as it adds them, which keeps only 16 doubles per lane live.
+ * head) from the second round on: the first adds pairs of products in float, one rounding the size of the
+ * products' own (they are float products), and keeps 8 doubles per lane live instead of 16.
  */
 template <class Acc, class Entry> __device__ __forceinline__ Acc warp_rows_sum(Entry x) {
-    constexpr int C = LANES / 2;
-    const bool hi = threadIdx.x & C;
-    Acc y[C];
+    constexpr int C = LANES / 2, C2 = C / 2;
+    const bool hi = threadIdx.x & C, hi2 = threadIdx.x & C2;
+    float y[C];
 #pragma unroll
     for (int r = 0; r < C; r++) {
         const float keep = hi ? x(r + C) : x(r), send = hi ? x(r) : x(r + C);
-        y[r] = (Acc)keep + (Acc)__shfl_xor_sync(ALL, send, C);
+        y[r] = keep + __shfl_xor_sync(ALL, send, C);
     }
-    rows_sum_round<C / 2, Acc>(y);
-    return y[0];
+    Acc z[C2];
+#pragma unroll
+    for (int r = 0; r < C2; r++) {
+        const float keep = hi2 ? y[r + C2] : y[r], send = hi2 ? y[r] : y[r + C2];
+        z[r] = (Acc)keep + (Acc)__shfl_xor_sync(ALL, send, C2);
+    }
+    rows_sum_round<C2 / 2, Acc>(z);
+    return z[0];
 }
 
 /* Sum over the tile's rows of a(r) * b(r) in Acc: in double, every product exact and every sum rounded once. */
@@ -339,8 +346,9 @@ __global__ void __launch_bounds__(THREADS) recurrent_bwd_pass1_kernel(rec_call c
 /*
  * Backward passes 2 and 3: pass 2 runs backwards carrying dSP (from the outputs) and dSZ (dht decayed back) for
  * dk, dv, dh0 and the reverse cumulative gate sums; pass 3 adds the dht-parts forwards, as in cpu/recurrent.c.
+ * Without dht (DHT false) dSZ stays zero and its work is compiled out.
  */
-__global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_pass23_kernel(rec_call c, bwd_parts part) {
+template <bool DHT> __global__ void __launch_bounds__(THREADS, DHT ? 1 : 3) recurrent_bwd_pass23_kernel(rec_call c, bwd_parts part) {
     __shared__ staged<BK_BWD> sm[2];
     const bwd_tile b = bwd_tile_of(c, part);
     const int lane = b.lane, col = b.col;
@@ -357,7 +365,7 @@ __global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_pass23_kernel(rec_ca
     for (int r = 0; r < BK_BWD; r++) {
         const int64_t i = kb * BK_BWD + r;
         S[r] = 0.0f;
-        dSZ[r] = has_col && i < c.K ? rec_ld(c.dht, n, h, i, j) : 0.0f;
+        dSZ[r] = DHT && has_col && i < c.K ? rec_ld(c.dht, n, h, i, j) : 0.0f;
     }
     if (groups > 0) stage_copy(c, sm[0], s, h, kb, col0, s.len - 1, -1, true);
     double acc_row = 0.0, acc_col = 0.0;
@@ -381,7 +389,7 @@ __global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_pass23_kernel(rec_ca
             const auto k_r = [&](int r) { return y.k[slot][r]; };
             const auto E_r = [&](int r) { return S[r]; };
             const auto Z_r = [&](int r) { return dSZ[r]; };
-            const bool dht = c.dht.p != nullptr;
+            constexpr bool dht = DHT;
             double Ek, Zk = 0.0, Ev, Zv = 0.0;
             if (G_col) {
                 Ek = rows_dot<double>(E_r, k_r);
@@ -417,7 +425,7 @@ __global__ void __launch_bounds__(THREADS, 1) recurrent_bwd_pass23_kernel(rec_ca
             for (int r = 0; r < BK_BWD; r++) {
                 const float d = decay(c, y, slot, r, gvj);
                 S[r] = (S[r] + c.scale * y.q[slot][r] * doj) * d;
-                dSZ[r] *= d;
+                if constexpr (DHT) dSZ[r] *= d;
             }
         }
     }
@@ -511,7 +519,8 @@ extern "C" ladder_status recurrent_bwd_gpu_tiled(const ladder_recurrent_problem 
     const dim3 grid((unsigned)(c.N * c.H), (unsigned)((c.V + COLS - 1) / COLS), (unsigned)nk); /* x: < 2^31 */
     recurrent_bwd_pass1_kernel<<<grid, THREADS>>>(c, part);
     LADDER_LAUNCH_CHECK("recurrent_bwd_pass1_kernel");
-    recurrent_bwd_pass23_kernel<<<grid, THREADS>>>(c, part);
+    if (dht) recurrent_bwd_pass23_kernel<true><<<grid, THREADS>>>(c, part);
+    else recurrent_bwd_pass23_kernel<false><<<grid, THREADS>>>(c, part);
     LADDER_LAUNCH_CHECK("recurrent_bwd_pass23_kernel");
     LADDER_TRY(sum_parts(c.dq, part.dq, (int)nv, tokens * c.K));
     LADDER_TRY(sum_parts(c.dk, part.dk, (int)nv, tokens * c.K));

@@ -269,8 +269,8 @@ struct bwd_parts {
  * the partials of its column block vb (dq, dk, the row sums) and of row block kb (dv, the column sums).
  */
 struct bwd_tile {
-    int lane, col;               /* the lane, and its column in the staged tiles */
-    int64_t n, h, kb, col0, j, i_lane; /* sequence, head, row block, first column, the lane's column and row */
+    int lane, col;           /* the lane, and its column in the staged tiles */
+    int n, h, kb, col0, j, i_lane; /* sequence, head, row block, first column, the lane's column and row */
     bool has_col, row_ok, busy;  /* busy: the warp has columns (a warp wholly past V only stages) */
     float *dq, *dk, *dv;
     double *G_row, *Z_row, *G_col, *Z_col;
@@ -282,7 +282,8 @@ __device__ __forceinline__ bwd_tile bwd_tile_of(const rec_call &c, const bwd_par
     bwd_tile b;
     const int warp = threadIdx.x / LANES;
     b.lane = threadIdx.x % LANES, b.col = warp * LANES + b.lane;
-    b.n = blockIdx.x / c.H, b.h = blockIdx.x % c.H, b.kb = blockIdx.z, b.col0 = blockIdx.y * (int64_t)COLS;
+    /* every index here is below 2^31: grid dimensions, or K and V (at most LADDER_RECURRENT_MAX_KV) */
+    b.n = (int)(blockIdx.x / c.H), b.h = (int)(blockIdx.x % c.H), b.kb = (int)blockIdx.z, b.col0 = (int)blockIdx.y * COLS;
     const int64_t vb = blockIdx.y * (int64_t)WARPS + warp, tokens = c.B * c.T * c.H;
     b.j = b.col0 + b.col, b.i_lane = b.kb * BK_BWD + b.lane;
     b.has_col = b.j < c.V, b.row_ok = b.i_lane < c.K, b.busy = vb < (c.V + LANES - 1) / LANES;
@@ -304,7 +305,8 @@ __global__ void __launch_bounds__(THREADS) recurrent_bwd_pass1_kernel(rec_call c
     __shared__ staged<BK_BWD> sm[2];
     const bwd_tile b = bwd_tile_of(c, part);
     const int lane = b.lane, col = b.col;
-    const int64_t n = b.n, h = b.h, kb = b.kb, col0 = b.col0, j = b.j, i_lane = b.i_lane, groups = b.groups;
+    const int n = b.n, h = b.h, kb = b.kb, col0 = b.col0, j = b.j, i_lane = b.i_lane;
+    const int64_t groups = b.groups;
     const bool has_col = b.has_col, row_ok = b.row_ok, busy = b.busy;
     const rec_seq s = b.s;
     float *dq = b.dq;
@@ -322,6 +324,7 @@ __global__ void __launch_bounds__(THREADS) recurrent_bwd_pass1_kernel(rec_call c
         const int64_t first = group * STEPS;
         const staged<BK_BWD> &y = stage_next(c, sm, s, h, kb, col0, group, groups, first, 1, true, g_gamma);
         const int steps = (int)(s.len - first < STEPS ? s.len - first : STEPS);
+#pragma unroll 2 /* two steps in one body: the next step's loads and products overlap this one's row sums */
         for (int slot = 0; busy && slot < steps; slot++) {
             const int64_t row = rec_row(c, s.b, rec_token(c, s, first + slot), h);
             const float vj = y.v[slot][col], doj = y.dO[slot][col], gvj = y.gv[slot][col];
@@ -352,11 +355,13 @@ template <bool DHT> __global__ void __launch_bounds__(THREADS, DHT ? 1 : 3) recu
     __shared__ staged<BK_BWD> sm[2];
     const bwd_tile b = bwd_tile_of(c, part);
     const int lane = b.lane, col = b.col;
-    const int64_t n = b.n, h = b.h, kb = b.kb, col0 = b.col0, j = b.j, i_lane = b.i_lane, groups = b.groups;
+    const int n = b.n, h = b.h, kb = b.kb, col0 = b.col0, j = b.j, i_lane = b.i_lane;
+    const int64_t groups = b.groups;
     const bool has_col = b.has_col, row_ok = b.row_ok, busy = b.busy;
     const rec_seq s = b.s;
     float *dk = b.dk, *dv = b.dv;
-    double *G_row = b.G_row, *Z_row = b.Z_row, *G_col = b.G_col, *Z_col = b.Z_col;
+    double *G_row = b.G_row, *G_col = b.G_col;
+    double *Z_row = DHT ? b.Z_row : nullptr, *Z_col = DHT ? b.Z_col : nullptr; /* the dht-parts need dht */
     const float g_gamma = rec_ld(c.g_gamma, h, 0, 0, 0);
     float S[BK_BWD], dSZ[BK_BWD];
 
@@ -373,6 +378,7 @@ template <bool DHT> __global__ void __launch_bounds__(THREADS, DHT ? 1 : 3) recu
         const int64_t first = s.len - 1 - group * STEPS; /* slot 0 is the latest step of the group */
         const staged<BK_BWD> &y = stage_next(c, sm, s, h, kb, col0, group, groups, first, -1, true, g_gamma);
         const int steps = (int)(first + 1 < STEPS ? first + 1 : STEPS);
+#pragma unroll 2 /* two steps in one body: the next step's loads and products overlap this one's row sums */
         for (int slot = 0; busy && slot < steps; slot++) {
             const int64_t row = rec_row(c, s.b, rec_token(c, s, first - slot), h);
             const float vj = y.v[slot][col], doj = y.dO[slot][col], gvj = y.gv[slot][col];
@@ -432,6 +438,14 @@ template <bool DHT> __global__ void __launch_bounds__(THREADS, DHT ? 1 : 3) recu
     if (!busy) return; /* no barrier follows */
 
     /* dh0 = both parts after the first step; h0's share of the dht-part starts pass 3's sums */
+    if constexpr (!DHT) { /* no dht-part: dh0 is dSP alone, and there is no pass 3 */
+#pragma unroll
+        for (int r = 0; r < BK_BWD; r++) {
+            const int64_t i = kb * BK_BWD + r;
+            if (c.dh0 && has_col && i < c.K) c.dh0[((n * c.H + h) * c.K + i) * c.V + j] = S[r];
+        }
+        return;
+    }
     float h0[BK_BWD];
     double z_col = 0.0;
 #pragma unroll

@@ -324,7 +324,6 @@ __global__ void __launch_bounds__(THREADS) recurrent_bwd_pass1_kernel(rec_call c
         const int64_t first = group * STEPS;
         const staged<BK_BWD> &y = stage_next(c, sm, s, h, kb, col0, group, groups, first, 1, true, g_gamma);
         const int steps = (int)(s.len - first < STEPS ? s.len - first : STEPS);
-#pragma unroll 2 /* two steps in one body: the next step's loads and products overlap this one's row sums */
         for (int slot = 0; busy && slot < steps; slot++) {
             const int64_t row = rec_row(c, s.b, rec_token(c, s, first + slot), h);
             const float vj = y.v[slot][col], doj = y.dO[slot][col], gvj = y.gv[slot][col];
@@ -378,7 +377,6 @@ template <bool DHT> __global__ void __launch_bounds__(THREADS, DHT ? 1 : 3) recu
         const int64_t first = s.len - 1 - group * STEPS; /* slot 0 is the latest step of the group */
         const staged<BK_BWD> &y = stage_next(c, sm, s, h, kb, col0, group, groups, first, -1, true, g_gamma);
         const int steps = (int)(first + 1 < STEPS ? first + 1 : STEPS);
-#pragma unroll 2 /* two steps in one body: the next step's loads and products overlap this one's row sums */
         for (int slot = 0; busy && slot < steps; slot++) {
             const int64_t row = rec_row(c, s.b, rec_token(c, s, first - slot), h);
             const float vj = y.v[slot][col], doj = y.dO[slot][col], gvj = y.gv[slot][col];

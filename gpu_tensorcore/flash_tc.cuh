@@ -20,6 +20,9 @@
 
 namespace flash_tc {
 
+/* log2(e): exp(x) = exp2(x * log2(e)), and ex2 is the instruction the GPU has */
+#define LADDER_LOG2E 1.4426950408889634f
+
 /* A strided rank-4 input of 16-bit elements [b, h, s, e]; rows16: each row may be copied 16 bytes at a time. */
 struct view4 {
     const uint16_t *p;

@@ -3,13 +3,17 @@
  * included by the flash_fwd_*.cu files, each of which compiles it for a few head dims.
  *
  * What changed since gpu_tiled/: the two products, S = Q K^T and O += P V, run on the matrix units with
- * bf16 or fp16 operands and fp32 accumulators. A block of 4 warps owns Br = 64 query rows, 16 per warp; each
- * lane holds two rows' worth of the S tile and of O in mma fragments (common/mma.cuh), so the row max and
- * the row sum take two shuffles across the 4 lanes that share a row. Q, K and V tiles are staged in shared
- * memory by cp.async (16 bytes per copy, rows padded by 16 bytes so that ldmatrix's 8 row addresses hit 8
- * different bank groups), and fed to the mma by ldmatrix: K's rows as they lie for K^T, V through
- * ldmatrix.trans. P never leaves registers: the fp32 C fragments of S, rounded to 16 bits, are the A
- * fragments of P V. As in gpu_tiled, tiles that every row sees whole skip the mask.
+ * bf16 or fp16 operands and fp32 accumulators. A block of 4 warps owns Br = 128 query rows, 32 per warp (two
+ * m16 row blocks; 64 and 16 above a head dim of 128); each lane holds two rows of each row block in mma
+ * fragments (common/mma.cuh), so the row max and the row sum take two shuffles across the 4 lanes that share
+ * a row. Q, K and V tiles are staged in shared memory by cp.async (16 bytes per copy, rows padded by 16 bytes
+ * so that ldmatrix's 8 row addresses hit 8 different bank groups), and fed to the mma by ldmatrix: K's rows as
+ * they lie for K^T, V through ldmatrix.trans. P never leaves registers: the fp32 C fragments of S, rounded to
+ * 16 bits, are the A fragments of P V. As in gpu_tiled, tiles that every row sees whole skip the mask.
+ *
+ * Measured in chapters/03-flash-attention.md, against the first version (16 rows per warp, 64 x 64 tiles,
+ * loads waited for): the 32-row warp tile (each K and V fragment feeds two mmas), the loads overlapping the
+ * products (the kernel's comment) and the exponent as one FFMA before ex2 (finish_scores), together.
  */
 #ifndef LADDER_GPU_TENSORCORE_FLASH_TC_FWD_CUH
 #define LADDER_GPU_TENSORCORE_FLASH_TC_FWD_CUH
@@ -25,7 +29,7 @@ template <int HD, int HDV> struct fwd_cfg {
     static constexpr int MT = HD <= 128 && HDV <= 128 ? 2 : 1;
     static constexpr int WARPS = 4, THREADS = 32 * WARPS, BR = 16 * MT * WARPS;
     /* keys per tile: 32 beside O's 128 fp32 registers per lane (MT = 2 at 128, or 256), so that S fits too
-     * (64 spilled at 128); the cpu rung's emulation rounds P per tile of the same size */
+     * (64 spilled at 128); the cpu rung's emulation rounds P per tile of the same size (the macro) */
     static constexpr int BC = LADDER_FLASH_TC_FWD_KEYS(HD, HDV);
     static constexpr int LDQ = HD + 8, LDV = HDV + 8;             /* shared-memory row strides, in elements */
     /* Q, K, V tiles; each row's key range [lo, hi) */
@@ -62,9 +66,10 @@ __device__ __forceinline__ void finish_scores(const args &a, float (&s)[MT][BC /
 }
 
 /*
- * The loads overlap the products, with one K and one V buffer (as FlashAttention-2 does): V_j is fetched while
- * S = Q K_jᵀ is computed, K_{j+1} while the softmax and O += P V_j run. cp.async groups complete in order, so
- * "wait until at most one group is in flight" is "V_j has landed, K_{j+1} may not have".
+ * The loads overlap the products, with one K and one V buffer: V_j is fetched while S = Q K_jᵀ is computed,
+ * K_{j+1} while the softmax and O += P V_j run. cp.async groups complete in order, so "wait until at most one
+ * group is in flight" is "V_j has landed, K_{j+1} may not have". (FlashAttention-2 issues K_{j+1} after the
+ * barrier that makes V_j visible, which also says every warp is done with K_j: one barrier fewer per tile.)
  */
 template <class T, int HD, int HDV>
 __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel(args a) {

@@ -220,12 +220,12 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
         return q;
     };
 
-    load_tile<BC>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D, HD);
-    load_tile<BC>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv, HDV);
+    load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
+    load_tile<BC, HDV, C::THREADS>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
     if (steps > 0) {
         const qtile q = step(0);
-        load_tile<BR>(sm.Q(0), LDK, a.q, b, q.h, seq.q0 + q.i0, q.rows, a.D, HD);
-        load_tile<BR>(sm.dO, LDV, a.dout, b, q.h, seq.q0 + q.i0, q.rows, a.Dv, HDV);
+        load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, q.h, seq.q0 + q.i0, q.rows, a.D);
+        load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, q.h, seq.q0 + q.i0, q.rows, a.Dv);
         load_rows<BR>(a, seq, q, sm.range(0), sm.L2(0), sm.D(0));
     }
     ladder_cp_async_commit();
@@ -241,7 +241,7 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
         const bool more = n + 1 < steps;
         if (more) {
             const qtile qn = step(n + 1);
-            load_tile<BR>(sm.Q(1 - st), LDK, a.q, b, qn.h, seq.q0 + qn.i0, qn.rows, a.D, HD);
+            load_tile<BR, HD, C::THREADS>(sm.Q(1 - st), LDK, a.q, b, qn.h, seq.q0 + qn.i0, qn.rows, a.D);
             load_rows<BR>(a, seq, qn, sm.range(1 - st), sm.L2(1 - st), sm.D(1 - st));
         }
         ladder_cp_async_commit();
@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
         __syncthreads(); /* every warp is done with dO_n */
         if (more) {
             const qtile qn = step(n + 1);
-            load_tile<BR>(sm.dO, LDV, a.dout, b, qn.h, seq.q0 + qn.i0, qn.rows, a.Dv, HDV);
+            load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, qn.h, seq.q0 + qn.i0, qn.rows, a.Dv);
         }
         ladder_cp_async_commit();
         ladder_mma_warp_tile<T, 2, C::K_NT, BR / 16, true, true>(dk, sm.dS + kr, LDP, sm.Q(st) + kc, LDK, lane);
@@ -317,8 +317,8 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_
     ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &klo, &hi);
     ladder_attn_key_range(i0 + q.rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &khi);
 
-    load_tile<BR>(sm.Q(0), LDK, a.q, b, h, seq.q0 + i0, q.rows, a.D, HD);
-    load_tile<BR>(sm.dO, LDV, a.dout, b, h, seq.q0 + i0, q.rows, a.Dv, HDV);
+    load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, h, seq.q0 + i0, q.rows, a.D);
+    load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, h, seq.q0 + i0, q.rows, a.Dv);
     ladder_cp_async_commit();
     load_rows<BR>(a, seq, q, sm.range(0), sm.L2(0), sm.D(0));
     float dq[C::Q_MT][C::Q_NT][4];
@@ -327,8 +327,8 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_
     for (int64_t j0 = klo / BC * BC; j0 < khi; j0 += BC) {
         __syncthreads(); /* every warp is done with the previous K, V and dS tiles */
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
-        load_tile<BC>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D, HD);
-        load_tile<BC>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv, HDV);
+        load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
+        load_tile<BC, HDV, C::THREADS>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
         ladder_cp_async_commit();
         ladder_cp_async_wait_group<0>();
         __syncthreads();

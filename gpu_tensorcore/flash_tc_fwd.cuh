@@ -96,8 +96,8 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
     const float unit = a.softcap > 0.0f ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
 
     const int64_t jbeg = klo / BC * BC;
-    load_tile<BR>(Qs, LDQ, a.q, b, h, seq.q0 + i0, rows, a.D, HD);
-    if (jbeg < khi) load_tile<BC>(Ks, LDQ, a.k, b, hk, seq.k0 + jbeg, seq.Lk - jbeg < BC ? seq.Lk - jbeg : BC, a.D, HD);
+    load_tile<BR, HD, C::THREADS>(Qs, LDQ, a.q, b, h, seq.q0 + i0, rows, a.D);
+    if (jbeg < khi) load_tile<BC, HD, C::THREADS>(Ks, LDQ, a.k, b, hk, seq.k0 + jbeg, seq.Lk - jbeg < BC ? seq.Lk - jbeg : BC, a.D);
     ladder_cp_async_commit();
     float o[MT][HDV / 8][4], m[MT][2], l[MT][2];
     ladder_zero_tile(o);
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC, next = j0 + BC;
         ladder_cp_async_wait_group<0>(); /* K_j (and Q) */
         __syncthreads();                 /* ... for every thread; and every warp is done with V_{j-1} */
-        load_tile<BC>(Vs, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv, HDV);
+        load_tile<BC, HDV, C::THREADS>(Vs, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
         ladder_cp_async_commit();
 
         /* S = Q K^T for the warp's rows: A from Q's rows, B from K's rows as they lie */
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
         ladder_zero_tile(sc);
         ladder_mma_warp_tile<T, MT, BC / 8, HD / 16, false, false>(sc, Qs + w0 * LDQ, LDQ, Ks, LDQ, lane);
         __syncthreads(); /* every warp is done with K_j */
-        if (next < khi) load_tile<BC>(Ks, LDQ, a.k, b, hk, seq.k0 + next, seq.Lk - next < BC ? seq.Lk - next : BC, a.D, HD);
+        if (next < khi) load_tile<BC, HD, C::THREADS>(Ks, LDQ, a.k, b, hk, seq.k0 + next, seq.Lk - next < BC ? seq.Lk - next : BC, a.D);
         ladder_cp_async_commit(); /* (possibly empty: the group count stays the same every iteration) */
 
         if (j0 >= lo_last && j0 + BC <= hi_first) finish_scores<MT, BC, false>(a, sc, range, w0, j0, lane);

@@ -66,10 +66,9 @@ __device__ __forceinline__ void finish_scores(const args &a, float (&s)[MT][BC /
 }
 
 /*
- * The loads overlap the products, with one K and one V buffer: V_j is fetched while S = Q K_jᵀ is computed,
- * K_{j+1} while the softmax and O += P V_j run. cp.async groups complete in order, so "wait until at most one
- * group is in flight" is "V_j has landed, K_{j+1} may not have". (FlashAttention-2 issues K_{j+1} after the
- * barrier that makes V_j visible, which also says every warp is done with K_j: one barrier fewer per tile.)
+ * The loads overlap the products, with one K and one V buffer and two barriers per key tile (as
+ * FlashAttention-2 does): V_j is fetched while S = Q K_jᵀ and the softmax run, K_{j+1} while O += P V_j runs.
+ * The barrier that makes V_j visible also says that every warp is done with K_j, so K_{j+1} may overwrite it.
  */
 template <class T, int HD, int HDV>
 __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel(args a) {
@@ -115,17 +114,16 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
         float sc[MT][BC / 8][4];
         ladder_zero_tile(sc);
         ladder_mma_warp_tile<T, MT, BC / 8, HD / 16, false, false>(sc, Qs + w0 * LDQ, LDQ, Ks, LDQ, lane);
-        __syncthreads(); /* every warp is done with K_j */
-        if (next < khi) load_tile<BC, HD, C::THREADS>(Ks, LDQ, a.k, b, hk, seq.k0 + next, seq.Lk - next < BC ? seq.Lk - next : BC, a.D);
-        ladder_cp_async_commit(); /* (possibly empty: the group count stays the same every iteration) */
 
         if (j0 >= lo_last && j0 + BC <= hi_first) finish_scores<MT, BC, false>(a, sc, range, w0, j0, lane);
         else finish_scores<MT, BC, true>(a, sc, range, w0, j0, lane);
 
         /* online softmax for rows g (k = 0) and g + 8 (k = 1) of each row block: a row's 4 lanes are 4g .. 4g+3.
          * P goes to 16 bits as soon as it is formed, as the A fragments of P V (two adjacent 8-key C tiles are
-         * one 16-key A fragment), so that its 32 packed registers, not 64 fp32 ones, wait beside O. */
+         * one 16-key A fragment), so that its packed registers, not twice as many fp32 ones, wait beside O. */
         uint32_t pa[MT][BC / 16][4];
+        float alpha[MT][2];
+        bool grew = false; /* did the max of one of this lane's rows change? */
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -138,7 +136,8 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
                 const float m_new = fmaxf(m[mt][k], mx);
                 /* no key seen yet: m_new = -inf; subtracting 0 instead keeps exp2(-inf - -inf) = NaN out: P = 0 */
                 const float ms = m_new == -INFINITY ? 0.0f : m_new * sl2;
-                const float alpha = exp2f(m[mt][k] * sl2 - ms);
+                alpha[mt][k] = exp2f(m[mt][k] * sl2 - ms); /* exactly 1 where the max stayed */
+                grew |= m_new != m[mt][k];
                 float sum = 0.0f;
 #pragma unroll
                 for (int nb = 0; nb < BC / 8; nb++) {
@@ -147,14 +146,24 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
                     sum += p0 + p1;
                     pa[mt][nb / 2][2 * (nb % 2) + k] = ladder_pack2_float<T>(p0, p1);
                 }
-                l[mt][k] = alpha * l[mt][k] + sum; /* this lane's part of the row sum; the 4 add up at the end */
+                l[mt][k] = alpha[mt][k] * l[mt][k] + sum; /* this lane's part of the row sum; the 4 add up at the end */
                 m[mt][k] = m_new;
-#pragma unroll
-                for (int nd = 0; nd < HDV / 8; nd++) o[mt][nd][2 * k] *= alpha, o[mt][nd][2 * k + 1] *= alpha;
             }
-        ladder_cp_async_wait_group<1>(); /* V_j (K_{j+1} may still be in flight) */
-        __syncthreads();
+        ladder_cp_async_wait_group<0>(); /* V_j */
+        __syncthreads();                 /* ... for every thread; and every warp is done with K_j */
+        if (next < khi) load_tile<BC, HD, C::THREADS>(Ks, LDQ, a.k, b, hk, seq.k0 + next, seq.Lk - next < BC ? seq.Lk - next : BC, a.D);
+        ladder_cp_async_commit();
 
+        /* O *= alpha only where a row's max changed (often early in a row, seldom once it has seen many keys):
+         * one vote for the warp, and no multiply in the tiles where no max moved */
+        if (__any_sync(0xffffffffu, grew))
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nd = 0; nd < HDV / 8; nd++) {
+                    o[mt][nd][0] *= alpha[mt][0], o[mt][nd][1] *= alpha[mt][0];
+                    o[mt][nd][2] *= alpha[mt][1], o[mt][nd][3] *= alpha[mt][1];
+                }
         /* O += P V: V's B fragments through .trans, each feeding MT mmas */
 #pragma unroll
         for (int kb = 0; kb < BC / 16; kb++)

@@ -4,9 +4,9 @@
  *
  * What changed since gpu_tiled/: the two products, S = Q K^T and O += P V, run on the matrix units with
  * bf16 or fp16 operands and fp32 accumulators. A block of 4 warps owns Br = 128 query rows, 32 per warp (two
- * m16 row blocks; 64 and 16 above a head dim of 128); each lane holds two rows of each row block in mma
- * fragments (common/mma.cuh), so the row max and the row sum take two shuffles across the 4 lanes that share
- * a row. Q, K and V tiles are staged in shared memory by cp.async (16 bytes per copy, rows padded by 16 bytes
+ * m16 row blocks) at a head dim of 128; 64 rows, 16 per warp, at 64 and above 128. Each lane holds two rows
+ * of each row block in mma fragments (common/mma.cuh), so the row max and the row sum take two shuffles
+ * across the 4 lanes that share a row. Q, K and V tiles are staged in shared memory by cp.async (16 bytes per copy, rows padded by 16 bytes
  * so that ldmatrix's 8 row addresses hit 8 different bank groups), and fed to the mma by ldmatrix: K's rows as
  * they lie for K^T, V through ldmatrix.trans. P never leaves registers: the fp32 C fragments of S, rounded to
  * 16 bits, are the A fragments of P V. As in gpu_tiled, tiles that every row sees whole skip the mask.
@@ -24,9 +24,10 @@
 namespace flash_tc {
 
 template <int HD, int HDV> struct fwd_cfg {
-    /* m16 row blocks per warp: two up to a head dim of 128, so that every K and V fragment feeds two mmas (half
-     * the shared-memory traffic per mma of one); one above, where O's fp32 fragments would not fit twice */
-    static constexpr int MT = HD <= 128 && HDV <= 128 ? 2 : 1;
+    /* m16 row blocks per warp: two at a head dim of 128, so that every K and V fragment feeds two mmas (half
+     * the shared-memory traffic per mma of one); one above, where O's fp32 fragments would not fit twice, and
+     * at 64, where two (218 registers: 2 blocks per SM) measured slower than the first version's one */
+    static constexpr int MT = (HD > 64 || HDV > 64) && HD <= 128 && HDV <= 128 ? 2 : 1;
     static constexpr int WARPS = 4, THREADS = 32 * WARPS, BR = 16 * MT * WARPS;
     /* keys per tile: 32 beside O's 128 fp32 registers per lane (MT = 2 at 128, or 256), so that S fits too
      * (64 spilled at 128); the cpu rung's emulation rounds P per tile of the same size (the macro) */

@@ -2,14 +2,15 @@
  * gpu_tensorcore/flash_tc_fwd.cuh: the FlashAttention-2 forward on the tensor cores (mma.sync m16n8k16),
  * included by the flash_fwd_*.cu files, each of which compiles it for a few head dims.
  *
- * What changed since gpu_tiled/: the two products, S = Q K^T and O += P V, run on the matrix units with
- * bf16 or fp16 operands and fp32 accumulators. A block of 4 warps owns Br = 128 query rows, 32 per warp (two
- * m16 row blocks) at a head dim of 128; 64 rows, 16 per warp, at 64 and above 128. Each lane holds two rows
- * of each row block in mma fragments (common/mma.cuh), so the row max and the row sum take two shuffles
- * across the 4 lanes that share a row. Q, K and V tiles are staged in shared memory by cp.async (16 bytes per copy, rows padded by 16 bytes
- * so that ldmatrix's 8 row addresses hit 8 different bank groups), and fed to the mma by ldmatrix: K's rows as
- * they lie for K^T, V through ldmatrix.trans. P never leaves registers: the fp32 C fragments of S, rounded to
- * 16 bits, are the A fragments of P V. As in gpu_tiled, tiles that every row sees whole skip the mask.
+ * What changed since gpu_tiled/: the two products, S = Q K^T and O += P V, run on the matrix units with bf16 or
+ * fp16 operands and fp32 accumulators. A block of 4 warps owns Br = 128 query rows, 32 per warp (two m16 row
+ * blocks) at a head dim of 128; 64 rows, 16 per warp, at 64 and above 128. Each lane holds two rows of each row
+ * block in mma fragments (common/mma.cuh), so the row max and the row sum take two shuffles across the 4 lanes
+ * that share a row. Q, K and V tiles are staged in shared memory by cp.async (16 bytes per copy, rows padded by
+ * 16 bytes so that ldmatrix's 8 row addresses hit 8 different bank groups), and fed to the mma by ldmatrix: K's
+ * rows as they lie for K^T, V through ldmatrix.trans. P never leaves registers: the fp32 C fragments of S,
+ * rounded to 16 bits, are the A fragments of P V. As in gpu_tiled, tiles that every row sees whole skip the
+ * mask.
  *
  * Measured in chapters/03-flash-attention.md, against the first version (16 rows per warp, 64 x 64 tiles,
  * loads waited for): the 32-row warp tile (each K and V fragment feeds two mmas), the loads overlapping the

@@ -105,6 +105,13 @@ __device__ __forceinline__ void ladder_cp_async16(void *smem, const void *global
                  : "memory");
 }
 
+/** The same for 4 bytes (cp.async.ca: the 16-byte .cg form has no smaller size), 4-byte aligned. */
+__device__ __forceinline__ void ladder_cp_async4(void *smem, const void *global, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
+                 "l"(__cvta_generic_to_global(global)), "r"(valid ? 4 : 0)
+                 : "memory");
+}
+
 /** Wait until every cp.async this thread issued has landed. */
 __device__ __forceinline__ void ladder_cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 

@@ -36,7 +36,7 @@ template <int HD, int HDV> struct bwd_cfg {
     static constexpr int Q_WN = 4, Q_MT = BR / 2 / 16, Q_NT = HD / Q_WN / 8;
     static constexpr int LDK = HD + 8, LDV = HDV + 8, LDP = BC + 8; /* row strides in elements (16-byte pads) */
     /* K, V; Q twice (the next tile lands while this one is used), dO; P and dS, 16-bit; per row of the two Q
-     * buffers: the key range (int64 pairs), lse * log2(e) and Delta (fp32) */
+     * buffers: the key range (int64 pairs), lse and Delta (fp32) */
     static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)(BC * (LDK + LDV) + 2 * BR * LDK + BR * LDV + 2 * BR * LDP) +
                                    (2 * sizeof(int64_t) + 2 * sizeof(float)) * 2 * BR;
 };
@@ -50,16 +50,16 @@ template <int HD, int HDV> struct bwd_smem {
     using C = bwd_cfg<HD, HDV>;
     uint16_t *K, *V, *Q0, *dO, *P, *dS;
     int64_t *range0; /* [lo, hi) of each row */
-    float *L20, *D0;
+    float *lse0, *D0;
     __device__ explicit bwd_smem(uint16_t *base) {
         K = base, V = K + C::BC * C::LDK, Q0 = V + C::BC * C::LDV;
         dO = Q0 + 2 * C::BR * C::LDK, P = dO + C::BR * C::LDV, dS = P + C::BR * C::LDP;
         range0 = (int64_t *)(dS + C::BR * C::LDP); /* 16-byte aligned: every tile above is a multiple of 16 bytes */
-        L20 = (float *)(range0 + 2 * 2 * C::BR), D0 = L20 + 2 * C::BR;
+        lse0 = (float *)(range0 + 2 * 2 * C::BR), D0 = lse0 + 2 * C::BR;
     }
     __device__ uint16_t *Q(int st) const { return Q0 + st * C::BR * C::LDK; }
     __device__ int64_t *range(int st) const { return range0 + st * 2 * C::BR; }
-    __device__ float *L2(int st) const { return L20 + st * C::BR; }
+    __device__ float *lse(int st) const { return lse0 + st * C::BR; }
     __device__ float *D(int st) const { return D0 + st * C::BR; }
 };
 
@@ -83,15 +83,18 @@ struct qtile {
 };
 
 /*
- * Each row of @p q: lse * log2(e) as the backward uses it (+inf for a fully masked row and past the tile's end,
- * so that P = exp2(-inf) = 0 there), Delta, and the keys [lo, hi) it sees (none past the end).
+ * Each row of @p q into shared memory: its lse and Delta by cp.async (committed by the caller; zero past the
+ * tile's end, where the steps are masked), and the keys [lo, hi) it sees (none past the end). Fetched without
+ * registers, the next step's stats land while this step's products run; loaded and stored by the threads of
+ * the rows, they stalled those 2 warps on the loads each step while the other 6 waited at the next barrier.
  */
 template <int BR>
-__device__ __forceinline__ void load_rows(const args &a, const ladder_attn_seq &seq, const qtile &q, int64_t *range, float *L2, float *D) {
+__device__ __forceinline__ void fetch_rows(const args &a, const ladder_attn_seq &seq, const qtile &q, int64_t *range,
+                                           float *lse, float *D) {
     for (int r = threadIdx.x; r < BR; r += blockDim.x) {
         const bool in = r < q.rows;
-        L2[r] = in ? ladder_attn_lse_for_bwd(a.lse[q.row0 + r]) * LADDER_LOG2E : INFINITY;
-        D[r] = in ? a.delta[q.row0 + r] : 0.0f;
+        ladder_cp_async4(lse + r, a.lse + (in ? q.row0 + r : 0), in);
+        ladder_cp_async4(D + r, a.delta + (in ? q.row0 + r : 0), in);
         range[2 * r] = range[2 * r + 1] = 0;
         if (in) ladder_attn_key_range(q.i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &range[2 * r], &range[2 * r + 1]);
     }
@@ -129,7 +132,7 @@ __device__ __forceinline__ void scores(const args &a, const bwd_smem<HD, HDV> &s
 #pragma unroll
         for (int k = 0; k < 2; k++) { /* row r; keys c, c + 1 of each n8 block */
             const int r = r0 + mt * 16 + g + 8 * k;
-            const float L2 = sm.L2(st)[r], Delta = sm.D(st)[r];
+            const float L2 = ladder_attn_lse_for_bwd(sm.lse(st)[r]) * LADDER_LOG2E, Delta = sm.D(st)[r];
             const int64_t lo = MASKED ? sm.range(st)[2 * r] - j0 : 0, hi = MASKED ? sm.range(st)[2 * r + 1] - j0 : 0;
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
@@ -226,7 +229,7 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
         const qtile q = step(0);
         load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, q.h, seq.q0 + q.i0, q.rows, a.D);
         load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, q.h, seq.q0 + q.i0, q.rows, a.Dv);
-        load_rows<BR>(a, seq, q, sm.range(0), sm.L2(0), sm.D(0));
+        fetch_rows<BR>(a, seq, q, sm.range(0), sm.lse(0), sm.D(0));
     }
     ladder_cp_async_commit();
     float dk[2][C::K_NT][4], dv[2][C::V_NT][4];
@@ -242,7 +245,7 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
         if (more) {
             const qtile qn = step(n + 1);
             load_tile<BR, HD, C::THREADS>(sm.Q(1 - st), LDK, a.q, b, qn.h, seq.q0 + qn.i0, qn.rows, a.D);
-            load_rows<BR>(a, seq, qn, sm.range(1 - st), sm.L2(1 - st), sm.D(1 - st));
+            fetch_rows<BR>(a, seq, qn, sm.range(1 - st), sm.lse(1 - st), sm.D(1 - st));
         }
         ladder_cp_async_commit();
 
@@ -319,8 +322,8 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_
 
     load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, h, seq.q0 + i0, q.rows, a.D);
     load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, h, seq.q0 + i0, q.rows, a.Dv);
+    fetch_rows<BR>(a, seq, q, sm.range(0), sm.lse(0), sm.D(0));
     ladder_cp_async_commit();
-    load_rows<BR>(a, seq, q, sm.range(0), sm.L2(0), sm.D(0));
     float dq[C::Q_MT][C::Q_NT][4];
     ladder_zero_tile(dq);
 

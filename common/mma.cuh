@@ -216,4 +216,50 @@ __device__ __forceinline__ void ladder_mma_m16n8k16<__half>(float (&d)[4], const
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/**
+ * acc += A B for one warp over a tile of MT*16 rows, NT*8 columns (NT even) and K16*16 k's, A and B 16-bit in
+ * shared memory, acc fp32 in C fragments (acc[mt][nt] is rows mt*16.., columns nt*8..). @p A points at the
+ * tile's first (row, k) and is stored [m][k] (row-major, stride @p lda) or, with A_KM, [k][m] (read through
+ * ldmatrix.trans, so A = Xᵀ of a stored X); @p B points at its first (k, column) and is stored [n][k] (a K tile
+ * for Kᵀ) or, with B_KN, [k][n] (read through ldmatrix.trans). Each A fragment feeds NT mmas and each B pair
+ * 2 * MT: a warp tile of two row blocks halves the shared-memory bytes per mma of one.
+ */
+template <class T, int MT, int NT, int K16, bool A_KM, bool B_KN>
+__device__ __forceinline__ void ladder_mma_warp_tile(float (&acc)[MT][NT][4], const uint16_t *A, int lda,
+                                                     const uint16_t *B, int ldb, int lane) {
+    static_assert(NT % 2 == 0, "B fragments come in pairs of 8-column tiles");
+#pragma unroll
+    for (int kk = 0; kk < K16; kk++) {
+        uint32_t a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            if (A_KM) /* matrices: k 0-7 | 0-7 | 8-15 | 8-15 against rows 0-7 | 8-15 | 0-7 | 8-15 */
+                ladder_ldsm_x4_trans(a[mt], A + (kk * 16 + lane % 8 + (lane / 16) * 8) * lda + mt * 16 + (lane / 8 % 2) * 8);
+            else
+                ladder_ldsm_x4(a[mt], A + (mt * 16 + lane % 16) * lda + kk * 16 + (lane / 16) * 8);
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; nt += 2) {
+            uint32_t b[4]; /* b[0], b[1]: columns nt*8..; b[2], b[3]: the next 8 */
+            if (B_KN)
+                ladder_ldsm_x4_trans(b, B + (kk * 16 + lane % 8 + (lane / 8 % 2) * 8) * ldb + nt * 8 + (lane / 16) * 8);
+            else
+                ladder_ldsm_x4(b, B + (nt * 8 + lane % 8 + (lane / 16) * 8) * ldb + kk * 16 + (lane / 8 % 2) * 8);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                ladder_mma_m16n8k16<T>(acc[mt][nt], a[mt], b[0], b[1]);
+                ladder_mma_m16n8k16<T>(acc[mt][nt + 1], a[mt], b[2], b[3]);
+            }
+        }
+    }
+}
+
+/** acc = 0, for every fragment of a warp tile. */
+template <int MT, int NT> __device__ __forceinline__ void ladder_zero_tile(float (&acc)[MT][NT][4]) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+}
+
 #endif

@@ -20,6 +20,9 @@
 
 namespace flash_tc {
 
+/* log2(e): exp(x) = exp2(x * log2(e)), and ex2 is the instruction the GPU has */
+#define LADDER_LOG2E 1.4426950408889634f
+
 /* A strided rank-4 input of 16-bit elements [b, h, s, e]; rows16: each row may be copied 16 bytes at a time. */
 struct view4 {
     const uint16_t *p;
@@ -79,22 +82,31 @@ inline head_dims pick_head_dims(int64_t D, int64_t Dv) {
 
 /*
  * Rows [r0, r0 + n) of head h of batch row b of @p t, @p width real columns each, into smem[ROWS][ld] as
- * 16-bit elements, padded with zeros to @p padded columns and to ROWS rows. 16-byte chunks that lie wholly
- * inside a row of a rows16 tensor go by cp.async (committed by the caller); the rest, element by element.
+ * 16-bit elements, padded with zeros to COLS columns and to ROWS rows, by a block of THREADS threads. When
+ * every row may be copied 16 bytes at a time and the width is a multiple of 8, each 16-byte chunk is one
+ * cp.async (committed by the caller), a zero fill where it lies past the rows or the width: a loop with
+ * compile-time bounds that unrolls into a few instructions per chunk (a loop over blockDim.x with a branch per
+ * chunk cost the forward about as many instructions as its softmax). Any other layout goes element by element.
  */
-template <int ROWS>
-__device__ void load_tile(uint16_t *smem, int ld, const view4 &t, int64_t b, int64_t h, int64_t r0, int64_t n,
-                          int64_t width, int padded) {
-    const int chunks = padded / 8;
-    for (int x = threadIdx.x; x < ROWS * chunks; x += blockDim.x) {
-        const int r = x / chunks, c = (x % chunks) * 8;
-        uint16_t *dst = smem + r * ld + c;
-        const uint16_t *src = t.p + b * t.s[0] + h * t.s[1] + (r0 + r) * t.s[2];
-        if (r < n && t.rows16 && c + 8 <= width) {
-            ladder_cp_async16(dst, src + c, true);
-            continue;
+template <int ROWS, int COLS, int THREADS>
+__device__ __forceinline__ void load_tile(uint16_t *smem, int ld, const view4 &t, int64_t b, int64_t h, int64_t r0,
+                                          int64_t n, int64_t width) {
+    constexpr int CHUNKS = COLS / 8, TOTAL = ROWS * CHUNKS;
+    const uint16_t *base = t.p + b * t.s[0] + h * t.s[1] + r0 * t.s[2];
+    if (t.rows16 && width % 8 == 0) {
+#pragma unroll
+        for (int x0 = 0; x0 < TOTAL; x0 += THREADS) {
+            const int x = x0 + (int)threadIdx.x, r = x / CHUNKS, c = x % CHUNKS * 8;
+            if (TOTAL % THREADS != 0 && x >= TOTAL) break;
+            const bool in = r < n && c < width;
+            ladder_cp_async16(smem + r * ld + c, in ? base + r * t.s[2] + c : base, in);
         }
-        for (int e = 0; e < 8; e++) dst[e] = r < n && c + e < width ? src[(c + e) * t.s[3]] : (uint16_t)0;
+        return;
+    }
+    for (int x = threadIdx.x; x < TOTAL; x += THREADS) {
+        const int r = x / CHUNKS, c = x % CHUNKS * 8;
+        const uint16_t *src = base + r * t.s[2];
+        for (int e = 0; e < 8; e++) smem[r * ld + c + e] = r < n && c + e < width ? src[(c + e) * t.s[3]] : (uint16_t)0;
     }
 }
 

@@ -2,16 +2,20 @@
  * gpu_tensorcore/flash_tc_bwd.cuh: the FlashAttention-2 backward on the tensor cores (mma.sync m16n8k16),
  * included by the flash_bwd_*.cu files, each of which compiles it for a few head dims.
  *
- * The structure of gpu_tiled/flash_bwd.cu, with the five products on the matrix units:
+ * The structure of gpu_tiled/flash_bwd.cu, with the five products on the matrix units, laid out as
+ * FlashAttention-2 lays them out:
  *   1. preprocess: Delta_i = rowsum(dO_i * O_i) - dlse_i (fp32), one warp per row;
- *   2. dK, dV: a block owns Bc = 64 keys of one key/value head (K, V in shared memory, dK, dV in fp32
- *      fragments); per tile of 64 query rows of each head of the group it computes S^T = K Q^T and
- *      dP^T = V dO^T, then P^T = exp(S^T - lse) and dS^T = P^T (dP^T - Delta) into shared memory (16-bit),
- *      then dV += P^T dO and dK += dS^T Q. With head dims above 128, 8 warps split each product's columns in
- *      two so that the fp32 accumulators fit in registers;
- *   3. dQ: by default the same block adds scale * dS K into an fp32 dQ accumulator with atomicAdd, and a last
- *      kernel rounds it to the output dtype; in deterministic mode a separate pass owns each query tile and
- *      streams the key tiles past in order, writing dQ once.
+ *   2. dK, dV: a block of 8 warps owns Bc = 128 keys of one key/value head (64 above a head dim of 128): K, V
+ *      in shared memory, dK, dV in fp32 fragments spread over the 8 warps. It streams the tiles of Br = 64
+ *      query rows (32 above 128) of each head of the group that see its keys, the next Q tile fetched into a
+ *      second buffer while the current one is used. Per tile: S = Q K^T and dP = dO V^T (each warp a 32 x 32
+ *      part), P = exp(S - lse) and dS = P (dP - Delta) into shared memory in 16 bits, then dV += P^T dO and
+ *      dK += dS^T Q (each warp 32 keys by half of the columns);
+ *   3. dQ: by default the same block adds scale * dS K into an fp32 dQ accumulator with atomicAdd (each warp
+ *      a 32-row part), and a last kernel rounds it to the output dtype; in deterministic mode a separate pass
+ *      owns each query tile and streams the key tiles past in order, writing dQ once.
+ * Every product is ladder_mma_warp_tile (common/mma.cuh) over a warp tile of two m16 row blocks by 4 or more
+ * n8 column blocks, so that each fragment loaded from shared memory feeds two or more mmas.
  */
 #ifndef LADDER_GPU_TENSORCORE_FLASH_TC_BWD_CUH
 #define LADDER_GPU_TENSORCORE_FLASH_TC_BWD_CUH
@@ -21,13 +25,42 @@
 namespace flash_tc {
 
 template <int HD, int HDV> struct bwd_cfg {
-    static constexpr int SPLIT = HD > 128 || HDV > 128 ? 2 : 1; /* warps per 16 rows (or keys): columns split */
-    static constexpr int WARPS = 4 * SPLIT, THREADS = 32 * WARPS;
-    static constexpr int BR = 64, BC = 64;                        /* query rows and keys per tile */
-    static constexpr int LDK = HD + 8, LDV = HDV + 8, LDP = BR + 8; /* row strides in elements (16-byte pads) */
-    /* K, V, Q, dO tiles; P^T and dS^T (dK/dV pass) or dS (dQ pass), 16-bit; lse and Delta, fp32 */
-    static constexpr size_t SMEM =
-        sizeof(uint16_t) * (size_t)((BR + BC) * (LDK + LDV) + 2 * BC * LDP) + sizeof(float) * 2 * BR;
+    static constexpr bool WIDE = HD > 128 || HDV > 128; /* half the keys and rows, so that dK and dV fit */
+    static constexpr int WARPS = 8, THREADS = 32 * WARPS;
+    static constexpr int BC = WIDE ? 64 : 128, BR = WIDE ? 32 : 64; /* keys per block, query rows per step */
+    /* Each product's warp grid and warp tile (MT m16 row blocks by NT n8 column blocks):
+     * S, dP (BR x BC): 2 x 4 warps; dK, dV (BC x HD, BC x HDV): BC/32 x KV_WN warps, 32 keys each;
+     * dQ (BR x HD): 2 x 4 warps */
+    static constexpr int S_WN = 4, S_MT = BR / 2 / 16, S_NT = BC / S_WN / 8;
+    static constexpr int KV_WN = WARPS / (BC / 32), KV_MT = 2, K_NT = HD / KV_WN / 8, V_NT = HDV / KV_WN / 8;
+    static constexpr int Q_WN = 4, Q_MT = BR / 2 / 16, Q_NT = HD / Q_WN / 8;
+    static constexpr int LDK = HD + 8, LDV = HDV + 8, LDP = BC + 8; /* row strides in elements (16-byte pads) */
+    /* K, V; Q twice (the next tile lands while this one is used), dO; P and dS, 16-bit; per row of the two Q
+     * buffers: the key range (int64 pairs), lse and Delta (fp32) */
+    static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)(BC * (LDK + LDV) + 2 * BR * LDK + BR * LDV + 2 * BR * LDP) +
+                                   (2 * sizeof(int64_t) + 2 * sizeof(float)) * 2 * BR;
+};
+
+/*
+ * The shared-memory tiles of both backward kernels (the dQ pass uses buffer 0 of Q and of the row stats). The
+ * two buffers are found by arithmetic, not by indexing an array of pointers: a runtime index into an array
+ * would put the array in local memory.
+ */
+template <int HD, int HDV> struct bwd_smem {
+    using C = bwd_cfg<HD, HDV>;
+    uint16_t *K, *V, *Q0, *dO, *P, *dS;
+    int64_t *range0; /* [lo, hi) of each row */
+    float *lse0, *D0;
+    __device__ explicit bwd_smem(uint16_t *base) {
+        K = base, V = K + C::BC * C::LDK, Q0 = V + C::BC * C::LDV;
+        dO = Q0 + 2 * C::BR * C::LDK, P = dO + C::BR * C::LDV, dS = P + C::BR * C::LDP;
+        range0 = (int64_t *)(dS + C::BR * C::LDP); /* 16-byte aligned: every tile above is a multiple of 16 bytes */
+        lse0 = (float *)(range0 + 2 * 2 * C::BR), D0 = lse0 + 2 * C::BR;
+    }
+    __device__ uint16_t *Q(int st) const { return Q0 + st * C::BR * C::LDK; }
+    __device__ int64_t *range(int st) const { return range0 + st * 2 * C::BR; }
+    __device__ float *lse(int st) const { return lse0 + st * C::BR; }
+    __device__ float *D(int st) const { return D0 + st * C::BR; }
 };
 
 /* 1. Delta = rowsum(dO * O) - dlse, one warp per row [b,h,i]. */
@@ -44,278 +77,282 @@ template <class T> __global__ void flash_bwd_delta_tc_kernel(args a) {
     if (lane == 0) a.delta[row] = acc - (a.dlse ? a.dlse[b * a.sdlse[0] + h * a.sdlse[1] + i * a.sdlse[2]] : 0.0f);
 }
 
-/* Rows [i0, i0 + BR) of head h: lse as the backward uses it (+inf past the end: P = 0 there) and Delta. */
+/* The query rows one step works on: rows [i0, i0 + rows) of head h; row0 indexes its first row in lse and Delta. */
+struct qtile {
+    int64_t h, i0, rows, row0;
+};
+
+/*
+ * Each row of @p q into shared memory: its lse and Delta by cp.async (committed by the caller; zero past the
+ * tile's end, where the steps are masked), and the keys [lo, hi) it sees (none past the end). Fetched without
+ * registers, the next step's stats land while this step's products run; loaded and stored by the threads of
+ * the rows, they stalled those 2 warps on the loads each step while the other 6 waited at the next barrier.
+ */
 template <int BR>
-__device__ void load_stats(const args &a, float *Ls, float *Ds, int64_t b, int64_t h, int64_t q0, int64_t i0,
-                           int64_t rows) {
+__device__ __forceinline__ void fetch_rows(const args &a, const ladder_attn_seq &seq, const qtile &q, int64_t *range,
+                                           float *lse, float *D) {
     for (int r = threadIdx.x; r < BR; r += blockDim.x) {
-        const int64_t row = (b * a.Hq + h) * a.Sq + q0 + i0 + r;
-        Ls[r] = r < rows ? ladder_attn_lse_for_bwd(a.lse[row]) : INFINITY;
-        Ds[r] = r < rows ? a.delta[row] : 0.0f;
+        const bool in = r < q.rows;
+        ladder_cp_async4(lse + r, a.lse + (in ? q.row0 + r : 0), in);
+        ladder_cp_async4(D + r, a.delta + (in ? q.row0 + r : 0), in);
+        range[2 * r] = range[2 * r + 1] = 0;
+        if (in) ladder_attn_key_range(q.i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &range[2 * r], &range[2 * r + 1]);
     }
 }
 
+/* Does every row of @p q see every key of [j0, j0 + BC)? Then the step needs no mask. */
+template <int BR, int BC>
+__device__ __forceinline__ bool all_seen(const args &a, const ladder_attn_seq &seq, const qtile &q, int64_t j0, int64_t keys) {
+    int64_t lo_first, hi_first, lo_last, hi_last;
+    ladder_attn_key_range(q.i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_first, &hi_first);
+    ladder_attn_key_range(q.i0 + q.rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &hi_last);
+    return q.rows == BR && keys == BC && j0 >= lo_last && j0 + BC <= hi_first;
+}
+
 /*
- * X Y^T for a warp: 16 rows of X (shared, row-major, stride ldx) against NB*8 rows of Y (stride ldy), over
- * DIM columns: the A fragment from X's rows, the B fragments from Y's rows as they lie.
+ * S = Q K^T and dP = dO V^T for this warp's part of the BR x BC tile, then P = exp(S - lse) and dS = P (dP -
+ * Delta), times the softcap's slope, into shared memory as 16-bit [row][key] tiles. As in the forward the
+ * exponent is one FFMA: x * sl2 - lse * log2(e), x the raw q.k (without softcap). MASKED: keys outside a row's
+ * range get P = 0 (FULL steps, most of them, skip the test).
  */
-template <class T, int NB, int DIM>
-__device__ __forceinline__ void mma_xyT(float (&acc)[NB][4], const uint16_t *X, int ldx, const uint16_t *Y, int ldy,
-                                        int lane) {
+template <class T, int HD, int HDV, bool MASKED>
+__device__ __forceinline__ void scores(const args &a, const bwd_smem<HD, HDV> &sm, const uint16_t *Qs, int st,
+                                       int64_t j0, int warp, int lane) {
+    using C = bwd_cfg<HD, HDV>;
+    constexpr int MT = C::S_MT, NT = C::S_NT, LDK = C::LDK, LDV = C::LDV, LDP = C::LDP;
+    const int r0 = warp / C::S_WN * MT * 16, c0 = warp % C::S_WN * NT * 8, g = lane / 4, t = lane % 4;
+    float s[MT][NT][4], dp[MT][NT][4];
+    ladder_zero_tile(s);
+    ladder_zero_tile(dp);
+    ladder_mma_warp_tile<T, MT, NT, HD / 16, false, false>(s, Qs + r0 * LDK, LDK, sm.K + c0 * LDK, LDK, lane);
+    ladder_mma_warp_tile<T, MT, NT, HDV / 16, false, false>(dp, sm.dO + r0 * LDV, LDV, sm.V + c0 * LDV, LDV, lane);
+    const float unit = a.softcap > 0.0f ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
 #pragma unroll
-    for (int nb = 0; nb < NB; nb++) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
+    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-    for (int kk = 0; kk < DIM / 16; kk++) {
-        uint32_t xa[4];
-        ladder_ldsm_x4(xa, X + (lane % 16) * ldx + kk * 16 + (lane / 16) * 8);
+        for (int k = 0; k < 2; k++) { /* row r; keys c, c + 1 of each n8 block */
+            const int r = r0 + mt * 16 + g + 8 * k;
+            const float L2 = ladder_attn_lse_for_bwd(sm.lse(st)[r]) * LADDER_LOG2E, Delta = sm.D(st)[r];
+            const int64_t lo = MASKED ? sm.range(st)[2 * r] - j0 : 0, hi = MASKED ? sm.range(st)[2 * r + 1] - j0 : 0;
 #pragma unroll
-        for (int nb = 0; nb < NB; nb += 2) {
-            uint32_t yb[4];
-            ladder_ldsm_x4(yb, Y + (nb * 8 + lane % 8 + (lane / 16) * 8) * ldy + kk * 16 + (lane / 8 % 2) * 8);
-            ladder_mma_m16n8k16<T>(acc[nb], xa, yb[0], yb[1]);
-            ladder_mma_m16n8k16<T>(acc[nb + 1], xa, yb[2], yb[3]);
+            for (int nt = 0; nt < NT; nt++) {
+                const int c = c0 + nt * 8 + 2 * t;
+                float P[2], dS[2];
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float x = s[mt][nt][2 * k + e];
+                    if (a.softcap > 0.0f) x = ladder_attn_softcap(a.scale * x, a.softcap); /* uniform branch */
+                    P[e] = exp2f(fmaf(x, sl2, -L2));
+                    if (MASKED && !(c + e >= lo && c + e < hi)) P[e] = 0.0f;
+                    dS[e] = P[e] * (dp[mt][nt][2 * k + e] - Delta) * ladder_attn_softcap_grad(x, a.softcap);
+                }
+                *(uint32_t *)(sm.P + r * LDP + c) = ladder_pack2_float<T>(P[0], P[1]);
+                *(uint32_t *)(sm.dS + r * LDP + c) = ladder_pack2_float<T>(dS[0], dS[1]);
+            }
         }
-    }
+}
+
+/* dq = dS K for this warp's part of the BR x HD tile (rows qr.., columns qc..), from the dS tile in shared memory. */
+template <class T, int HD, int HDV>
+__device__ __forceinline__ void dq_product(float (&dq)[bwd_cfg<HD, HDV>::Q_MT][bwd_cfg<HD, HDV>::Q_NT][4],
+                                           const bwd_smem<HD, HDV> &sm, int qr, int qc, int lane) {
+    using C = bwd_cfg<HD, HDV>;
+    ladder_mma_warp_tile<T, C::Q_MT, C::Q_NT, C::BC / 16, false, true>(dq, sm.dS + qr * C::LDP, C::LDP, sm.K + qc,
+                                                                         C::LDK, lane);
 }
 
 /*
- * acc += X Z for a warp: 16 rows of X (shared, row-major [row][k], stride ldx) times Z (shared, stored [k][n],
- * stride ldz) over K16 * 16 k's, for NB*8 columns of Z starting at z_col: B fragments through ldmatrix.trans.
+ * The first t in [0, n) with pred(t), for a pred that is false and then true as t grows (n if none): a binary
+ * search, since a block would otherwise walk every query tile of a long sequence to find its own.
  */
-template <class T, int NB, int K16>
-__device__ __forceinline__ void mma_xz(float (&acc)[NB][4], const uint16_t *X, int ldx, const uint16_t *Z, int ldz,
-                                       int z_col, int lane) {
-#pragma unroll
-    for (int kb = 0; kb < K16; kb++) {
-        uint32_t xa[4];
-        ladder_ldsm_x4(xa, X + (lane % 16) * ldx + kb * 16 + (lane / 16) * 8);
-#pragma unroll
-        for (int nb = 0; nb < NB; nb += 2) {
-            uint32_t zb[4];
-            const int row = kb * 16 + lane % 8 + (lane / 8 % 2) * 8, col = z_col + nb * 8 + (lane / 16) * 8;
-            ladder_ldsm_x4_trans(zb, Z + row * ldz + col);
-            ladder_mma_m16n8k16<T>(acc[nb], xa, zb[0], zb[1]);
-            ladder_mma_m16n8k16<T>(acc[nb + 1], xa, zb[2], zb[3]);
-        }
+template <class Pred> __device__ __forceinline__ int64_t first_true(int64_t n, Pred pred) {
+    int64_t lo = 0, hi = n; /* pred false below lo, true from hi */
+    while (lo < hi) {
+        const int64_t mid = (lo + hi) / 2;
+        if (pred(mid)) hi = mid;
+        else lo = mid + 1;
     }
-}
-
-/*
- * P and dS' of one fragment: S from the fp32 score s, P = exp(S - L) (0 where not seen), dS' = P (dP - Delta)
- * times the softcap's slope.
- */
-__device__ __forceinline__ void p_ds(const args &a, float s, float dP, float L, float Delta, bool seen, float *P,
-                                     float *dS) {
-    const float S = ladder_attn_softcap(a.scale * s, a.softcap);
-    const float p = seen ? __expf(S - L) : 0.0f;
-    *P = p;
-    *dS = p * (dP - Delta) * ladder_attn_softcap_grad(S, a.softcap);
+    return lo;
 }
 
 /*
  * 2. (and 3. with atomic_dq) one block per (key tile, key/value head hk, batch row b). atomic_dq is a kernel
  * argument, not a template one: the branch is uniform, and one compiled kernel serves both modes.
+ *
+ * The steps and their barriers: Q_n and dO_n have landed | fetch Q_{n+1} (other buffer) and its rows' stats;
+ * S, dP -> P, dS | dV += P^T dO | fetch dO_{n+1} (dO's one buffer is free now); dK += dS^T Q; dQ atomics.
  */
 template <class T, int HD, int HDV>
 __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_tc_kernel(args a, bool atomic_dq) {
     using C = bwd_cfg<HD, HDV>;
-    constexpr int BR = C::BR, BC = C::BC, LDK = C::LDK, LDV = C::LDV, LDP = C::LDP, SPLIT = C::SPLIT;
+    constexpr int BR = C::BR, BC = C::BC, LDK = C::LDK, LDV = C::LDV, LDP = C::LDP;
     extern __shared__ __align__(16) uint16_t smem[];
-    uint16_t *Ks = smem, *Vs = Ks + BC * LDK, *Qs = Vs + BC * LDV, *dOs = Qs + BR * LDK;
-    uint16_t *PT = dOs + BR * LDV, *dST = PT + BC * LDP;
-    float *Ls = (float *)(dST + BC * LDP), *Ds = Ls + BR;
+    const bwd_smem<HD, HDV> sm(smem);
     int64_t s, j0;
     if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, blockIdx.x, &s, &j0)) return; /* the whole block */
     const int64_t hk = blockIdx.y, b = blockIdx.z, group = a.Hq / a.Hkv;
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
     const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int kw = (warp % 4) * 16, part = warp / 4; /* this warp's 16 keys (or rows), and its column half */
+    const int kr = warp / C::KV_WN * 32, kc = warp % C::KV_WN * C::K_NT * 8, vc = warp % C::KV_WN * C::V_NT * 8;
+    const int qr = warp / C::Q_WN * C::Q_MT * 16, qc = warp % C::Q_WN * C::Q_NT * 8;
 
-    load_tile<BC>(Ks, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D, HD);
-    load_tile<BC>(Vs, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv, HDV);
+    /* The query tiles whose rows see some of the keys: [t0, t1), contiguous since both ends of a row's key range
+     * move right with the row (a tile sees them if its last row's range ends past j0 and its first row's starts
+     * before j0 + keys). The steps run over them for each query head of the group. */
+    const int64_t tiles = (seq.Lq + BR - 1) / BR;
+    auto range_of = [=](int64_t i, int64_t *lo, int64_t *hi) {
+        ladder_attn_key_range(i, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, lo, hi);
+    };
+    const int64_t t0 = first_true(tiles, [=](int64_t tt) {
+        int64_t lo, hi;
+        range_of((tt + 1) * BR < seq.Lq ? (tt + 1) * BR - 1 : seq.Lq - 1, &lo, &hi);
+        return hi > j0;
+    });
+    const int64_t t1 = first_true(tiles, [=](int64_t tt) {
+        int64_t lo, hi;
+        range_of(tt * BR, &lo, &hi);
+        return lo >= j0 + keys;
+    });
+    const int64_t per_head = t1 > t0 ? t1 - t0 : 0, steps = group * per_head;
+    auto step = [=](int64_t n) {
+        qtile q;
+        q.h = hk * group + n / per_head, q.i0 = (t0 + n % per_head) * BR;
+        q.rows = seq.Lq - q.i0 < BR ? seq.Lq - q.i0 : BR;
+        q.row0 = (b * a.Hq + q.h) * a.Sq + seq.q0 + q.i0;
+        return q;
+    };
+
+    load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
+    load_tile<BC, HDV, C::THREADS>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
+    if (steps > 0) {
+        const qtile q = step(0);
+        load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, q.h, seq.q0 + q.i0, q.rows, a.D);
+        load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, q.h, seq.q0 + q.i0, q.rows, a.Dv);
+        fetch_rows<BR>(a, seq, q, sm.range(0), sm.lse(0), sm.D(0));
+    }
     ladder_cp_async_commit();
-    float dk[HD / SPLIT / 8][4], dv[HDV / SPLIT / 8][4];
-#pragma unroll
-    for (int n = 0; n < HD / SPLIT / 8; n++) dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0.0f;
-#pragma unroll
-    for (int n = 0; n < HDV / SPLIT / 8; n++) dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0.0f;
+    float dk[2][C::K_NT][4], dv[2][C::V_NT][4];
+    ladder_zero_tile(dk);
+    ladder_zero_tile(dv);
 
-    for (int64_t h = hk * group; h < (hk + 1) * group; h++)
-        for (int64_t i0 = 0; i0 < seq.Lq; i0 += BR) {
-            const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
-            int64_t lo_first, hi_first, lo_last, hi_last;
-            ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_first, &hi_first);
-            ladder_attn_key_range(i0 + rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &hi_last);
-            if (hi_last <= j0 || lo_first >= j0 + keys) continue; /* the ranges move right: no row sees this tile */
-            /* every row of the query tile sees every key of this one: no mask test (the diagonal tiles apply it) */
-            const bool full = j0 >= lo_last && j0 + BC <= hi_first && rows == BR;
-            __syncthreads(); /* every warp is done with the previous Q, dO, P^T and dS^T tiles */
-            load_tile<BR>(Qs, LDK, a.q, b, h, seq.q0 + i0, rows, a.D, HD);
-            load_tile<BR>(dOs, LDV, a.dout, b, h, seq.q0 + i0, rows, a.Dv, HDV);
-            ladder_cp_async_commit();
-            load_stats<BR>(a, Ls, Ds, b, h, seq.q0, i0, rows);
-            ladder_cp_async_wait_group<0>();
-            __syncthreads();
-
-            /* S^T = K Q^T and dP^T = V dO^T for keys kw.. and this warp's rows, 32 rows at a time */
-#pragma unroll 1 /* one chunk's fragments live at a time, beside the accumulators */
-            for (int r0 = part * (BR / SPLIT); r0 < (part + 1) * (BR / SPLIT); r0 += 32) {
-                float sT[4][4], dpT[4][4];
-                mma_xyT<T, 4, HD>(sT, Ks + kw * LDK, LDK, Qs + r0 * LDK, LDK, lane);
-                mma_xyT<T, 4, HDV>(dpT, Vs + kw * LDV, LDV, dOs + r0 * LDV, LDV, lane);
-#pragma unroll
-                for (int nb = 0; nb < 4; nb++)
-#pragma unroll
-                    for (int k = 0; k < 2; k++) { /* key kw + g + 8k; rows r, r + 1 */
-                        const int c = kw + g + 8 * k, r = r0 + nb * 8 + 2 * t;
-                        float P[2], dS[2];
-#pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            bool seen = true;
-                            if (!full) {
-                                int64_t lo, hi;
-                                ladder_attn_key_range(i0 + r + e, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
-                                seen = c < keys && r + e < rows && j0 + c >= lo && j0 + c < hi;
-                            }
-                            p_ds(a, sT[nb][2 * k + e], dpT[nb][2 * k + e], Ls[r + e], Ds[r + e], seen, &P[e], &dS[e]);
-                        }
-                        *(uint32_t *)(PT + c * LDP + r) = ladder_pack2_float<T>(P[0], P[1]);
-                        *(uint32_t *)(dST + c * LDP + r) = ladder_pack2_float<T>(dS[0], dS[1]);
-                    }
-            }
-            __syncthreads(); /* P^T and dS^T are whole */
-
-            /* dV += P^T dO and dK += dS^T Q, for keys kw.. and this warp's column half */
-            mma_xz<T, HDV / SPLIT / 8, BR / 16>(dv, PT + kw * LDP, LDP, dOs, LDV, part * (HDV / SPLIT), lane);
-            mma_xz<T, HD / SPLIT / 8, BR / 16>(dk, dST + kw * LDP, LDP, Qs, LDK, part * (HD / SPLIT), lane);
-
-            if (atomic_dq) { /* dQ += scale * dS K for rows kw.. (dS = (dS^T)^T: A fragments through .trans) */
-#pragma unroll 1 /* one chunk's fragments live at a time, beside the accumulators */
-                for (int d0 = part * (HD / SPLIT); d0 < (part + 1) * (HD / SPLIT); d0 += 32) {
-                    float dq[4][4] = {};
-#pragma unroll
-                    for (int kb = 0; kb < BC / 16; kb++) {
-                        uint32_t xa[4];
-                        const int key = kb * 16 + lane % 8 + (lane / 16) * 8;
-                        ladder_ldsm_x4_trans(xa, dST + key * LDP + kw + (lane / 8 % 2) * 8);
-#pragma unroll
-                        for (int nb = 0; nb < 4; nb += 2) {
-                            uint32_t zb[4];
-                            const int row = kb * 16 + lane % 8 + (lane / 8 % 2) * 8;
-                            ladder_ldsm_x4_trans(zb, Ks + row * LDK + d0 + nb * 8 + (lane / 16) * 8);
-                            ladder_mma_m16n8k16<T>(dq[nb], xa, zb[0], zb[1]);
-                            ladder_mma_m16n8k16<T>(dq[nb + 1], xa, zb[2], zb[3]);
-                        }
-                    }
-#pragma unroll
-                    for (int nb = 0; nb < 4; nb++)
-#pragma unroll
-                        for (int c = 0; c < 4; c++) {
-                            const int r = kw + g + 8 * (c / 2), col = d0 + nb * 8 + 2 * t + (c & 1);
-                            if (r < rows && col < a.D)
-                                atomicAdd(a.dq_accum + ((b * a.Hq + h) * a.Sq + seq.q0 + i0 + r) * a.D + col,
-                                          a.scale * dq[nb][c]);
-                        }
-                }
-            }
+    for (int64_t n = 0; n < steps; n++) {
+        const int st = (int)(n % 2);
+        const qtile q = step(n);
+        ladder_cp_async_wait_group<0>(); /* Q_n, dO_n (and K, V at first) */
+        __syncthreads();                 /* ... for every thread; and every warp is done with step n - 1 */
+        const bool more = n + 1 < steps;
+        if (more) {
+            const qtile qn = step(n + 1);
+            load_tile<BR, HD, C::THREADS>(sm.Q(1 - st), LDK, a.q, b, qn.h, seq.q0 + qn.i0, qn.rows, a.D);
+            fetch_rows<BR>(a, seq, qn, sm.range(1 - st), sm.lse(1 - st), sm.D(1 - st));
         }
-    ladder_cp_async_wait_group<0>(); /* a block that saw no query tile still has its K, V copies in flight */
+        ladder_cp_async_commit();
 
-    /* dK = scale * sum dS^T Q and dV, rounded to T: key kw + g (+8), columns of this warp's half */
-#pragma unroll
-    for (int c = 0; c < 4; c++) {
-        const int key = kw + g + 8 * (c / 2);
-        if (key >= keys) continue;
-        const int64_t at = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0 + key;
-#pragma unroll
-        for (int n = 0; n < HD / SPLIT / 8; n++) {
-            const int col = part * (HD / SPLIT) + n * 8 + 2 * t + (c & 1);
-            if (col < a.D) a.dk[at * a.D + col] = ladder_from_float<T>(a.scale * dk[n][c]);
+        if (all_seen<BR, BC>(a, seq, q, j0, keys)) scores<T, HD, HDV, false>(a, sm, sm.Q(st), st, j0, warp, lane);
+        else scores<T, HD, HDV, true>(a, sm, sm.Q(st), st, j0, warp, lane);
+        __syncthreads(); /* P and dS are whole */
+
+        /* dV += P^T dO and dK += dS^T Q for keys kr.. (P^T, dS^T: the stored [row][key] tiles through .trans) */
+        ladder_mma_warp_tile<T, 2, C::V_NT, BR / 16, true, true>(dv, sm.P + kr, LDP, sm.dO + vc, LDV, lane);
+        __syncthreads(); /* every warp is done with dO_n */
+        if (more) {
+            const qtile qn = step(n + 1);
+            load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, qn.h, seq.q0 + qn.i0, qn.rows, a.Dv);
         }
+        ladder_cp_async_commit();
+        ladder_mma_warp_tile<T, 2, C::K_NT, BR / 16, true, true>(dk, sm.dS + kr, LDP, sm.Q(st) + kc, LDK, lane);
+
+        if (atomic_dq) { /* dQ += scale * dS K for rows qr.., columns qc.. */
+            float dq[C::Q_MT][C::Q_NT][4];
+            ladder_zero_tile(dq);
+            dq_product<T, HD, HDV>(dq, sm, qr, qc, lane);
 #pragma unroll
-        for (int n = 0; n < HDV / SPLIT / 8; n++) {
-            const int col = part * (HDV / SPLIT) + n * 8 + 2 * t + (c & 1);
-            if (col < a.Dv) a.dv[at * a.Dv + col] = ladder_from_float<T>(dv[n][c]);
+            for (int mt = 0; mt < C::Q_MT; mt++)
+#pragma unroll
+                for (int nt = 0; nt < C::Q_NT; nt++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) {
+                        const int r = qr + mt * 16 + g + 8 * (c / 2), col = qc + nt * 8 + 2 * t + (c & 1);
+                        if (r < q.rows && col < a.D) atomicAdd(a.dq_accum + (q.row0 + r) * a.D + col, a.scale * dq[mt][nt][c]);
+                    }
         }
     }
+    ladder_cp_async_wait_group<0>(); /* a block that saw no query tile still has its K, V copies in flight */
+
+    /* dK = scale * sum dS^T Q and dV, rounded to T: keys kr + mt*16 + g (+8), this warp's columns */
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int key = kr + mt * 16 + g + 8 * (c / 2);
+            if (key >= keys) continue;
+            const int64_t at = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0 + key;
+#pragma unroll
+            for (int nt = 0; nt < C::K_NT; nt++) {
+                const int col = kc + nt * 8 + 2 * t + (c & 1);
+                if (col < a.D) a.dk[at * a.D + col] = ladder_from_float<T>(a.scale * dk[mt][nt][c]);
+            }
+#pragma unroll
+            for (int nt = 0; nt < C::V_NT; nt++) {
+                const int col = vc + nt * 8 + 2 * t + (c & 1);
+                if (col < a.Dv) a.dv[at * a.Dv + col] = ladder_from_float<T>(dv[mt][nt][c]);
+            }
+        }
 }
 
 /* 3. Deterministic dQ: one block per (query tile, head h, batch row b), the key tiles streamed in order. */
 template <class T, int HD, int HDV>
 __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_kernel(args a) {
     using C = bwd_cfg<HD, HDV>;
-    constexpr int BR = C::BR, BC = C::BC, LDK = C::LDK, LDV = C::LDV, LDP = C::LDP, SPLIT = C::SPLIT;
+    constexpr int BR = C::BR, BC = C::BC, LDK = C::LDK, LDV = C::LDV;
     extern __shared__ __align__(16) uint16_t smem[];
-    uint16_t *Ks = smem, *Vs = Ks + BC * LDK, *Qs = Vs + BC * LDV, *dOs = Qs + BR * LDK, *dSs = dOs + BR * LDV;
-    float *Ls = (float *)(dSs + 2 * BC * LDP), *Ds = Ls + BR;
+    const bwd_smem<HD, HDV> sm(smem);
     int64_t s, i0;
     if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x, &s, &i0)) return; /* the whole block */
     const int64_t h = blockIdx.y, b = blockIdx.z, hk = ladder_attn_kv_head(h, a.Hq, a.Hkv);
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
-    const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
+    qtile q;
+    q.h = h, q.i0 = i0, q.rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR, q.row0 = (b * a.Hq + h) * a.Sq + seq.q0 + i0;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int rw = (warp % 4) * 16, part = warp / 4; /* this warp's 16 rows, and its key (then column) half */
-    int64_t klo, khi, lo_last, hi_first, lo[2] = {0, 0}, hi[2] = {0, 0};
-    ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &klo, &hi_first);
-    ladder_attn_key_range(i0 + rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &khi);
-#pragma unroll
-    for (int k = 0; k < 2; k++)
-        if (rw + g + 8 * k < rows)
-            ladder_attn_key_range(i0 + rw + g + 8 * k, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo[k], &hi[k]);
+    const int qr = warp / C::Q_WN * C::Q_MT * 16, qc = warp % C::Q_WN * C::Q_NT * 8;
+    int64_t klo, khi, lo, hi;
+    ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &klo, &hi);
+    ladder_attn_key_range(i0 + q.rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &khi);
 
-    load_tile<BR>(Qs, LDK, a.q, b, h, seq.q0 + i0, rows, a.D, HD);
-    load_tile<BR>(dOs, LDV, a.dout, b, h, seq.q0 + i0, rows, a.Dv, HDV);
+    load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, h, seq.q0 + i0, q.rows, a.D);
+    load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, h, seq.q0 + i0, q.rows, a.Dv);
+    fetch_rows<BR>(a, seq, q, sm.range(0), sm.lse(0), sm.D(0));
     ladder_cp_async_commit();
-    load_stats<BR>(a, Ls, Ds, b, h, seq.q0, i0, rows);
-    float dq[HD / SPLIT / 8][4];
-#pragma unroll
-    for (int n = 0; n < HD / SPLIT / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+    float dq[C::Q_MT][C::Q_NT][4];
+    ladder_zero_tile(dq);
 
     for (int64_t j0 = klo / BC * BC; j0 < khi; j0 += BC) {
         __syncthreads(); /* every warp is done with the previous K, V and dS tiles */
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
-        load_tile<BC>(Ks, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D, HD);
-        load_tile<BC>(Vs, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv, HDV);
+        load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
+        load_tile<BC, HDV, C::THREADS>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
         ladder_cp_async_commit();
         ladder_cp_async_wait_group<0>();
         __syncthreads();
-        const bool full = j0 >= lo_last && j0 + BC <= hi_first;
-        /* S = Q K^T and dP = dO V^T for rows rw.. and this warp's keys, 32 at a time; dS into shared memory */
-#pragma unroll 1 /* one chunk's fragments live at a time, beside the accumulators */
-        for (int c0 = part * (BC / SPLIT); c0 < (part + 1) * (BC / SPLIT); c0 += 32) {
-            float sc[4][4], dp[4][4];
-            mma_xyT<T, 4, HD>(sc, Qs + rw * LDK, LDK, Ks + c0 * LDK, LDK, lane);
-            mma_xyT<T, 4, HDV>(dp, dOs + rw * LDV, LDV, Vs + c0 * LDV, LDV, lane);
-#pragma unroll
-            for (int nb = 0; nb < 4; nb++)
-#pragma unroll
-                for (int k = 0; k < 2; k++) { /* row rw + g + 8k; keys c, c + 1 */
-                    const int r = rw + g + 8 * k, c = c0 + nb * 8 + 2 * t;
-                    float P[2], dS[2];
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const bool seen = full || (r < rows && j0 + c + e >= lo[k] && j0 + c + e < hi[k]);
-                        p_ds(a, sc[nb][2 * k + e], dp[nb][2 * k + e], Ls[r], Ds[r], seen, &P[e], &dS[e]);
-                    }
-                    *(uint32_t *)(dSs + r * LDP + c) = ladder_pack2_float<T>(dS[0], dS[1]);
-                }
-        }
+        if (all_seen<BR, BC>(a, seq, q, j0, keys)) scores<T, HD, HDV, false>(a, sm, sm.Q(0), 0, j0, warp, lane);
+        else scores<T, HD, HDV, true>(a, sm, sm.Q(0), 0, j0, warp, lane);
         __syncthreads(); /* dS is whole */
-        mma_xz<T, HD / SPLIT / 8, BC / 16>(dq, dSs + rw * LDP, LDP, Ks, LDK, part * (HD / SPLIT), lane);
+        dq_product<T, HD, HDV>(dq, sm, qr, qc, lane);
     }
     ladder_cp_async_wait_group<0>();
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
-        const int r = rw + g + 8 * (c / 2);
-        if (r >= rows) continue;
-        const int64_t row = (b * a.Hq + h) * a.Sq + seq.q0 + i0 + r;
+    for (int mt = 0; mt < C::Q_MT; mt++)
 #pragma unroll
-        for (int n = 0; n < HD / SPLIT / 8; n++) {
-            const int col = part * (HD / SPLIT) + n * 8 + 2 * t + (c & 1);
-            if (col < a.D) a.dq[row * a.D + col] = ladder_from_float<T>(a.scale * dq[n][c]);
+        for (int c = 0; c < 4; c++) {
+            const int r = qr + mt * 16 + g + 8 * (c / 2);
+            if (r >= q.rows) continue;
+#pragma unroll
+            for (int nt = 0; nt < C::Q_NT; nt++) {
+                const int col = qc + nt * 8 + 2 * t + (c & 1);
+                if (col < a.D) a.dq[(q.row0 + r) * a.D + col] = ladder_from_float<T>(a.scale * dq[mt][nt][c]);
+            }
         }
-    }
 }
 
 /* After the atomic dQ: the fp32 accumulator rounded to the output dtype. */

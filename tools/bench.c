@@ -154,9 +154,31 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     return failures ? TOOL_FAIL : TOOL_OK;
 }
 
+/* Bench problem @p i with the flags applied, and its optional tensors; false on a usage error (reported later). */
+static bool resolved(const ladder_algo *algo, const tool_opts *o, int i, unsigned char *problem, uint32_t *with) {
+    const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;
+    ladder_case_opts co;
+    memset(problem, 0, LADDER_PROBLEM_MAX);
+    if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return false;
+    *with = o->with ? co.with : algo->bench_with ? algo->bench_with[i] : 0;
+    return true;
+}
+
+/* Flags that set every size (one shape, `ladder bench flash --D 128 ...`) make the sweep's problems alike: is
+ * problem @p i one an earlier i already timed? */
+static bool repeats_earlier(const ladder_algo *algo, const tool_opts *o, int i) {
+    _Alignas(8) unsigned char pi[LADDER_PROBLEM_MAX], pj[LADDER_PROBLEM_MAX];
+    uint32_t wi, wj;
+    if (!resolved(algo, o, i, pi, &wi)) return false;
+    for (int j = 0; j < i; j++)
+        if (resolved(algo, o, j, pj, &wj) && wi == wj && memcmp(pi, pj, algo->problem_size) == 0) return true;
+    return false;
+}
+
 int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int max_rows, int *n_rows) {
     int rc = TOOL_OK;
     for (int i = 0; i < algo->n_bench_problems && rc != TOOL_USAGE; i++) {
+        if (repeats_earlier(algo, o, i)) continue;
         const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;
         int r = bench_problem(algo, o, base, algo->bench_with ? algo->bench_with[i] : 0, rows, max_rows, n_rows);
         if (r > rc) rc = r;

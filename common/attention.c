@@ -9,6 +9,20 @@ double ladder_attention_scale(const ladder_attention_problem *p) {
     return p->scale > 0 ? p->scale : 1.0 / sqrt((double)p->D);
 }
 
+ladder_attn_call ladder_attn_call_of(const ladder_attention_problem *p, const ladder_tensor *cu_seqlens_q,
+                                     const ladder_tensor *cu_seqlens_k, const ladder_tensor *dlse) {
+    ladder_attn_call c = {
+        .B = p->B, .Hq = p->Hq, .Hkv = p->Hkv, .Sq = p->Sq, .Sk = p->Sk, .D = p->D, .Dv = p->Dv,
+        .scale = (float)ladder_attention_scale(p), .softcap = (float)p->softcap, .causal = p->causal,
+        .wl = p->window_left, .wr = p->window_right,
+        .cu_q = (const int32_t *)cu_seqlens_q->data, .cu_k = (const int32_t *)cu_seqlens_k->data,
+        .n_seqs = cu_seqlens_q->data ? cu_seqlens_q->shape[0] - 1 : 0,
+        .dlse = (const float *)dlse->data,
+    };
+    for (int i = 0; i < 3 && dlse->data; i++) c.sdlse[i] = dlse->strides[i];
+    return c;
+}
+
 /* A size in lo..hi, named in the message as the descriptor names its flag. */
 static ladder_status check_size(const char *name, int64_t v, int64_t lo, int64_t hi) {
     if (v < lo || v > hi)

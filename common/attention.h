@@ -85,6 +85,26 @@ ladder_status ladder_attention_check_inputs(const ladder_attention_problem *p, c
 ladder_status ladder_attention_check_seqlens(const ladder_attention_problem *p, const ladder_tensor *cu_seqlens_q,
                                              const ladder_tensor *cu_seqlens_k, bool on_device);
 
+/**
+ * The sizes, options and index tensors every attention kernel reads, as plain values: each GPU rung's kernel
+ * arguments extend it with their own tensors (struct args : ladder_attn_call), so that it is packed in one place.
+ */
+typedef struct ladder_attn_call {
+    int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
+    float scale;                /**< ladder_attention_scale() */
+    float softcap;              /**< 0: none */
+    int causal;                 /**< a ::ladder_causal */
+    int64_t wl, wr;             /**< window_left, window_right (-1: no limit) */
+    const int32_t *cu_q, *cu_k; /**< NULL: every batch row is one sequence */
+    int64_t n_seqs;             /**< packed sequences (0 without) */
+    const float *dlse;          /**< the gradient of lse [B,Hq,Sq], f32; NULL: none */
+    int64_t sdlse[3];           /**< its strides */
+} ladder_attn_call;
+
+/** @p p with its index tensors and @p dlse (any of them absent: data NULL) as kernel arguments. */
+ladder_attn_call ladder_attn_call_of(const ladder_attention_problem *p, const ladder_tensor *cu_seqlens_q,
+                                     const ladder_tensor *cu_seqlens_k, const ladder_tensor *dlse);
+
 /** Forward FLOPs as FlashAttention counts them: 2*B*Hq*Sq*Sk*(D + Dv) (= 4*B*H*S^2*D), half when causal. */
 double ladder_attention_fwd_flops(const ladder_attention_problem *p);
 /** Backward FLOPs: 2.5 times the forward's. */

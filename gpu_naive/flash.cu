@@ -29,18 +29,10 @@ struct view4 {
 };
 
 /* What every kernel needs: inputs, outputs, sizes and options. */
-struct naive_args {
+struct naive_args : ladder_attn_call {
     view4 q, k, v, dout;
-    const float *dlse; /* nullptr: no gradient of lse */
-    int64_t sdlse[3];
     const float *o, *lse; /* written by the forward, read by the backward: contiguous */
     float *o_out, *lse_out, *dq, *dk, *dv;
-    int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
-    float scale, softcap;
-    int causal;
-    int64_t wl, wr;
-    const int32_t *cu_q, *cu_k; /* nullptr: every batch row is one sequence */
-    int64_t n_seqs;
 };
 
 /* The sequence of packed query row r (or key row, with @p keys) of batch row b. */
@@ -152,20 +144,13 @@ view4 view_of(const ladder_tensor &t) {
 }
 
 naive_args pack(const ladder_flash_problem *fp, const ladder_flash_args *a) {
-    const ladder_attention_problem *p = &fp->attn;
     naive_args n = {};
+    static_cast<ladder_attn_call &>(n) = ladder_attn_call_of(&fp->attn, &a->cu_seqlens_q, &a->cu_seqlens_k, &a->dlse);
     n.q = view_of(a->q), n.k = view_of(a->k), n.v = view_of(a->v);
     if (a->dout.data) n.dout = view_of(a->dout);
-    n.dlse = (const float *)a->dlse.data;
-    for (int i = 0; i < 3; i++) n.sdlse[i] = a->dlse.strides[i];
     n.o = (const float *)a->o.data, n.lse = (const float *)a->lse.data;
     n.o_out = (float *)a->o.data, n.lse_out = (float *)a->lse.data;
     n.dq = (float *)a->dq.data, n.dk = (float *)a->dk.data, n.dv = (float *)a->dv.data;
-    n.B = p->B, n.Hq = p->Hq, n.Hkv = p->Hkv, n.Sq = p->Sq, n.Sk = p->Sk, n.D = p->D, n.Dv = p->Dv;
-    n.scale = (float)ladder_attention_scale(p), n.softcap = (float)p->softcap;
-    n.causal = p->causal, n.wl = p->window_left, n.wr = p->window_right;
-    n.cu_q = (const int32_t *)a->cu_seqlens_q.data, n.cu_k = (const int32_t *)a->cu_seqlens_k.data;
-    n.n_seqs = a->cu_seqlens_q.data ? a->cu_seqlens_q.shape[0] - 1 : 1;
     return n;
 }
 

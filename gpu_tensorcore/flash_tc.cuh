@@ -30,21 +30,14 @@ struct view4 {
     bool rows16;
 };
 
-/* What every kernel needs. q, k, v, dout and the outputs o, dq, dk, dv hold 16-bit elements. */
-struct args {
+/* What every kernel needs: the sizes and options (ladder_attn_call), and the tensors. q, k, v, dout and the
+ * outputs o, dq, dk, dv hold 16-bit elements. */
+struct args : ladder_attn_call {
     view4 q, k, v, dout;
-    const float *dlse; /* nullptr: no gradient of lse */
-    int64_t sdlse[3];
     uint16_t *o, *dq, *dk, *dv; /* contiguous */
     float *lse;                 /* contiguous, f32 */
     float *delta;               /* [B,Hq,Sq] scratch: Delta from the preprocess */
     float *dq_accum;            /* [B,Hq,Sq,D] fp32 scratch for the atomic dQ (nullptr in deterministic mode) */
-    int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
-    float scale, softcap;
-    int causal;
-    int64_t wl, wr;
-    const int32_t *cu_q, *cu_k; /* nullptr: every batch row is one sequence */
-    int64_t n_seqs;             /* packed sequences (0 without) */
 };
 
 inline view4 view_of(const ladder_tensor &t) {
@@ -53,19 +46,12 @@ inline view4 view_of(const ladder_tensor &t) {
 }
 
 inline args pack(const ladder_flash_problem *fp, const ladder_flash_args *a) {
-    const ladder_attention_problem *p = &fp->attn;
     args n = {};
+    static_cast<ladder_attn_call &>(n) = ladder_attn_call_of(&fp->attn, &a->cu_seqlens_q, &a->cu_seqlens_k, &a->dlse);
     n.q = view_of(a->q), n.k = view_of(a->k), n.v = view_of(a->v);
     if (a->dout.data) n.dout = view_of(a->dout);
-    n.dlse = (const float *)a->dlse.data;
-    for (int i = 0; i < 3; i++) n.sdlse[i] = a->dlse.strides[i];
     n.o = (uint16_t *)a->o.data, n.lse = (float *)a->lse.data;
     n.dq = (uint16_t *)a->dq.data, n.dk = (uint16_t *)a->dk.data, n.dv = (uint16_t *)a->dv.data;
-    n.B = p->B, n.Hq = p->Hq, n.Hkv = p->Hkv, n.Sq = p->Sq, n.Sk = p->Sk, n.D = p->D, n.Dv = p->Dv;
-    n.scale = (float)ladder_attention_scale(p), n.softcap = (float)p->softcap;
-    n.causal = p->causal, n.wl = p->window_left, n.wr = p->window_right;
-    n.cu_q = (const int32_t *)a->cu_seqlens_q.data, n.cu_k = (const int32_t *)a->cu_seqlens_k.data;
-    n.n_seqs = a->cu_seqlens_q.data ? a->cu_seqlens_q.shape[0] - 1 : 0;
     return n;
 }
 

@@ -1,0 +1,709 @@
+/*
+ * gpu_tensorcore/recurrent.cu: gated linear attention in the chunked form, on the tensor cores.
+ *
+ * What changed since gpu_tiled/: the recurrence no longer runs one step at a time. The steps are cut into chunks
+ * of CH = 16 (one k step of mma.sync m16n8k16), and with S0 the state at a chunk's start, A and B the cumulative
+ * sums of the row and column log gates inside the chunk (fp32, from 0 at the chunk's start):
+ *
+ *     o_t[j] = scale * ( exp(B_t[j]) sum_i q_t[i] exp(A_t[i]) S0[i,j]                        the state part
+ *                      + sum_{s<=t} P_ts exp(B_t[j]-B_s[j]) v_s[j] ),                         the diagonal part
+ *     P_ts   = sum_i q_t[i] k_s[i] exp(A_t[i]-A_s[i])   (s <= t)
+ *     S_end  = exp(A_C + B_C) ⊙ S0 + (k ⊙ exp(A_C - A))^T (v ⊙ exp(B_C - B))
+ *
+ * 1. The state products on the matrix units (state_times, state_update, rows_times_state). A block owns the
+ *    state's columns c0 .. c0+VB-1 (VB = 16 per warp) and every row; warp w holds S^T rows j0 = 16w .. j0+15 in
+ *    registers as the fp32 accumulators of m16n8k16 (fragment nt: state rows 8nt .. 8nt+7). Two accumulator tiles
+ *    side by side, rounded to 16 bits, are an A fragment (common/mma.cuh), so o^T = S^T (q ⊙ exp(A))^T reads the
+ *    state straight from the registers, and the update S^T = decay ⊙ S^T + (v ⊙ ..)^T (k ⊙ ..) accumulates into
+ *    them. The state stays fp32 between chunks; only where it is an mma operand is it rounded to the input dtype
+ *    (as fla does), an error of one rounding of S0 in the state part of o, never carried into the next state.
+ * 2. Every factor at most 1 (for gates <= 0): exp(A_t), exp(A_C - A_s), and exp(A_t - A_s) for s <= t are formed
+ *    as they are, never exp(-A_s) alone (a per-step gate of -30 overflows it within 3 steps). The chunk is the GLA
+ *    paper's sub-chunk: its diagonal part, which needs exp(A_t[i] - A_s[i]) per pair and channel, is summed in
+ *    fp32 (small_matrices, and the epilogues of the products); what fla's off-diagonal sub-blocks compute, q of
+ *    one sub-chunk against k v of an earlier one, is here the state part of the next chunk: the same products,
+ *    associated through the state, with fewer multiply-adds (2KV + 8(K+V) per step instead of 2KV + 32(K+V)).
+ *    Without gk the row gate is one number per step and P_ts = exp(A_t - A_s) (q_t . k_s): no per-channel exps.
+ * 3. Staging by cp.async, double-buffered (stage_chunk): the next chunk's q, k, v (do) and gates are in flight
+ *    while this chunk computes. A tile keeps the input's own [step][channel] layout, rows padded by 16 bytes so
+ *    that ldmatrix hits distinct banks; strided or misaligned inputs take element loads into the same tiles.
+ * 4. Backward without stored states: a forward sweep (sweep_kernel in its backward mode) recomputes the state
+ *    and writes dq = scale * S_t do_t (and, with gv, o in fp32 for the column gate sums); a reverse sweep
+ *    (reverse_kernel) carries dH = dL/dS from dht backwards and writes dk, dv and dh0. dq and dk contract over
+ *    the state's columns, which the warps split: they read a 16-bit copy of the state in shared memory (Sx) and
+ *    every block writes its partial, summed afterwards in block order (sum_parts_kernel): no atomics.
+ * 5. The gate gradients from the identities of recurrent.h, in double (gate_rows_kernel, gate_cols_kernel), on
+ *    the fp32 dq, dk, dv before they are rounded, then rec_finish_gates().
+ *
+ * Preconditions: validated by ladder_recurrent_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all f16; gates,
+ * states and their gradients f32; device pointers; any input strides; contiguous outputs; K, V <= 256).
+ * Run it:  build/bin/ladder run recurrent --rung gpu_tensorcore --dtype bf16
+ */
+#include <stdint.h>
+
+#include "cuda_check.cuh"
+#include "cuda_util.cuh"
+#include "mma.cuh"
+#include "recurrent_gpu.cuh"
+#include "recurrent_rungs.h"
+
+namespace {
+
+constexpr int CH = 16;       /* steps per chunk: one k step of the mma */
+constexpr int MAX_WARPS = 8; /* a block holds at most 16 * 8 = 128 state columns */
+constexpr int NTM = 16;      /* fragments of 8 state rows a warp holds: 128 rows (a pair of warps for K > 128) */
+
+/* A strided input as the kernels read it, with whether its rows may go 16 bytes at a time (cp.async). */
+template <class U> struct view {
+    const U *p;
+    int64_t s[4];
+    bool vec;
+};
+
+/* One call, as every kernel takes it. */
+struct tc_call {
+    rec_call c;                   /* sizes, scale, reverse; the f32 gates, h0, dht; the f32 outputs */
+    view<uint16_t> q, k, v, dO;   /* 16-bit inputs, raw patterns */
+    view<float> gk, gv;           /* the same tensors as c.gk, c.gv, with their vec flags */
+    uint16_t *o;                  /* forward output (nullptr in the backward's sweep) */
+    float *ht;                    /* the final state: c.ht in the forward, scratch in the backward */
+    float *dq_part, *dk_part;     /* backward: [NVB][tokens][K], each column block's share */
+    float *o32, *dv32;            /* backward: o in fp32 (with gv), dv in fp32, [tokens][V] */
+    int Kp, VB, nw, kh;           /* K rounded up to 16; state columns per block (16 * nw / kh); warps; warps per column group */
+    bool bwd;                     /* the sweep as the backward's first pass */
+};
+
+/* Where each tile lies in dynamic shared memory (bytes), from Kp and VB; the same on host and device. */
+struct smem_plan {
+    int kp16, vp16, kp32, vp32;         /* row pitches in elements: 16 bytes of padding per row */
+    int q, k, v, dO, gk, gv, g, buf;    /* staged inputs, buffer 0; buffer 1 lies buf bytes further */
+    int Qt, Kt, Vt, dOt, P, D, EA, EB, Sx, R, Red, total; /* R: each step's row of [B*T*H]; Red: join_halves */
+    __host__ __device__ smem_plan(int Kp, int VB, bool bwd, bool gv_on) {
+        kp16 = Kp + 8, vp16 = VB + 8, kp32 = Kp + 4, vp32 = VB + 4;
+        const int t16k = CH * kp16 * 2, t16v = CH * vp16 * 2, t32k = CH * kp32 * 4, t32v = CH * vp32 * 4;
+        int at = 0;
+        q = at, at += t16k;
+        k = at, at += t16k;
+        v = at, at += t16v;
+        dO = at, at += bwd ? t16v : 0;
+        gk = at, at += t32k; /* gk staged, then the row gates' cumulative sums A in place */
+        gv = at, at += gv_on ? t32v : 0;
+        g = at, at += CH * 4;
+        buf = at, at *= 2;
+        Qt = at, at += t16k;
+        Kt = at, at += t16k;
+        Vt = at, at += gv_on ? t16v : 0;
+        dOt = at, at += bwd && gv_on ? t16v : 0;
+        P = at, at += CH * (CH + 1) * 4;
+        D = at, at += CH * (CH + 1) * 4;
+        EA = at, at += Kp * 4;
+        EB = at, at += VB * 4;
+        Sx = at, at += bwd ? VB * kp16 * 2 : 0;
+        R = at, at += CH * 8;
+        Red = at, at += MAX_WARPS / 2 * 8 * 32 * 4;
+        total = at;
+    }
+};
+
+/* The token of step @p step of sequence @p s, or -1 past its end. */
+__device__ __forceinline__ int64_t token_of(const tc_call &a, const rec_seq &s, int64_t step) {
+    return step < s.len ? rec_token(a.c, s, step) : -1;
+}
+
+/*
+ * Stage rows step0 .. step0+CH-1 (columns c0 .. c0+width-1, ncols of them real) of a [B,T,H,C] input into dst,
+ * row pitch @p pitch: 16 bytes per cp.async where the input allows it, element loads otherwise; zeros past the
+ * sequence's end and past the last column, so that padding adds nothing to any product.
+ */
+template <class U>
+__device__ void stage_tile(U *dst, int pitch, int width, const view<U> &x, const tc_call &a, const rec_seq &s,
+                           int64_t h, int64_t step0, int64_t c0, int64_t ncols) {
+    constexpr int E = 16 / sizeof(U);
+    const int per_row = width / E;
+    for (int id = threadIdx.x; id < CH * per_row; id += blockDim.x) {
+        const int r = id / per_row, col = id % per_row * E;
+        const int64_t t = token_of(a, s, step0 + r);
+        U *d = dst + r * pitch + col;
+        const U *src = x.p + s.b * x.s[0] + t * x.s[1] + h * x.s[2];
+        if (x.vec && col + E <= ncols) {
+            ladder_cp_async16(d, t >= 0 ? src + c0 + col : x.p, t >= 0);
+        } else {
+#pragma unroll
+            for (int e = 0; e < E; e++) d[e] = t >= 0 && col + e < ncols ? src[(c0 + col + e) * x.s[3]] : U(0);
+        }
+    }
+}
+
+/* Stage chunk @p chunk into buffer @p buf: q, k, v, (do), gk, gv, g. One cp.async group per call. */
+__device__ void stage_chunk(unsigned char *sm, const smem_plan &L, int buf, const tc_call &a, const rec_seq &s,
+                            int64_t h, int64_t c0, int64_t chunk) {
+    unsigned char *b = sm + buf * L.buf;
+    const int64_t step0 = chunk * CH, K = a.c.K, nv = min((int64_t)a.VB, a.c.V - c0);
+    stage_tile<uint16_t>((uint16_t *)(b + L.q), L.kp16, a.Kp, a.q, a, s, h, step0, 0, K);
+    stage_tile<uint16_t>((uint16_t *)(b + L.k), L.kp16, a.Kp, a.k, a, s, h, step0, 0, K);
+    stage_tile<uint16_t>((uint16_t *)(b + L.v), L.vp16, a.VB, a.v, a, s, h, step0, c0, nv);
+    if (a.bwd) stage_tile<uint16_t>((uint16_t *)(b + L.dO), L.vp16, a.VB, a.dO, a, s, h, step0, c0, nv);
+    if (a.gk.p) stage_tile<float>((float *)(b + L.gk), L.kp32, a.Kp, a.gk, a, s, h, step0, 0, K);
+    if (a.gv.p) stage_tile<float>((float *)(b + L.gv), L.vp32, a.VB, a.gv, a, s, h, step0, c0, nv);
+    if (threadIdx.x < CH) {
+        const int64_t t = token_of(a, s, step0 + threadIdx.x);
+        ((float *)(b + L.g))[threadIdx.x] = t >= 0 ? rec_ld(a.c.g, s.b, t, h, 0) : 0.0f;
+    }
+    ladder_cp_async_commit();
+}
+
+/*
+ * The cumulative sums of a chunk's log gates, in place over the staged tile: x[r][i] becomes the sum over steps
+ * 0..r of (gk + g) + g_gamma (rec_row_gate's order; without gk, g + g_gamma in every column), 0 past the
+ * sequence's end. One thread per column, the steps in order.
+ */
+__device__ void cumsum(float *x, int pitch, int width, bool staged, const float *g, float gamma, int rows) {
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int r = 0; r < CH; r++) {
+            acc += r < rows ? ((staged ? x[r * pitch + i] : 0.0f) + (g ? g[r] : 0.0f)) + gamma : 0.0f;
+            x[r * pitch + i] = acc;
+        }
+    }
+}
+
+/*
+ * The chunk's 16-bit operands, every factor at most 1 for gates <= 0:
+ *   Qt = qs * q ⊙ exp(A),  Kt = k ⊙ exp(A_C - A),  EA = exp(A_C)               (rows: K channels)
+ *   with gv: Vt = v ⊙ exp(B_C - B),  dOt = do ⊙ exp(B),  EB = exp(B_C)           (columns: the block's V channels)
+ * and R, each step's row in the [B,T,H] tensors (-1 past the sequence's end).
+ */
+template <class T>
+__device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned char *b, const tc_call &a, float qs,
+                         const rec_seq &s, int64_t h, int64_t step0) {
+    const float *A = (const float *)(b + L.gk), *Ac = A + (CH - 1) * L.kp32;
+    const uint16_t *q = (const uint16_t *)(b + L.q), *k = (const uint16_t *)(b + L.k);
+    uint16_t *Qt = (uint16_t *)(sm + L.Qt), *Kt = (uint16_t *)(sm + L.Kt);
+    const int half = a.Kp / 2;
+    for (int id = threadIdx.x; id < CH * half; id += blockDim.x) {
+        const int r = id / half, i = id % half * 2;
+        const float2 Ar = *(const float2 *)(A + r * L.kp32 + i), AC = *(const float2 *)(Ac + i);
+        const uint32_t q2 = ladder_lds32(q + r * L.kp16 + i), k2 = ladder_lds32(k + r * L.kp16 + i);
+        *(uint32_t *)(Qt + r * L.kp16 + i) =
+            ladder_pack2_float<T>(qs * ladder_to_float<T>(q2 & 0xffff) * expf(Ar.x),
+                                  qs * ladder_to_float<T>(q2 >> 16) * expf(Ar.y));
+        *(uint32_t *)(Kt + r * L.kp16 + i) = ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * expf(AC.x - Ar.x),
+                                                                   ladder_to_float<T>(k2 >> 16) * expf(AC.y - Ar.y));
+    }
+    float *EA = (float *)(sm + L.EA);
+    for (int i = threadIdx.x; i < a.Kp; i += blockDim.x) EA[i] = expf(Ac[i]);
+    if (threadIdx.x < CH) {
+        const int64_t t = token_of(a, s, step0 + threadIdx.x);
+        ((int64_t *)(sm + L.R))[threadIdx.x] = t >= 0 ? rec_row(a.c, s.b, t, h) : -1;
+    }
+    if (!a.gv.p) return;
+    const float *B = (const float *)(b + L.gv), *Bc = B + (CH - 1) * L.vp32;
+    const uint16_t *v = (const uint16_t *)(b + L.v), *dO = (const uint16_t *)(b + L.dO);
+    uint16_t *Vt = (uint16_t *)(sm + L.Vt), *dOt = (uint16_t *)(sm + L.dOt);
+    for (int id = threadIdx.x; id < CH * a.VB; id += blockDim.x) {
+        const int r = id / a.VB, j = id % a.VB;
+        Vt[r * L.vp16 + j] = ladder_from_float<T>(ladder_to_float<T>(v[r * L.vp16 + j]) * expf(Bc[j] - B[r * L.vp32 + j]));
+        if (a.bwd) dOt[r * L.vp16 + j] = ladder_from_float<T>(ladder_to_float<T>(dO[r * L.vp16 + j]) * expf(B[r * L.vp32 + j]));
+    }
+    float *EB = (float *)(sm + L.EB);
+    for (int j = threadIdx.x; j < a.VB; j += blockDim.x) EB[j] = expf(Bc[j]);
+}
+
+/*
+ * The chunk's two 16 x 16 fp32 matrices of the diagonal part, zero above the diagonal (s > t):
+ *   P[t][s] = sum_i q_t[i] k_s[i] exp(A_t[i] - A_s[i])       (without gk: exp(A_t - A_s) (q_t . k_s))
+ *   D[t][s] = sum_j do_t[j] v_s[j] exp(B_t[j] - B_s[j])      (the block's columns; the backward's)
+ */
+template <class T>
+__device__ void small_matrices(unsigned char *sm, const smem_plan &L, const unsigned char *b, const tc_call &a,
+                               bool want_P, bool want_D) {
+    const float *A = (const float *)(b + L.gk), *B = (const float *)(b + L.gv);
+    const uint16_t *q = (const uint16_t *)(b + L.q), *k = (const uint16_t *)(b + L.k);
+    const uint16_t *v = (const uint16_t *)(b + L.v), *dO = (const uint16_t *)(b + L.dO);
+    float *P = (float *)(sm + L.P), *D = (float *)(sm + L.D);
+    for (int id = threadIdx.x; id < CH * CH; id += blockDim.x) {
+        const int t = id / CH, s = id % CH;
+        float p = 0.0f, d = 0.0f;
+        if (want_P && s <= t) {
+            for (int i = 0; i < a.Kp; i += 2) {
+                const uint32_t q2 = ladder_lds32(q + t * L.kp16 + i), k2 = ladder_lds32(k + s * L.kp16 + i);
+                float x0 = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff);
+                float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
+                if (a.gk.p) {
+                    const float2 At = *(const float2 *)(A + t * L.kp32 + i), As = *(const float2 *)(A + s * L.kp32 + i);
+                    x0 *= expf(At.x - As.x), x1 *= expf(At.y - As.y);
+                }
+                p += x0 + x1;
+            }
+            if (!a.gk.p) p *= expf(A[t * L.kp32] - A[s * L.kp32]);
+        }
+        if (want_D && s <= t) {
+            for (int j = 0; j < a.VB; j++) {
+                float x = ladder_to_float<T>(dO[t * L.vp16 + j]) * ladder_to_float<T>(v[s * L.vp16 + j]);
+                if (a.gv.p) x *= expf(B[t * L.vp32 + j] - B[s * L.vp32 + j]);
+                d += x;
+            }
+        }
+        P[t * (CH + 1) + s] = p;
+        D[t * (CH + 1) + s] = d;
+    }
+}
+
+/* acc (16 state columns x 16 steps, the warp's S^T rows) += S^T X^T, X a [step][row] tile: the state part of o. */
+template <class T>
+__device__ __forceinline__ void state_times(float (&acc)[2][4], const float (&S)[NTM][4], const uint16_t *X, int xp,
+                                            int nkk, int lane) {
+#pragma unroll
+    for (int kk = 0; kk < NTM / 2; kk++) {
+        if (kk >= nkk) break;
+        const uint32_t a[4] = {ladder_pack2_float<T>(S[2 * kk][0], S[2 * kk][1]),
+                               ladder_pack2_float<T>(S[2 * kk][2], S[2 * kk][3]),
+                               ladder_pack2_float<T>(S[2 * kk + 1][0], S[2 * kk + 1][1]),
+                               ladder_pack2_float<T>(S[2 * kk + 1][2], S[2 * kk + 1][3])};
+        uint32_t b[4]; /* X rows = n (steps), columns = k (state rows): B without .trans */
+        ladder_ldsm_x4(b, X + ((lane & 7) + ((lane >> 4) << 3)) * xp + kk * 16 + (((lane >> 3) & 1) << 3));
+        ladder_mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
+        ladder_mma_m16n8k16<T>(acc[1], a, b[2], b[3]);
+    }
+}
+
+/* S^T += X^T Y over the chunk's 16 steps: X a [step][column] tile (the warp's columns j0..), Y [step][row]. */
+template <class T>
+__device__ __forceinline__ void state_update(float (&S)[NTM][4], const uint16_t *X, int xp, int j0, const uint16_t *Y,
+                                             int yp, int npair, int lane) {
+    uint32_t a[4]; /* X^T as A: X stored [k][m], so .trans */
+    ladder_ldsm_x4_trans(a, X + (((lane >> 4) << 3) + (lane & 7)) * xp + j0 + (((lane >> 3) & 1) << 3));
+#pragma unroll
+    for (int p = 0; p < NTM / 2; p++) {
+        if (p >= npair) break;
+        uint32_t b[4]; /* Y stored [k][n]: .trans */
+        ladder_ldsm_x4_trans(b, Y + ((((lane >> 3) & 1) << 3) + (lane & 7)) * yp + p * 16 + ((lane >> 4) << 3));
+        ladder_mma_m16n8k16<T>(S[2 * p], a, b[0], b[1]);
+        ladder_mma_m16n8k16<T>(S[2 * p + 1], a, b[2], b[3]);
+    }
+}
+
+/* acc (16 steps x state rows 16p .. 16p+15) = X Sx: X a [step][column] tile, Sx the state's [column][row] copy. */
+template <class T>
+__device__ __forceinline__ void rows_times_state(float (&acc)[2][4], const uint16_t *X, int xp, const uint16_t *Sx,
+                                                 int sp, int nk, int p, int lane) {
+    for (int kk = 0; kk < nk; kk++) {
+        uint32_t a[4], b[4];
+        ladder_ldsm_x4(a, X + (lane & 15) * xp + kk * 16 + ((lane >> 4) << 3));
+        ladder_ldsm_x4_trans(b, Sx + (kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)) * sp + p * 16 + ((lane >> 4) << 3));
+        ladder_mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
+        ladder_mma_m16n8k16<T>(acc[1], a, b[2], b[3]);
+    }
+}
+
+/* The warp's state rows, rounded to 16 bits, into the [column][row] tile Sx (for the products over columns). */
+template <class T>
+__device__ __forceinline__ void state_to_smem(uint16_t *Sx, int sp, const float (&S)[NTM][4], int j0, int nt_used,
+                                              int lane) {
+    const int g = lane >> 2, i0 = 2 * (lane & 3);
+#pragma unroll
+    for (int nt = 0; nt < NTM; nt++) {
+        if (nt >= nt_used) break;
+        *(uint32_t *)(Sx + (j0 + g) * sp + nt * 8 + i0) = ladder_pack2_float<T>(S[nt][0], S[nt][1]);
+        *(uint32_t *)(Sx + (j0 + g + 8) * sp + nt * 8 + i0) = ladder_pack2_float<T>(S[nt][2], S[nt][3]);
+    }
+}
+
+/* S^T ⊙= exp(A_C[i] + B_C[j]): the chunk's decay of the state (row factor alone without gv). */
+__device__ __forceinline__ void decay_state(float (&S)[NTM][4], const unsigned char *sm, const smem_plan &L,
+                                            const unsigned char *b, const tc_call &a, int j0, int r0, int nt_used,
+                                            int lane) {
+    const float *EA = (const float *)(sm + L.EA);
+    const float *Ac = (const float *)(b + L.gk) + (CH - 1) * L.kp32, *Bc = (const float *)(b + L.gv) + (CH - 1) * L.vp32;
+    const int g = lane >> 2, i0 = 2 * (lane & 3);
+#pragma unroll
+    for (int nt = 0; nt < NTM; nt++) {
+        if (nt >= nt_used) break;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int i = r0 + nt * 8 + i0 + (e & 1), j = j0 + g + 8 * (e >> 1);
+            S[nt][e] *= a.gv.p ? expf(Ac[i] + Bc[j]) : EA[i];
+        }
+    }
+}
+
+/* The fp32 state of the block's columns from h0 (0 without it), or from dht in the reverse sweep. */
+__device__ __forceinline__ void load_state(float (&S)[NTM][4], const rec_view &x, const tc_call &a, int64_t n,
+                                           int64_t h, int64_t c0, int j0, int r0, int lane) {
+    const int g = lane >> 2, i0 = 2 * (lane & 3);
+#pragma unroll
+    for (int nt = 0; nt < NTM; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int64_t i = r0 + nt * 8 + i0 + (e & 1), j = c0 + j0 + g + 8 * (e >> 1);
+            S[nt][e] = i < a.c.K && j < a.c.V ? rec_ld(x, n, h, i, j) : 0.0f;
+        }
+}
+
+__device__ __forceinline__ void store_state(float *out, const float (&S)[NTM][4], const tc_call &a, int64_t n,
+                                            int64_t h, int64_t c0, int j0, int r0, int lane) {
+    const int g = lane >> 2, i0 = 2 * (lane & 3);
+#pragma unroll
+    for (int nt = 0; nt < NTM; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int64_t i = r0 + nt * 8 + i0 + (e & 1), j = c0 + j0 + g + 8 * (e >> 1);
+            if (i < a.c.K && j < a.c.V) out[((n * a.c.H + h) * a.c.K + i) * a.c.V + j] = S[nt][e];
+        }
+}
+
+/*
+ * With K > 128 the state's rows are split over a pair of warps (rows 0..127 and 128..), so a product over the
+ * rows (o, dv) leaves half of it in each: the odd warp hands its half to the even one through shared memory,
+ * which then finishes the tile alone. Called by every warp of the block (it synchronizes); returns whether this
+ * warp holds the whole sum. (The next use of @p red is a chunk later, past the chunk's closing __syncthreads.)
+ */
+__device__ __forceinline__ bool join_halves(float (&acc)[2][4], float *red, int kh, int warp, int lane) {
+    if (kh == 1) return true;
+    float *mine = red + (warp >> 1) * 8 * 32 + lane;
+    if (warp & 1)
+#pragma unroll
+        for (int e = 0; e < 8; e++) mine[e * 32] = acc[e >> 2][e & 3];
+    __syncthreads();
+    if (warp & 1) return false;
+#pragma unroll
+    for (int e = 0; e < 8; e++) acc[e >> 2][e & 3] += mine[e * 32];
+    return true;
+}
+
+/*
+ * The forward sweep, one block per (sequence x head, column block): o and ht; in the backward (a.bwd) the same
+ * sweep writes this block's partial dq (and o in fp32 with gv) and the final state, for the gate sums.
+ */
+template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kernel(tc_call a) {
+    extern __shared__ __align__(16) unsigned char sm[];
+    const smem_plan L(a.Kp, a.VB, a.bwd, a.gv.p != nullptr);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
+    const int j0 = 16 * (warp / a.kh), r0 = 8 * NTM * (warp % a.kh), nt_used = min(NTM, (a.Kp - r0) / 8);
+    const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, vb = blockIdx.y, c0 = vb * a.VB;
+    const int64_t tokens = a.c.B * a.c.T * a.c.H;
+    const rec_seq s = rec_seq_of(a.c, n);
+    const int64_t nch = (s.len + CH - 1) / CH;
+    const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0);
+    const bool gv = a.gv.p != nullptr;
+    float S[NTM][4];
+    load_state(S, a.c.h0, a, n, h, c0, j0, r0, lane);
+    if (nch > 0) stage_chunk(sm, L, 0, a, s, h, c0, 0);
+    for (int64_t ch = 0; ch < nch; ch++) {
+        const unsigned char *b = sm + (ch & 1) * L.buf;
+        if (ch + 1 < nch) {
+            stage_chunk(sm, L, (ch + 1) & 1, a, s, h, c0, ch + 1);
+            ladder_cp_async_wait_group<1>();
+        } else {
+            ladder_cp_async_wait_group<0>();
+        }
+        __syncthreads(); /* this chunk's tiles have landed, for every thread */
+        const int rows = (int)min((int64_t)CH, s.len - ch * CH);
+        cumsum((float *)(b + L.gk), L.kp32, a.Kp, a.gk.p, (const float *)(b + L.g), gamma, rows);
+        if (gv) cumsum((float *)(b + L.gv), L.vp32, a.VB, true, nullptr, 0.0f, rows);
+        __syncthreads();
+        operands<T>(sm, L, b, a, 1.0f, s, h, ch * CH);
+        small_matrices<T>(sm, L, b, a, !a.bwd || gv, a.bwd);
+        if (a.bwd) state_to_smem<T>((uint16_t *)(sm + L.Sx) + r0, L.kp16, S, j0, nt_used, lane);
+        __syncthreads();
+        const int64_t *Rw = (const int64_t *)(sm + L.R);
+        if (!a.bwd || gv) { /* o^T for the warp's 16 columns: the state part, then the diagonal part */
+            const float *B = (const float *)(b + L.gv), *P = (const float *)(sm + L.P);
+            const uint16_t *v = (const uint16_t *)(b + L.v);
+            float acc[2][4] = {};
+            state_times<T>(acc, S, (const uint16_t *)(sm + L.Qt) + r0, L.kp16, nt_used / 2, lane);
+            const bool whole = join_halves(acc, (float *)(sm + L.Red), a.kh, warp, lane);
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int jl = j0 + g + 8 * (e >> 1), t = nt * 8 + 2 * tq + (e & 1);
+                    const int64_t j = c0 + jl;
+                    if (!whole || t >= rows || j >= a.c.V) continue;
+                    float x = gv ? acc[nt][e] * expf(B[t * L.vp32 + jl]) : acc[nt][e];
+                    #pragma unroll 1
+                    for (int u = 0; u <= t; u++) {
+                        float w = P[t * (CH + 1) + u] * ladder_to_float<T>(v[u * L.vp16 + jl]);
+                        if (gv) w *= expf(B[t * L.vp32 + jl] - B[u * L.vp32 + jl]);
+                        x += w;
+                    }
+                    const int64_t at = Rw[t] * a.c.V + j;
+                    if (a.bwd) a.o32[at] = a.c.scale * x;
+                    else a.o[at] = ladder_from_float<T>(a.c.scale * x);
+                }
+        }
+        if (a.bwd) { /* dq = scale * (exp(A_t) ⊙ (do ⊙ exp(B)) S0^T + the diagonal part), this block's columns */
+            const uint16_t *X = gv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO);
+            const float *A = (const float *)(b + L.gk), *D = (const float *)(sm + L.D);
+            const uint16_t *k = (const uint16_t *)(b + L.k);
+            for (int p = warp; p < a.Kp / 16; p += a.nw) {
+                float acc[2][4] = {};
+                rows_times_state<T>(acc, X, L.vp16, (const uint16_t *)(sm + L.Sx), L.kp16, a.VB / 16, p, lane);
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int t = g + 8 * (e >> 1), i = p * 16 + nt * 8 + 2 * tq + (e & 1);
+                        if (t >= rows || i >= a.c.K) continue;
+                        const float At = A[t * L.kp32 + i];
+                        float x = expf(At) * acc[nt][e];
+                        #pragma unroll 1
+                        for (int u = 0; u <= t; u++)
+                            x += D[t * (CH + 1) + u] * ladder_to_float<T>(k[u * L.kp16 + i]) * expf(At - A[u * L.kp32 + i]);
+                        a.dq_part[(vb * tokens + Rw[t]) * a.c.K + i] = a.c.scale * x;
+                    }
+            }
+        }
+        decay_state(S, sm, L, b, a, j0, r0, nt_used, lane);
+        state_update<T>(S, gv ? (const uint16_t *)(sm + L.Vt) : (const uint16_t *)(b + L.v), L.vp16, j0, (const uint16_t *)(sm + L.Kt) + r0,
+                        L.kp16, nt_used / 2, lane);
+        __syncthreads(); /* every warp is done with this chunk's tiles before they are refilled */
+    }
+    if (a.ht) store_state(a.ht, S, a, n, h, c0, j0, r0, lane);
+}
+
+/*
+ * The backward's reverse sweep, one block per (sequence x head, column block): dH = dL/dS from dht backwards,
+ * chunk by chunk (dH is the gradient of the state at the chunk's end). With Hbar_t = dL/dS_t:
+ *   dk_t[i] = exp(A_C-A_t)[i] sum_j (v_t ⊙ exp(B_C-B_t))[j] dH[i,j] + scale sum_{u>=t} q_u[i] exp(A_u-A_t)[i] D[u][t]
+ *   dv_t[j] = exp(B_C-B_t)[j] sum_i dH[i,j] (k_t ⊙ exp(A_C-A_t))[i] + scale sum_{u>=t} P[u][t] do_u[j] exp(B_u-B_t)[j]
+ *   dH_start = exp(A_C + B_C) ⊙ dH + scale (q ⊙ exp(A))^T (do ⊙ exp(B))
+ * dk is this block's partial (its columns); dv is whole (the block holds every row).
+ */
+template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_kernel(tc_call a) {
+    extern __shared__ __align__(16) unsigned char sm[];
+    const smem_plan L(a.Kp, a.VB, true, a.gv.p != nullptr);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
+    const int j0 = 16 * (warp / a.kh), r0 = 8 * NTM * (warp % a.kh), nt_used = min(NTM, (a.Kp - r0) / 8);
+    const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, vb = blockIdx.y, c0 = vb * a.VB;
+    const int64_t tokens = a.c.B * a.c.T * a.c.H;
+    const rec_seq s = rec_seq_of(a.c, n);
+    const int64_t nch = (s.len + CH - 1) / CH;
+    const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0), scale = a.c.scale;
+    const bool gv = a.gv.p != nullptr;
+    float dH[NTM][4];
+    load_state(dH, a.c.dht, a, n, h, c0, j0, r0, lane);
+    if (nch > 0) stage_chunk(sm, L, 0, a, s, h, c0, nch - 1);
+    for (int64_t it = 0; it < nch; it++) {
+        const int64_t ch = nch - 1 - it;
+        const unsigned char *b = sm + (it & 1) * L.buf;
+        if (ch > 0) {
+            stage_chunk(sm, L, (it + 1) & 1, a, s, h, c0, ch - 1);
+            ladder_cp_async_wait_group<1>();
+        } else {
+            ladder_cp_async_wait_group<0>();
+        }
+        __syncthreads();
+        const int rows = (int)min((int64_t)CH, s.len - ch * CH);
+        cumsum((float *)(b + L.gk), L.kp32, a.Kp, a.gk.p, (const float *)(b + L.g), gamma, rows);
+        if (gv) cumsum((float *)(b + L.gv), L.vp32, a.VB, true, nullptr, 0.0f, rows);
+        __syncthreads();
+        operands<T>(sm, L, b, a, scale, s, h, ch * CH); /* Qt carries the scale: it only feeds dH's update here */
+        small_matrices<T>(sm, L, b, a, true, true);
+        state_to_smem<T>((uint16_t *)(sm + L.Sx) + r0, L.kp16, dH, j0, nt_used, lane);
+        __syncthreads();
+        const int64_t *Rw = (const int64_t *)(sm + L.R);
+        for (int p = warp; p < a.Kp / 16; p += a.nw) { /* dk, rows 16p .. 16p+15 */
+            const float *A = (const float *)(b + L.gk), *D = (const float *)(sm + L.D);
+            const uint16_t *q = (const uint16_t *)(b + L.q);
+            const uint16_t *Vt = gv ? (const uint16_t *)(sm + L.Vt) : (const uint16_t *)(b + L.v);
+            float acc[2][4] = {};
+            rows_times_state<T>(acc, Vt, L.vp16, (const uint16_t *)(sm + L.Sx), L.kp16, a.VB / 16, p, lane);
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int t = g + 8 * (e >> 1), i = p * 16 + nt * 8 + 2 * tq + (e & 1);
+                    if (t >= rows || i >= a.c.K) continue;
+                    const float At = A[t * L.kp32 + i];
+                    float x = 0.0f;
+                    #pragma unroll 1
+                    for (int u = t; u < rows; u++)
+                        x += D[u * (CH + 1) + t] * ladder_to_float<T>(q[u * L.kp16 + i]) * expf(A[u * L.kp32 + i] - At);
+                    x = expf(A[(CH - 1) * L.kp32 + i] - At) * acc[nt][e] + scale * x;
+                    a.dk_part[(vb * tokens + Rw[t]) * a.c.K + i] = x;
+                }
+        }
+        { /* dv^T for the warp's 16 columns */
+            const float *B = (const float *)(b + L.gv), *P = (const float *)(sm + L.P);
+            const uint16_t *dO = (const uint16_t *)(b + L.dO);
+            float acc[2][4] = {};
+            state_times<T>(acc, dH, (const uint16_t *)(sm + L.Kt) + r0, L.kp16, nt_used / 2, lane);
+            const bool whole = join_halves(acc, (float *)(sm + L.Red), a.kh, warp, lane);
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int jl = j0 + g + 8 * (e >> 1), t = nt * 8 + 2 * tq + (e & 1);
+                    const int64_t j = c0 + jl;
+                    if (!whole || t >= rows || j >= a.c.V) continue;
+                    const float Bt = gv ? B[t * L.vp32 + jl] : 0.0f;
+                    float x = 0.0f;
+                    #pragma unroll 1
+                    for (int u = t; u < rows; u++) {
+                        float w = P[u * (CH + 1) + t] * ladder_to_float<T>(dO[u * L.vp16 + jl]);
+                        if (gv) w *= expf(B[u * L.vp32 + jl] - Bt);
+                        x += w;
+                    }
+                    x = (gv ? expf(B[(CH - 1) * L.vp32 + jl] - Bt) : 1.0f) * acc[nt][e] + scale * x;
+                    a.dv32[Rw[t] * a.c.V + j] = x;
+                }
+        }
+        decay_state(dH, sm, L, b, a, j0, r0, nt_used, lane);
+        state_update<T>(dH, gv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO), L.vp16, j0, (const uint16_t *)(sm + L.Qt) + r0,
+                        L.kp16, nt_used / 2, lane);
+        __syncthreads();
+    }
+    if (a.c.dh0) store_state(a.c.dh0, dH, a, n, h, c0, j0, r0, lane);
+}
+
+/* out[e] = the sum of the column blocks' partials, in block order, rounded; part[e] keeps the fp32 sum. */
+template <class T> __global__ void sum_parts_kernel(uint16_t *out, float *part, int parts, int64_t n) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n) return;
+    float sum = 0.0f;
+    for (int p = 0; p < parts; p++) sum += part[p * n + e];
+    part[e] = sum;
+    out[e] = ladder_from_float<T>(sum);
+}
+
+template <class T> __global__ void round_kernel(uint16_t *out, const float *in, int64_t n) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e < n) out[e] = ladder_from_float<T>(in[e]);
+}
+
+template <class T> __device__ __forceinline__ double ld16(const view<uint16_t> &x, int64_t b, int64_t t, int64_t h,
+                                                         int64_t c) {
+    return ladder_to_float<T>(x.p[b * x.s[0] + t * x.s[1] + h * x.s[2] + c * x.s[3]]);
+}
+
+/*
+ * One thread per (sequence, head, row i): G_t[i] = sum_{s>=t} (q_s[i] dq_s[i] - k_s[i] dk_s[i]) + sum_j ht dht,
+ * in double, the steps from the last to the first (recurrence order).
+ */
+template <class T> __global__ void gate_rows_kernel(tc_call a, const float *dq, const float *dk, double *G) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, K = a.c.K, V = a.c.V;
+    if (e >= a.c.N * a.c.H * K) return;
+    const int64_t i = e % K, n = e / K / a.c.H, h = e / K % a.c.H;
+    double z = 0.0;
+    for (int64_t j = 0; a.ht && j < V; j++) z += (double)a.ht[e * V + j] * rec_ld(a.c.dht, n, h, i, j);
+    const rec_seq s = rec_seq_of(a.c, n);
+    for (int64_t step = s.len - 1; step >= 0; step--) {
+        const int64_t t = rec_token(a.c, s, step), at = rec_row(a.c, s.b, t, h) * K + i;
+        z += ld16<T>(a.q, s.b, t, h, i) * dq[at] - ld16<T>(a.k, s.b, t, h, i) * dk[at];
+        G[at] = z;
+    }
+}
+
+/* The same per column j: G_t[j] = sum_{s>=t} (o_s[j] do_s[j] - v_s[j] dv_s[j]) + sum_i ht dht. */
+template <class T> __global__ void gate_cols_kernel(tc_call a, double *G) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, K = a.c.K, V = a.c.V;
+    if (e >= a.c.N * a.c.H * V) return;
+    const int64_t j = e % V, n = e / V / a.c.H, h = e / V % a.c.H;
+    double z = 0.0;
+    for (int64_t i = 0; a.ht && i < K; i++)
+        z += (double)a.ht[((n * a.c.H + h) * K + i) * V + j] * rec_ld(a.c.dht, n, h, i, j);
+    const rec_seq s = rec_seq_of(a.c, n);
+    for (int64_t step = s.len - 1; step >= 0; step--) {
+        const int64_t t = rec_token(a.c, s, step), at = rec_row(a.c, s.b, t, h) * V + j;
+        z += (double)a.o32[at] * ld16<T>(a.dO, s.b, t, h, j) - ld16<T>(a.v, s.b, t, h, j) * a.dv32[at];
+        G[at] = z;
+    }
+}
+
+constexpr int THREADS = 256;
+
+template <class U> view<U> view_of(const ladder_tensor &t) {
+    view<U> x = {(const U *)t.data, {0, 0, 0, 0}, false};
+    for (int d = 0; t.data && d < t.rank; d++) x.s[d] = t.strides[d];
+    x.vec = t.data && t.rank == 4 && ladder_rows16(&t, 1);
+    return x;
+}
+
+/* The call, and the block shape: as many warps (16 columns each, up to 8) as V needs and shared memory allows. */
+ladder_status plan(const ladder_recurrent_problem *p, const ladder_recurrent_args *ar, bool bwd, tc_call *a) {
+    *a = tc_call{};
+    a->c = rec_call_of(p, ar);
+    a->q = view_of<uint16_t>(ar->q), a->k = view_of<uint16_t>(ar->k), a->v = view_of<uint16_t>(ar->v);
+    a->dO = view_of<uint16_t>(ar->do_);
+    a->gk = view_of<float>(ar->gk), a->gv = view_of<float>(ar->gv);
+    a->o = (uint16_t *)ar->o.data;
+    a->ht = (float *)ar->ht.data;
+    a->bwd = bwd;
+    a->Kp = (int)(p->K + 15) / 16 * 16;
+    int device, max_smem;
+    LADDER_CUDA_TRY(cudaGetDevice(&device));
+    LADDER_CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    a->kh = a->Kp > 8 * NTM ? 2 : 1;
+    int groups = (int)min((int64_t)MAX_WARPS / a->kh, (p->V + 15) / 16); /* of 16 columns */
+    while (groups > 1 && smem_plan(a->Kp, 16 * groups, bwd, ar->gv.data).total > max_smem) groups--;
+    a->nw = groups * a->kh, a->VB = 16 * groups;
+    if (smem_plan(a->Kp, a->VB, bwd, ar->gv.data).total > max_smem)
+        return ladder_fail(LADDER_ERR_UNSUPPORTED, "K = %lld needs more shared memory than this GPU has",
+                           (long long)p->K);
+    return LADDER_OK;
+}
+
+template <class Kernel> ladder_status launch(Kernel *kernel, const tc_call &a, const char *name) {
+    const size_t bytes = (size_t)smem_plan(a.Kp, a.VB, a.bwd, a.gv.p).total;
+    LADDER_TRY(ladder_allow_smem(kernel, bytes));
+    const dim3 grid((unsigned)(a.c.N * a.c.H), (unsigned)((a.c.V + a.VB - 1) / a.VB));
+    kernel<<<grid, 32 * a.nw, bytes>>>(a);
+    LADDER_LAUNCH_CHECK(name);
+    return LADDER_OK;
+}
+
+template <class T> ladder_status fwd(const ladder_recurrent_problem *p, const ladder_recurrent_args *ar) {
+    tc_call a;
+    LADDER_TRY(plan(p, ar, false, &a));
+    return launch(sweep_kernel<T>, a, "sweep_kernel");
+}
+
+template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const ladder_recurrent_args *ar) {
+    tc_call a;
+    LADDER_TRY(plan(p, ar, true, &a));
+    const rec_call &c = a.c;
+    const int64_t tokens = c.B * c.T * c.H, nvb = (c.V + a.VB - 1) / a.VB;
+    const bool gates = rec_has_gates(c), gv = c.gv.p != nullptr;
+    const int64_t n_part = nvb * tokens * c.K, n_v = tokens * c.V, n_state = c.N * c.H * c.K * c.V;
+    const int64_t floats = 2 * n_part + n_v + (gv ? n_v : 0) + (gates && c.dht.p ? n_state : 0);
+    ladder_scratch mem;
+    LADDER_TRY(mem.alloc((size_t)floats * sizeof(float)));
+    a.o = nullptr;
+    a.dq_part = (float *)mem.ptr, a.dk_part = a.dq_part + n_part, a.dv32 = a.dk_part + n_part;
+    a.o32 = gv ? a.dv32 + n_v : nullptr;
+    a.ht = gates && c.dht.p ? a.dv32 + n_v + (gv ? n_v : 0) : nullptr;
+    LADDER_TRY(launch(sweep_kernel<T>, a, "sweep_kernel"));
+    LADDER_TRY(launch(reverse_kernel<T>, a, "reverse_kernel"));
+    const int64_t n_k = tokens * c.K;
+    sum_parts_kernel<T><<<ladder_blocks(n_k, THREADS), THREADS>>>((uint16_t *)ar->dq.data, a.dq_part, (int)nvb, n_k);
+    LADDER_LAUNCH_CHECK("sum_parts_kernel");
+    sum_parts_kernel<T><<<ladder_blocks(n_k, THREADS), THREADS>>>((uint16_t *)ar->dk.data, a.dk_part, (int)nvb, n_k);
+    LADDER_LAUNCH_CHECK("sum_parts_kernel");
+    round_kernel<T><<<ladder_blocks(n_v, THREADS), THREADS>>>((uint16_t *)ar->dv.data, a.dv32, n_v);
+    LADDER_LAUNCH_CHECK("round_kernel");
+    if (!gates) return LADDER_OK;
+    rec_gate_scratch G;
+    LADDER_TRY(G.alloc(c));
+    const int64_t rows = c.N * c.H * c.K, cols = c.N * c.H * c.V;
+    gate_rows_kernel<T><<<ladder_blocks(rows, 128), 128>>>(a, a.dq_part, a.dk_part, G.G_row);
+    LADDER_LAUNCH_CHECK("gate_rows_kernel");
+    if (gv) {
+        gate_cols_kernel<T><<<ladder_blocks(cols, 128), 128>>>(a, G.G_col);
+        LADDER_LAUNCH_CHECK("gate_cols_kernel");
+    }
+    return rec_finish_gates(c, G);
+}
+
+} // namespace
+
+extern "C" ladder_status recurrent_fwd_gpu_tensorcore(const ladder_recurrent_problem *p,
+                                                      const ladder_recurrent_args *a) {
+    return a->q.dtype == LADDER_BF16 ? fwd<__nv_bfloat16>(p, a) : fwd<__half>(p, a);
+}
+
+extern "C" ladder_status recurrent_bwd_gpu_tensorcore(const ladder_recurrent_problem *p,
+                                                      const ladder_recurrent_args *a) {
+    return a->q.dtype == LADDER_BF16 ? bwd<__nv_bfloat16>(p, a) : bwd<__half>(p, a);
+}

@@ -578,9 +578,12 @@ template <class T> __device__ __forceinline__ double ld16(const view<uint16_t> &
     return ladder_to_float<T>(x.p[b * x.s[0] + t * x.s[1] + h * x.s[2] + c * x.s[3]]);
 }
 
+constexpr int GATE_BATCH = 8; /* steps whose loads a gate-sum thread issues together, before adding them */
+
 /*
  * One thread per (sequence, head, row i): G_t[i] = sum_{s>=t} (q_s[i] dq_s[i] - k_s[i] dk_s[i]) + sum_j ht dht,
- * in double, the steps from the last to the first (recurrence order).
+ * in double, the steps from the last to the first (recurrence order). The loads of GATE_BATCH steps go out
+ * together: the sum is a chain, its terms are not.
  */
 template <class T> __global__ void gate_rows_kernel(tc_call a, const float *dq, const float *dk, double *G) {
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, K = a.c.K, V = a.c.V;
@@ -589,10 +592,18 @@ template <class T> __global__ void gate_rows_kernel(tc_call a, const float *dq, 
     double z = 0.0;
     for (int64_t j = 0; a.ht && j < V; j++) z += (double)a.ht[e * V + j] * rec_ld(a.c.dht, n, h, i, j);
     const rec_seq s = rec_seq_of(a.c, n);
-    for (int64_t step = s.len - 1; step >= 0; step--) {
-        const int64_t t = rec_token(a.c, s, step), at = rec_row(a.c, s.b, t, h) * K + i;
-        z += ld16<T>(a.q, s.b, t, h, i) * dq[at] - ld16<T>(a.k, s.b, t, h, i) * dk[at];
-        G[at] = z;
+    for (int64_t last = s.len - 1; last >= 0; last -= GATE_BATCH) {
+        double term[GATE_BATCH];
+        int64_t at[GATE_BATCH];
+#pragma unroll
+        for (int u = 0; u < GATE_BATCH; u++) {
+            const int64_t t = rec_token(a.c, s, max(last - u, (int64_t)0));
+            at[u] = rec_row(a.c, s.b, t, h) * K + i;
+            term[u] = ld16<T>(a.q, s.b, t, h, i) * dq[at[u]] - ld16<T>(a.k, s.b, t, h, i) * dk[at[u]];
+        }
+#pragma unroll
+        for (int u = 0; u < GATE_BATCH; u++)
+            if (last - u >= 0) z += term[u], G[at[u]] = z;
     }
 }
 
@@ -605,10 +616,18 @@ template <class T> __global__ void gate_cols_kernel(tc_call a, double *G) {
     for (int64_t i = 0; a.ht && i < K; i++)
         z += (double)a.ht[((n * a.c.H + h) * K + i) * V + j] * rec_ld(a.c.dht, n, h, i, j);
     const rec_seq s = rec_seq_of(a.c, n);
-    for (int64_t step = s.len - 1; step >= 0; step--) {
-        const int64_t t = rec_token(a.c, s, step), at = rec_row(a.c, s.b, t, h) * V + j;
-        z += (double)a.o32[at] * ld16<T>(a.dO, s.b, t, h, j) - ld16<T>(a.v, s.b, t, h, j) * a.dv32[at];
-        G[at] = z;
+    for (int64_t last = s.len - 1; last >= 0; last -= GATE_BATCH) {
+        double term[GATE_BATCH];
+        int64_t at[GATE_BATCH];
+#pragma unroll
+        for (int u = 0; u < GATE_BATCH; u++) {
+            const int64_t t = rec_token(a.c, s, max(last - u, (int64_t)0));
+            at[u] = rec_row(a.c, s.b, t, h) * V + j;
+            term[u] = (double)a.o32[at[u]] * ld16<T>(a.dO, s.b, t, h, j) - ld16<T>(a.v, s.b, t, h, j) * a.dv32[at[u]];
+        }
+#pragma unroll
+        for (int u = 0; u < GATE_BATCH; u++)
+            if (last - u >= 0) z += term[u], G[at[u]] = z;
     }
 }
 

@@ -77,7 +77,8 @@ struct tc_call {
 struct smem_plan {
     int kp16, vp16, kp32, vp32;         /* row pitches in elements: 16 bytes of padding per row */
     int q, k, v, dO, gk, gv, g, buf;    /* staged inputs, buffer 0; buffer 1 lies buf bytes further */
-    int Qt, Kt, Vt, dOt, P, D, EA, EB, Sx, R, Red, total; /* R: each step's row of [B*T*H]; Red: join_halves */
+    int Qt, Kt, Vt, dOt, P, D, EA, Sx, R, Red; /* R: each step's row of [B*T*H]; Red: join_halves */
+    int Qtl, Ktl, Vtl, dOtl, Sxl, total;           /* the backward's remainder tiles (split2) */
     __host__ __device__ smem_plan(int Kp, int VB, bool bwd, bool gv_on) {
         kp16 = Kp + 8, vp16 = VB + 8, kp32 = Kp + 4, vp32 = VB + 4;
         const int t16k = CH * kp16 * 2, t16v = CH * vp16 * 2, t32k = CH * kp32 * 4, t32v = CH * vp32 * 4;
@@ -97,10 +98,14 @@ struct smem_plan {
         P = at, at += CH * (CH + 1) * 4;
         D = at, at += CH * (CH + 1) * 4;
         EA = at, at += Kp * 4;
-        EB = at, at += VB * 4;
         Sx = at, at += bwd ? VB * kp16 * 2 : 0;
         R = at, at += CH * 8;
         Red = at, at += MAX_WARPS / 2 * 8 * 32 * 4;
+        Qtl = at, at += bwd ? t16k : 0;
+        Ktl = at, at += bwd ? t16k : 0;
+        Vtl = at, at += bwd && gv_on ? t16v : 0;
+        dOtl = at, at += bwd && gv_on ? t16v : 0;
+        Sxl = at, at += bwd ? VB * kp16 * 2 : 0;
         total = at;
     }
 };
@@ -155,24 +160,41 @@ __device__ void stage_chunk(unsigned char *sm, const smem_plan &L, int buf, cons
 /*
  * The cumulative sums of a chunk's log gates, in place over the staged tile: x[r][i] becomes the sum over steps
  * 0..r of (gk + g) + g_gamma (rec_row_gate's order; without gk, g + g_gamma in every column), 0 past the
- * sequence's end. One thread per column, the steps in order.
+ * sequence's end. One thread per column; its 16 loads go out before the chain of adds.
  */
 __device__ void cumsum(float *x, int pitch, int width, bool staged, const float *g, float gamma, int rows) {
     for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        float y[CH];
+#pragma unroll
+        for (int r = 0; r < CH; r++) y[r] = (staged ? x[r * pitch + i] : 0.0f) + (g ? g[r] : 0.0f);
         float acc = 0.0f;
 #pragma unroll
         for (int r = 0; r < CH; r++) {
-            acc += r < rows ? ((staged ? x[r * pitch + i] : 0.0f) + (g ? g[r] : 0.0f)) + gamma : 0.0f;
+            acc += r < rows ? y[r] + gamma : 0.0f;
             x[r * pitch + i] = acc;
         }
     }
 }
 
 /*
+ * x rounded to 16 bits (.x) and what that leaves, rounded again (.y), two elements to a register each: hi + lo
+ * carries x to about 2^-16 of itself where one rounding keeps 2^-8 (bf16). The backward multiplies with both
+ * (see operands()).
+ */
+template <class T> __device__ __forceinline__ uint2 split2(float x0, float x1) {
+    const uint16_t h0 = ladder_from_float<T>(x0), h1 = ladder_from_float<T>(x1);
+    return make_uint2(ladder_pack2(h0, h1), ladder_pack2(ladder_from_float<T>(x0 - ladder_to_float<T>(h0)),
+                                                         ladder_from_float<T>(x1 - ladder_to_float<T>(h1))));
+}
+
+/*
  * The chunk's 16-bit operands, every factor at most 1 for gates <= 0:
  *   Qt = qs * q ⊙ exp(A),  Kt = k ⊙ exp(A_C - A),  EA = exp(A_C)               (rows: K channels)
- *   with gv: Vt = v ⊙ exp(B_C - B),  dOt = do ⊙ exp(B),  EB = exp(B_C)           (columns: the block's V channels)
- * and R, each step's row in the [B,T,H] tensors (-1 past the sequence's end).
+ *   with gv: Vt = v ⊙ exp(B_C - B),  dOt = do ⊙ exp(B)                          (columns: the block's V channels)
+ * and R, each step's row in the [B,T,H] tensors (-1 past the sequence's end). In the backward each operand also
+ * gets its remainder tile (Qtl, ...): the gate gradients are long sums of q dq - k dk that cancel, and one
+ * rounding of the operands of dq and dk (2^-9 in bf16) missed the cpu rung by 2.2e-2 on dgk where the tolerance
+ * is 1e-2 (B=2 T=256 H=4 K=V=64, gk; chapter 2). Products there take hi*hi + hi*lo + lo*hi.
  */
 template <class T>
 __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned char *b, const tc_call &a, float qs,
@@ -180,16 +202,18 @@ __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned c
     const float *A = (const float *)(b + L.gk), *Ac = A + (CH - 1) * L.kp32;
     const uint16_t *q = (const uint16_t *)(b + L.q), *k = (const uint16_t *)(b + L.k);
     uint16_t *Qt = (uint16_t *)(sm + L.Qt), *Kt = (uint16_t *)(sm + L.Kt);
+    uint16_t *Qtl = (uint16_t *)(sm + L.Qtl), *Ktl = (uint16_t *)(sm + L.Ktl);
     const int half = a.Kp / 2;
     for (int id = threadIdx.x; id < CH * half; id += blockDim.x) {
-        const int r = id / half, i = id % half * 2;
+        const int r = id / half, i = id % half * 2, at = r * L.kp16 + i;
         const float2 Ar = *(const float2 *)(A + r * L.kp32 + i), AC = *(const float2 *)(Ac + i);
-        const uint32_t q2 = ladder_lds32(q + r * L.kp16 + i), k2 = ladder_lds32(k + r * L.kp16 + i);
-        *(uint32_t *)(Qt + r * L.kp16 + i) =
-            ladder_pack2_float<T>(qs * ladder_to_float<T>(q2 & 0xffff) * expf(Ar.x),
-                                  qs * ladder_to_float<T>(q2 >> 16) * expf(Ar.y));
-        *(uint32_t *)(Kt + r * L.kp16 + i) = ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * expf(AC.x - Ar.x),
-                                                                   ladder_to_float<T>(k2 >> 16) * expf(AC.y - Ar.y));
+        const uint32_t q2 = ladder_lds32(q + at), k2 = ladder_lds32(k + at);
+        const uint2 qt = split2<T>(qs * ladder_to_float<T>(q2 & 0xffff) * expf(Ar.x),
+                                   qs * ladder_to_float<T>(q2 >> 16) * expf(Ar.y));
+        const uint2 kt = split2<T>(ladder_to_float<T>(k2 & 0xffff) * expf(AC.x - Ar.x),
+                                   ladder_to_float<T>(k2 >> 16) * expf(AC.y - Ar.y));
+        *(uint32_t *)(Qt + at) = qt.x, *(uint32_t *)(Kt + at) = kt.x;
+        if (a.bwd) *(uint32_t *)(Qtl + at) = qt.y, *(uint32_t *)(Ktl + at) = kt.y;
     }
     float *EA = (float *)(sm + L.EA);
     for (int i = threadIdx.x; i < a.Kp; i += blockDim.x) EA[i] = expf(Ac[i]);
@@ -201,19 +225,27 @@ __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned c
     const float *B = (const float *)(b + L.gv), *Bc = B + (CH - 1) * L.vp32;
     const uint16_t *v = (const uint16_t *)(b + L.v), *dO = (const uint16_t *)(b + L.dO);
     uint16_t *Vt = (uint16_t *)(sm + L.Vt), *dOt = (uint16_t *)(sm + L.dOt);
-    for (int id = threadIdx.x; id < CH * a.VB; id += blockDim.x) {
-        const int r = id / a.VB, j = id % a.VB;
-        Vt[r * L.vp16 + j] = ladder_from_float<T>(ladder_to_float<T>(v[r * L.vp16 + j]) * expf(Bc[j] - B[r * L.vp32 + j]));
-        if (a.bwd) dOt[r * L.vp16 + j] = ladder_from_float<T>(ladder_to_float<T>(dO[r * L.vp16 + j]) * expf(B[r * L.vp32 + j]));
+    uint16_t *Vtl = (uint16_t *)(sm + L.Vtl), *dOtl = (uint16_t *)(sm + L.dOtl);
+    const int vhalf = a.VB / 2;
+    for (int id = threadIdx.x; id < CH * vhalf; id += blockDim.x) {
+        const int r = id / vhalf, j = id % vhalf * 2, at = r * L.vp16 + j;
+        const float2 Br = *(const float2 *)(B + r * L.vp32 + j), BC = *(const float2 *)(Bc + j);
+        const uint32_t v2 = ladder_lds32(v + at);
+        const uint2 vt = split2<T>(ladder_to_float<T>(v2 & 0xffff) * expf(BC.x - Br.x),
+                                   ladder_to_float<T>(v2 >> 16) * expf(BC.y - Br.y));
+        *(uint32_t *)(Vt + at) = vt.x;
+        if (!a.bwd) continue;
+        const uint32_t d2 = ladder_lds32(dO + at);
+        const uint2 dt = split2<T>(ladder_to_float<T>(d2 & 0xffff) * expf(Br.x), ladder_to_float<T>(d2 >> 16) * expf(Br.y));
+        *(uint32_t *)(Vtl + at) = vt.y, *(uint32_t *)(dOt + at) = dt.x, *(uint32_t *)(dOtl + at) = dt.y;
     }
-    float *EB = (float *)(sm + L.EB);
-    for (int j = threadIdx.x; j < a.VB; j += blockDim.x) EB[j] = expf(Bc[j]);
 }
 
 /*
  * The chunk's two 16 x 16 fp32 matrices of the diagonal part, zero above the diagonal (s > t):
  *   P[t][s] = sum_i q_t[i] k_s[i] exp(A_t[i] - A_s[i])       (without gk: exp(A_t - A_s) (q_t . k_s))
  *   D[t][s] = sum_j do_t[j] v_s[j] exp(B_t[j] - B_s[j])      (the block's columns; the backward's)
+ * One entry per thread, 8 channels per round so that their loads go out together.
  */
 template <class T>
 __device__ void small_matrices(unsigned char *sm, const smem_plan &L, const unsigned char *b, const tc_call &a,
@@ -226,23 +258,30 @@ __device__ void small_matrices(unsigned char *sm, const smem_plan &L, const unsi
         const int t = id / CH, s = id % CH;
         float p = 0.0f, d = 0.0f;
         if (want_P && s <= t) {
-            for (int i = 0; i < a.Kp; i += 2) {
-                const uint32_t q2 = ladder_lds32(q + t * L.kp16 + i), k2 = ladder_lds32(k + s * L.kp16 + i);
-                float x0 = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff);
-                float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
-                if (a.gk.p) {
-                    const float2 At = *(const float2 *)(A + t * L.kp32 + i), As = *(const float2 *)(A + s * L.kp32 + i);
-                    x0 *= expf(At.x - As.x), x1 *= expf(At.y - As.y);
+            for (int i0 = 0; i0 < a.Kp; i0 += 8) {
+#pragma unroll
+                for (int i = i0; i < i0 + 8; i += 2) {
+                    const uint32_t q2 = ladder_lds32(q + t * L.kp16 + i), k2 = ladder_lds32(k + s * L.kp16 + i);
+                    float x0 = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff);
+                    float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
+                    if (a.gk.p) {
+                        const float2 At = *(const float2 *)(A + t * L.kp32 + i);
+                        const float2 As = *(const float2 *)(A + s * L.kp32 + i);
+                        x0 *= expf(At.x - As.x), x1 *= expf(At.y - As.y);
+                    }
+                    p += x0 + x1;
                 }
-                p += x0 + x1;
             }
             if (!a.gk.p) p *= expf(A[t * L.kp32] - A[s * L.kp32]);
         }
         if (want_D && s <= t) {
-            for (int j = 0; j < a.VB; j++) {
-                float x = ladder_to_float<T>(dO[t * L.vp16 + j]) * ladder_to_float<T>(v[s * L.vp16 + j]);
-                if (a.gv.p) x *= expf(B[t * L.vp32 + j] - B[s * L.vp32 + j]);
-                d += x;
+            for (int j0 = 0; j0 < a.VB; j0 += 8) {
+#pragma unroll
+                for (int j = j0; j < j0 + 8; j++) {
+                    float x = ladder_to_float<T>(dO[t * L.vp16 + j]) * ladder_to_float<T>(v[s * L.vp16 + j]);
+                    if (a.gv.p) x *= expf(B[t * L.vp32 + j] - B[s * L.vp32 + j]);
+                    d += x;
+                }
             }
         }
         P[t * (CH + 1) + s] = p;
@@ -250,63 +289,111 @@ __device__ void small_matrices(unsigned char *sm, const smem_plan &L, const unsi
     }
 }
 
-/* acc (16 state columns x 16 steps, the warp's S^T rows) += S^T X^T, X a [step][row] tile: the state part of o. */
+/*
+ * acc (16 state columns x 16 steps, the warp's S^T rows) += S^T X^T, X a [step][row] tile: the state part of o.
+ * With @p Xl (X's remainder tile) and @p split (S as hi + lo), the three products of split2().
+ */
 template <class T>
-__device__ __forceinline__ void state_times(float (&acc)[2][4], const float (&S)[NTM][4], const uint16_t *X, int xp,
-                                            int nkk, int lane) {
+__device__ __forceinline__ void state_times(float (&acc)[2][4], const float (&S)[NTM][4], const uint16_t *X,
+                                            const uint16_t *Xl, int xp, int nkk, bool split, int lane) {
+    const int off = ((lane & 7) + ((lane >> 4) << 3)) * xp + (((lane >> 3) & 1) << 3);
 #pragma unroll
     for (int kk = 0; kk < NTM / 2; kk++) {
         if (kk >= nkk) break;
-        const uint32_t a[4] = {ladder_pack2_float<T>(S[2 * kk][0], S[2 * kk][1]),
-                               ladder_pack2_float<T>(S[2 * kk][2], S[2 * kk][3]),
-                               ladder_pack2_float<T>(S[2 * kk + 1][0], S[2 * kk + 1][1]),
-                               ladder_pack2_float<T>(S[2 * kk + 1][2], S[2 * kk + 1][3])};
+        const uint2 s0 = split2<T>(S[2 * kk][0], S[2 * kk][1]), s1 = split2<T>(S[2 * kk][2], S[2 * kk][3]);
+        const uint2 s2 = split2<T>(S[2 * kk + 1][0], S[2 * kk + 1][1]);
+        const uint2 s3 = split2<T>(S[2 * kk + 1][2], S[2 * kk + 1][3]);
+        const uint32_t a[4] = {s0.x, s1.x, s2.x, s3.x}, al[4] = {s0.y, s1.y, s2.y, s3.y};
         uint32_t b[4]; /* X rows = n (steps), columns = k (state rows): B without .trans */
-        ladder_ldsm_x4(b, X + ((lane & 7) + ((lane >> 4) << 3)) * xp + kk * 16 + (((lane >> 3) & 1) << 3));
+        ladder_ldsm_x4(b, X + off + kk * 16);
         ladder_mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
         ladder_mma_m16n8k16<T>(acc[1], a, b[2], b[3]);
+        if (split) {
+            ladder_mma_m16n8k16<T>(acc[0], al, b[0], b[1]);
+            ladder_mma_m16n8k16<T>(acc[1], al, b[2], b[3]);
+        }
+        if (Xl) {
+            ladder_ldsm_x4(b, Xl + off + kk * 16);
+            ladder_mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
+            ladder_mma_m16n8k16<T>(acc[1], a, b[2], b[3]);
+        }
     }
 }
 
-/* S^T += X^T Y over the chunk's 16 steps: X a [step][column] tile (the warp's columns j0..), Y [step][row]. */
+/*
+ * S^T += X^T Y over the chunk's 16 steps: X a [step][column] tile (the warp's columns j0..), Y [step][row];
+ * Xl and Yl, where given, their remainder tiles.
+ */
 template <class T>
-__device__ __forceinline__ void state_update(float (&S)[NTM][4], const uint16_t *X, int xp, int j0, const uint16_t *Y,
-                                             int yp, int npair, int lane) {
-    uint32_t a[4]; /* X^T as A: X stored [k][m], so .trans */
-    ladder_ldsm_x4_trans(a, X + (((lane >> 4) << 3) + (lane & 7)) * xp + j0 + (((lane >> 3) & 1) << 3));
+__device__ __forceinline__ void state_update(float (&S)[NTM][4], const uint16_t *X, const uint16_t *Xl, int xp,
+                                             int j0, const uint16_t *Y, const uint16_t *Yl, int yp, int npair,
+                                             int lane) {
+    const int xoff = (((lane >> 4) << 3) + (lane & 7)) * xp + j0 + (((lane >> 3) & 1) << 3);
+    const int yoff = ((((lane >> 3) & 1) << 3) + (lane & 7)) * yp + ((lane >> 4) << 3);
+    uint32_t a[4], al[4]; /* X^T as A: X stored [k][m], so .trans */
+    ladder_ldsm_x4_trans(a, X + xoff);
+    if (Xl) ladder_ldsm_x4_trans(al, Xl + xoff);
 #pragma unroll
     for (int p = 0; p < NTM / 2; p++) {
         if (p >= npair) break;
         uint32_t b[4]; /* Y stored [k][n]: .trans */
-        ladder_ldsm_x4_trans(b, Y + ((((lane >> 3) & 1) << 3) + (lane & 7)) * yp + p * 16 + ((lane >> 4) << 3));
+        ladder_ldsm_x4_trans(b, Y + yoff + p * 16);
         ladder_mma_m16n8k16<T>(S[2 * p], a, b[0], b[1]);
         ladder_mma_m16n8k16<T>(S[2 * p + 1], a, b[2], b[3]);
+        if (Xl) {
+            ladder_mma_m16n8k16<T>(S[2 * p], al, b[0], b[1]);
+            ladder_mma_m16n8k16<T>(S[2 * p + 1], al, b[2], b[3]);
+        }
+        if (Yl) {
+            ladder_ldsm_x4_trans(b, Yl + yoff + p * 16);
+            ladder_mma_m16n8k16<T>(S[2 * p], a, b[0], b[1]);
+            ladder_mma_m16n8k16<T>(S[2 * p + 1], a, b[2], b[3]);
+        }
     }
 }
 
-/* acc (16 steps x state rows 16p .. 16p+15) = X Sx: X a [step][column] tile, Sx the state's [column][row] copy. */
+/*
+ * acc (16 steps x state rows 16p .. 16p+15) = X Sx: X a [step][column] tile, Sx the state's [column][row] copy;
+ * Xl and Sxl, where given, their remainder tiles.
+ */
 template <class T>
-__device__ __forceinline__ void rows_times_state(float (&acc)[2][4], const uint16_t *X, int xp, const uint16_t *Sx,
-                                                 int sp, int nk, int p, int lane) {
+__device__ __forceinline__ void rows_times_state(float (&acc)[2][4], const uint16_t *X, const uint16_t *Xl, int xp,
+                                                 const uint16_t *Sx, const uint16_t *Sxl, int sp, int nk, int p,
+                                                 int lane) {
+    const int xoff = (lane & 15) * xp + ((lane >> 4) << 3);
+    const int soff = ((((lane >> 3) & 1) << 3) + (lane & 7)) * sp + p * 16 + ((lane >> 4) << 3);
     for (int kk = 0; kk < nk; kk++) {
-        uint32_t a[4], b[4];
-        ladder_ldsm_x4(a, X + (lane & 15) * xp + kk * 16 + ((lane >> 4) << 3));
-        ladder_ldsm_x4_trans(b, Sx + (kk * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)) * sp + p * 16 + ((lane >> 4) << 3));
+        uint32_t a[4], b[4], c[4];
+        ladder_ldsm_x4(a, X + xoff + kk * 16);
+        ladder_ldsm_x4_trans(b, Sx + soff + kk * 16 * sp);
         ladder_mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
         ladder_mma_m16n8k16<T>(acc[1], a, b[2], b[3]);
+        if (Sxl) {
+            ladder_ldsm_x4_trans(c, Sxl + soff + kk * 16 * sp);
+            ladder_mma_m16n8k16<T>(acc[0], a, c[0], c[1]);
+            ladder_mma_m16n8k16<T>(acc[1], a, c[2], c[3]);
+        }
+        if (Xl) {
+            ladder_ldsm_x4(c, Xl + xoff + kk * 16);
+            ladder_mma_m16n8k16<T>(acc[0], c, b[0], b[1]);
+            ladder_mma_m16n8k16<T>(acc[1], c, b[2], b[3]);
+        }
     }
 }
 
-/* The warp's state rows, rounded to 16 bits, into the [column][row] tile Sx (for the products over columns). */
+/* The warp's state rows, rounded to 16 bits, into the [column][row] tile Sx (its remainder into Sxl). */
 template <class T>
-__device__ __forceinline__ void state_to_smem(uint16_t *Sx, int sp, const float (&S)[NTM][4], int j0, int nt_used,
-                                              int lane) {
+__device__ __forceinline__ void state_to_smem(uint16_t *Sx, uint16_t *Sxl, int sp, const float (&S)[NTM][4], int j0,
+                                              int nt_used, int lane) {
     const int g = lane >> 2, i0 = 2 * (lane & 3);
 #pragma unroll
     for (int nt = 0; nt < NTM; nt++) {
         if (nt >= nt_used) break;
-        *(uint32_t *)(Sx + (j0 + g) * sp + nt * 8 + i0) = ladder_pack2_float<T>(S[nt][0], S[nt][1]);
-        *(uint32_t *)(Sx + (j0 + g + 8) * sp + nt * 8 + i0) = ladder_pack2_float<T>(S[nt][2], S[nt][3]);
+        const uint2 top = split2<T>(S[nt][0], S[nt][1]), bottom = split2<T>(S[nt][2], S[nt][3]);
+        *(uint32_t *)(Sx + (j0 + g) * sp + nt * 8 + i0) = top.x;
+        *(uint32_t *)(Sx + (j0 + g + 8) * sp + nt * 8 + i0) = bottom.x;
+        *(uint32_t *)(Sxl + (j0 + g) * sp + nt * 8 + i0) = top.y;
+        *(uint32_t *)(Sxl + (j0 + g + 8) * sp + nt * 8 + i0) = bottom.y;
     }
 }
 
@@ -375,6 +462,8 @@ __device__ __forceinline__ bool join_halves(float (&acc)[2][4], float *red, int 
 /*
  * The forward sweep, one block per (sequence x head, column block): o and ht; in the backward (a.bwd) the same
  * sweep writes this block's partial dq (and o in fp32 with gv) and the final state, for the gate sums.
+ * The diagonal parts run over all 16 steps, masked (P and D are 0 above the diagonal, and the exponent of a
+ * masked step is -inf), so that their loads go out together.
  */
 template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kernel(tc_call a) {
     extern __shared__ __align__(16) unsigned char sm[];
@@ -386,7 +475,7 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
     const rec_seq s = rec_seq_of(a.c, n);
     const int64_t nch = (s.len + CH - 1) / CH;
     const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0);
-    const bool gv = a.gv.p != nullptr;
+    const bool gv = a.gv.p != nullptr, bwd = a.bwd;
     float S[NTM][4];
     load_state(S, a.c.h0, a, n, h, c0, j0, r0, lane);
     if (nch > 0) stage_chunk(sm, L, 0, a, s, h, c0, 0);
@@ -404,15 +493,16 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
         if (gv) cumsum((float *)(b + L.gv), L.vp32, a.VB, true, nullptr, 0.0f, rows);
         __syncthreads();
         operands<T>(sm, L, b, a, 1.0f, s, h, ch * CH);
-        small_matrices<T>(sm, L, b, a, !a.bwd || gv, a.bwd);
-        if (a.bwd) state_to_smem<T>((uint16_t *)(sm + L.Sx) + r0, L.kp16, S, j0, nt_used, lane);
+        small_matrices<T>(sm, L, b, a, !bwd || gv, bwd);
+        if (bwd) state_to_smem<T>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, S, j0, nt_used, lane);
         __syncthreads();
         const int64_t *Rw = (const int64_t *)(sm + L.R);
-        if (!a.bwd || gv) { /* o^T for the warp's 16 columns: the state part, then the diagonal part */
+        if (!bwd || gv) { /* o^T for the warp's 16 columns: the state part, then the diagonal part */
             const float *B = (const float *)(b + L.gv), *P = (const float *)(sm + L.P);
             const uint16_t *v = (const uint16_t *)(b + L.v);
             float acc[2][4] = {};
-            state_times<T>(acc, S, (const uint16_t *)(sm + L.Qt) + r0, L.kp16, nt_used / 2, lane);
+            state_times<T>(acc, S, (const uint16_t *)(sm + L.Qt) + r0, bwd ? (const uint16_t *)(sm + L.Qtl) + r0 : nullptr,
+                           L.kp16, nt_used / 2, bwd, lane);
             const bool whole = join_halves(acc, (float *)(sm + L.Red), a.kh, warp, lane);
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)
@@ -421,25 +511,29 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
                     const int jl = j0 + g + 8 * (e >> 1), t = nt * 8 + 2 * tq + (e & 1);
                     const int64_t j = c0 + jl;
                     if (!whole || t >= rows || j >= a.c.V) continue;
-                    float x = gv ? acc[nt][e] * expf(B[t * L.vp32 + jl]) : acc[nt][e];
-                    #pragma unroll 1
-                    for (int u = 0; u <= t; u++) {
+                    const float Bt = gv ? B[t * L.vp32 + jl] : 0.0f;
+                    float x = 0.0f;
+#pragma unroll
+                    for (int u = 0; u < CH; u++) {
                         float w = P[t * (CH + 1) + u] * ladder_to_float<T>(v[u * L.vp16 + jl]);
-                        if (gv) w *= expf(B[t * L.vp32 + jl] - B[u * L.vp32 + jl]);
+                        if (gv) w *= expf(u <= t ? Bt - B[u * L.vp32 + jl] : -INFINITY);
                         x += w;
                     }
+                    x += gv ? acc[nt][e] * expf(Bt) : acc[nt][e];
                     const int64_t at = Rw[t] * a.c.V + j;
-                    if (a.bwd) a.o32[at] = a.c.scale * x;
+                    if (bwd) a.o32[at] = a.c.scale * x;
                     else a.o[at] = ladder_from_float<T>(a.c.scale * x);
                 }
         }
-        if (a.bwd) { /* dq = scale * (exp(A_t) ⊙ (do ⊙ exp(B)) S0^T + the diagonal part), this block's columns */
+        if (bwd) { /* dq = scale * (exp(A_t) ⊙ (do ⊙ exp(B)) S0^T + the diagonal part), this block's columns */
             const uint16_t *X = gv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO);
+            const uint16_t *Xl = gv ? (const uint16_t *)(sm + L.dOtl) : nullptr;
             const float *A = (const float *)(b + L.gk), *D = (const float *)(sm + L.D);
             const uint16_t *k = (const uint16_t *)(b + L.k);
             for (int p = warp; p < a.Kp / 16; p += a.nw) {
                 float acc[2][4] = {};
-                rows_times_state<T>(acc, X, L.vp16, (const uint16_t *)(sm + L.Sx), L.kp16, a.VB / 16, p, lane);
+                rows_times_state<T>(acc, X, Xl, L.vp16, (const uint16_t *)(sm + L.Sx), (const uint16_t *)(sm + L.Sxl),
+                                    L.kp16, a.VB / 16, p, lane);
 #pragma unroll
                 for (int nt = 0; nt < 2; nt++)
 #pragma unroll
@@ -447,16 +541,20 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
                         const int t = g + 8 * (e >> 1), i = p * 16 + nt * 8 + 2 * tq + (e & 1);
                         if (t >= rows || i >= a.c.K) continue;
                         const float At = A[t * L.kp32 + i];
-                        float x = expf(At) * acc[nt][e];
-                        #pragma unroll 1
-                        for (int u = 0; u <= t; u++)
-                            x += D[t * (CH + 1) + u] * ladder_to_float<T>(k[u * L.kp16 + i]) * expf(At - A[u * L.kp32 + i]);
+                        float x = 0.0f;
+#pragma unroll
+                        for (int u = 0; u < CH; u++)
+                            x += D[t * (CH + 1) + u] * ladder_to_float<T>(k[u * L.kp16 + i]) *
+                                 expf(u <= t ? At - A[u * L.kp32 + i] : -INFINITY);
+                        x += expf(At) * acc[nt][e];
                         a.dq_part[(vb * tokens + Rw[t]) * a.c.K + i] = a.c.scale * x;
                     }
             }
         }
         decay_state(S, sm, L, b, a, j0, r0, nt_used, lane);
-        state_update<T>(S, gv ? (const uint16_t *)(sm + L.Vt) : (const uint16_t *)(b + L.v), L.vp16, j0, (const uint16_t *)(sm + L.Kt) + r0,
+        state_update<T>(S, gv ? (const uint16_t *)(sm + L.Vt) : (const uint16_t *)(b + L.v),
+                        bwd && gv ? (const uint16_t *)(sm + L.Vtl) : nullptr, L.vp16, j0,
+                        (const uint16_t *)(sm + L.Kt) + r0, bwd ? (const uint16_t *)(sm + L.Ktl) + r0 : nullptr,
                         L.kp16, nt_used / 2, lane);
         __syncthreads(); /* every warp is done with this chunk's tiles before they are refilled */
     }
@@ -501,7 +599,7 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
         __syncthreads();
         operands<T>(sm, L, b, a, scale, s, h, ch * CH); /* Qt carries the scale: it only feeds dH's update here */
         small_matrices<T>(sm, L, b, a, true, true);
-        state_to_smem<T>((uint16_t *)(sm + L.Sx) + r0, L.kp16, dH, j0, nt_used, lane);
+        state_to_smem<T>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, dH, j0, nt_used, lane);
         __syncthreads();
         const int64_t *Rw = (const int64_t *)(sm + L.R);
         for (int p = warp; p < a.Kp / 16; p += a.nw) { /* dk, rows 16p .. 16p+15 */
@@ -509,7 +607,9 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
             const uint16_t *q = (const uint16_t *)(b + L.q);
             const uint16_t *Vt = gv ? (const uint16_t *)(sm + L.Vt) : (const uint16_t *)(b + L.v);
             float acc[2][4] = {};
-            rows_times_state<T>(acc, Vt, L.vp16, (const uint16_t *)(sm + L.Sx), L.kp16, a.VB / 16, p, lane);
+            rows_times_state<T>(acc, Vt, gv ? (const uint16_t *)(sm + L.Vtl) : nullptr, L.vp16,
+                                (const uint16_t *)(sm + L.Sx), (const uint16_t *)(sm + L.Sxl), L.kp16, a.VB / 16, p,
+                                lane);
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)
 #pragma unroll
@@ -518,9 +618,10 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
                     if (t >= rows || i >= a.c.K) continue;
                     const float At = A[t * L.kp32 + i];
                     float x = 0.0f;
-                    #pragma unroll 1
-                    for (int u = t; u < rows; u++)
-                        x += D[u * (CH + 1) + t] * ladder_to_float<T>(q[u * L.kp16 + i]) * expf(A[u * L.kp32 + i] - At);
+#pragma unroll
+                    for (int u = 0; u < CH; u++)
+                        x += D[u * (CH + 1) + t] * ladder_to_float<T>(q[u * L.kp16 + i]) *
+                             expf(u >= t ? A[u * L.kp32 + i] - At : -INFINITY);
                     x = expf(A[(CH - 1) * L.kp32 + i] - At) * acc[nt][e] + scale * x;
                     a.dk_part[(vb * tokens + Rw[t]) * a.c.K + i] = x;
                 }
@@ -529,7 +630,8 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
             const float *B = (const float *)(b + L.gv), *P = (const float *)(sm + L.P);
             const uint16_t *dO = (const uint16_t *)(b + L.dO);
             float acc[2][4] = {};
-            state_times<T>(acc, dH, (const uint16_t *)(sm + L.Kt) + r0, L.kp16, nt_used / 2, lane);
+            state_times<T>(acc, dH, (const uint16_t *)(sm + L.Kt) + r0, (const uint16_t *)(sm + L.Ktl) + r0, L.kp16,
+                           nt_used / 2, true, lane);
             const bool whole = join_halves(acc, (float *)(sm + L.Red), a.kh, warp, lane);
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)
@@ -540,10 +642,10 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
                     if (!whole || t >= rows || j >= a.c.V) continue;
                     const float Bt = gv ? B[t * L.vp32 + jl] : 0.0f;
                     float x = 0.0f;
-                    #pragma unroll 1
-                    for (int u = t; u < rows; u++) {
+#pragma unroll
+                    for (int u = 0; u < CH; u++) {
                         float w = P[u * (CH + 1) + t] * ladder_to_float<T>(dO[u * L.vp16 + jl]);
-                        if (gv) w *= expf(B[u * L.vp32 + jl] - Bt);
+                        if (gv) w *= expf(u >= t ? B[u * L.vp32 + jl] - Bt : -INFINITY);
                         x += w;
                     }
                     x = (gv ? expf(B[(CH - 1) * L.vp32 + jl] - Bt) : 1.0f) * acc[nt][e] + scale * x;
@@ -551,8 +653,9 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
                 }
         }
         decay_state(dH, sm, L, b, a, j0, r0, nt_used, lane);
-        state_update<T>(dH, gv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO), L.vp16, j0, (const uint16_t *)(sm + L.Qt) + r0,
-                        L.kp16, nt_used / 2, lane);
+        state_update<T>(dH, gv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO),
+                        gv ? (const uint16_t *)(sm + L.dOtl) : nullptr, L.vp16, j0, (const uint16_t *)(sm + L.Qt) + r0,
+                        (const uint16_t *)(sm + L.Qtl) + r0, L.kp16, nt_used / 2, lane);
         __syncthreads();
     }
     if (a.c.dh0) store_state(a.c.dh0, dH, a, n, h, c0, j0, r0, lane);

@@ -75,6 +75,7 @@ struct tc_call {
     float *o32, *dv32, *dvz32;    /* [tokens][V]: o (with gv) and dv (do part) without the diagonal term; dv's dht part */
     float *dh0z;                  /* [N,H,K,V]: dh0's dht part */
     bool zrun;                    /* the reverse sweep of dht alone (scale 0), into dkz_part, dvz32, dh0z */
+    float *P_store;               /* forward: every chunk's P, [slot][H][CH][CH+1] (chunk_slot), from diag_kernel */
     int Kp, VB, nw, kh;           /* K rounded up to 16; state columns per block (16 * nw / kh); warps; warps per column group */
     bool bwd;                     /* the sweep as the backward's first pass */
 };
@@ -82,7 +83,7 @@ struct tc_call {
 /* Where each tile lies in dynamic shared memory (bytes), from Kp and VB; the same on host and device. */
 struct smem_plan {
     int kp16, vp16, kp32, vp32;         /* row pitches in elements: 16 bytes of padding per row */
-    int q, k, v, dO, gk, gv, g, buf;    /* staged inputs, buffer 0; buffer 1 lies buf bytes further */
+    int q, k, v, dO, gk, gv, g, Ps, buf; /* staged inputs, buffer 0; buffer 1 lies buf bytes further */
     int Qt, Kt, Vt, dOt, P, D, EA, Sx, R, Red; /* R: each step's row of [B*T*H]; Red: join_halves */
     int Qtl, Ktl, Vtl, dOtl, Sxl, total;           /* the backward's remainder tiles (split2) */
     __host__ __device__ smem_plan(int Kp, int VB, bool bwd, bool gv_on) {
@@ -96,6 +97,7 @@ struct smem_plan {
         gk = at, at += t32k; /* gk staged, then the row gates' cumulative sums A in place */
         gv = at, at += gv_on ? t32v : 0;
         g = at, at += CH * 4;
+        Ps = at, at += bwd ? 0 : CH * (CH + 1) * 4; /* the forward's P, staged from P_store */
         buf = at, at *= 2;
         Qt = at, at += t16k;
         Kt = at, at += t16k;
@@ -145,7 +147,16 @@ __device__ void stage_tile(U *dst, int pitch, int width, const view<U> &x, const
     }
 }
 
-/* Stage chunk @p chunk into buffer @p buf: q, k, v, (do), gk, gv, g. One cp.async group per call. */
+/*
+ * Where chunk @p chunk of sequence @p n keeps its P in P_store: floor(first token / CH) + n + chunk, over the
+ * flat [B*T] tokens. A sequence's chunks take consecutive slots, and the next sequence starts past them, so no
+ * two chunks share one; there are at most B*T/CH + N + 1 slots.
+ */
+__device__ __forceinline__ int64_t chunk_slot(const tc_call &a, const rec_seq &s, int64_t n, int64_t chunk) {
+    return (s.b * a.c.T + s.start) / CH + n + chunk;
+}
+
+/* Stage chunk @p chunk into buffer @p buf: q, k, v, (do), gk, gv, g, and in the forward P. One cp.async group. */
 __device__ void stage_chunk(unsigned char *sm, const smem_plan &L, int buf, const tc_call &a, const rec_seq &s,
                             int64_t h, int64_t c0, int64_t chunk) {
     unsigned char *b = sm + buf * L.buf;
@@ -159,6 +170,11 @@ __device__ void stage_chunk(unsigned char *sm, const smem_plan &L, int buf, cons
     if (threadIdx.x < CH) {
         const int64_t t = token_of(a, s, step0 + threadIdx.x);
         ((float *)(b + L.g))[threadIdx.x] = t >= 0 ? rec_ld(a.c.g, s.b, t, h, 0) : 0.0f;
+    }
+    if (a.P_store) { /* 1088 contiguous bytes: 68 copies of 16 */
+        const float *P = a.P_store + (chunk_slot(a, s, blockIdx.x / a.c.H, chunk) * a.c.H + h) * CH * (CH + 1);
+        for (int x = threadIdx.x; x < CH * (CH + 1) / 4; x += blockDim.x)
+            ladder_cp_async16(b + L.Ps + 16 * x, P + 4 * x, true);
     }
     ladder_cp_async_commit();
 }
@@ -466,6 +482,85 @@ __device__ __forceinline__ bool join_halves(float (&acc)[2][4], float *red, int 
 }
 
 /*
+ * The diagonal blocks of every chunk at once: they do not depend on the state, so they need not wait in the
+ * sweeps' chain. One block per (sequence x head, column block, chunk), chunks striding by gridDim.z. The forward
+ * writes each chunk's P to P_store; the backward writes the diagonal parts of the gradients, each without its
+ * own step's term (bwd()), which the sweeps then complete with the state parts:
+ *   dq_part = scale sum_{u<t} D[t][u] k_u exp(A_t-A_u),   dk_part = scale sum_{u>t} D[u][t] q_u exp(A_u-A_t),
+ *   dv32    = scale sum_{u>t} P[u][t] do_u exp(B_u-B_t),  o32 (gv) = scale sum_{u<t} P[t][u] v_u exp(B_t-B_u),
+ * and those terms apart: vdo_part = D[t][t], ptt = P[t][t]. A masked step gets exponent -inf, so that the sums
+ * run over all 16 steps with their loads together.
+ */
+template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) diag_kernel(tc_call a) {
+    extern __shared__ __align__(16) unsigned char sm[];
+    const smem_plan L(a.Kp, a.VB, a.bwd, a.gv.p != nullptr);
+    const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, vb = blockIdx.y, c0 = vb * a.VB;
+    const int64_t tokens = a.c.B * a.c.T * a.c.H;
+    const rec_seq s = rec_seq_of(a.c, n);
+    const int64_t nch = (s.len + CH - 1) / CH;
+    const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0), scale = a.c.scale;
+    const bool gv = a.gv.p != nullptr;
+    tc_call in = a; /* what stage_chunk reads: the inputs, not the P_store this kernel fills */
+    in.P_store = nullptr;
+    const float *A = (const float *)(sm + L.gk), *B = (const float *)(sm + L.gv);
+    const float *P = (const float *)(sm + L.P), *D = (const float *)(sm + L.D);
+    const uint16_t *q = (const uint16_t *)(sm + L.q), *k = (const uint16_t *)(sm + L.k);
+    const uint16_t *v = (const uint16_t *)(sm + L.v), *dO = (const uint16_t *)(sm + L.dO);
+    for (int64_t ch = blockIdx.z; ch < nch; ch += gridDim.z) {
+        stage_chunk(sm, L, 0, in, s, h, c0, ch);
+        ladder_cp_async_wait_group<0>();
+        __syncthreads();
+        const int rows = (int)min((int64_t)CH, s.len - ch * CH);
+        cumsum((float *)(sm + L.gk), L.kp32, a.Kp, a.gk.p, (const float *)(sm + L.g), gamma, rows);
+        if (gv) cumsum((float *)(sm + L.gv), L.vp32, a.VB, true, nullptr, 0.0f, rows);
+        __syncthreads();
+        small_matrices<T>(sm, L, sm, a, true, a.bwd);
+        __syncthreads();
+        if (!a.bwd) {
+            float *out = a.P_store + (chunk_slot(a, s, n, ch) * a.c.H + h) * CH * (CH + 1);
+            for (int e = threadIdx.x; vb == 0 && e < CH * (CH + 1); e += blockDim.x) out[e] = P[e];
+        }
+        for (int e = threadIdx.x; a.bwd && e < CH * a.Kp; e += blockDim.x) {
+            const int t = e / a.Kp, i = e % a.Kp;
+            if (t >= rows || i >= a.c.K) continue;
+            const int64_t row = rec_row(a.c, s.b, rec_token(a.c, s, ch * CH + t), h), at = (vb * tokens + row) * a.c.K + i;
+            const float At = A[t * L.kp32 + i];
+            float xq = 0.0f, xk = 0.0f;
+#pragma unroll
+            for (int u = 0; u < CH; u++) {
+                const float Au = A[u * L.kp32 + i];
+                xq += D[t * (CH + 1) + u] * ladder_to_float<T>(k[u * L.kp16 + i]) * expf(u < t ? At - Au : -INFINITY);
+                xk += D[u * (CH + 1) + t] * ladder_to_float<T>(q[u * L.kp16 + i]) * expf(u > t ? Au - At : -INFINITY);
+            }
+            a.dq_part[at] = scale * xq, a.dk_part[at] = scale * xk;
+            if (i == 0) a.vdo_part[vb * tokens + row] = D[t * (CH + 1) + t];
+        }
+        for (int e = threadIdx.x; a.bwd && e < CH * a.VB; e += blockDim.x) {
+            const int t = e / a.VB, jl = e % a.VB;
+            const int64_t j = c0 + jl;
+            if (t >= rows || j >= a.c.V) continue;
+            const int64_t row = rec_row(a.c, s.b, rec_token(a.c, s, ch * CH + t), h);
+            const float Bt = gv ? B[t * L.vp32 + jl] : 0.0f;
+            float xv = 0.0f, xo = 0.0f;
+#pragma unroll
+            for (int u = 0; u < CH; u++) {
+                float wv = u > t ? P[u * (CH + 1) + t] * ladder_to_float<T>(dO[u * L.vp16 + jl]) : 0.0f;
+                float wo = u < t ? P[t * (CH + 1) + u] * ladder_to_float<T>(v[u * L.vp16 + jl]) : 0.0f;
+                if (gv) {
+                    const float Bu = B[u * L.vp32 + jl];
+                    wv *= expf(u > t ? Bu - Bt : -INFINITY), wo *= expf(u < t ? Bt - Bu : -INFINITY);
+                }
+                xv += wv, xo += wo;
+            }
+            a.dv32[row * a.c.V + j] = scale * xv;
+            if (gv) a.o32[row * a.c.V + j] = scale * xo;
+            if (j == 0) a.ptt[row] = P[t * (CH + 1) + t];
+        }
+        __syncthreads(); /* the tiles are done with before the next chunk is staged over them */
+    }
+}
+
+/*
  * The forward sweep, one block per (sequence x head, column block): o and ht; in the backward (a.bwd) the same
  * sweep writes this block's partial dq (and o in fp32 with gv) and the final state, for the gate sums.
  * The diagonal parts run over all 16 steps, masked (P and D are 0 above the diagonal, and the exponent of a
@@ -499,12 +594,11 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
         if (gv) cumsum((float *)(b + L.gv), L.vp32, a.VB, true, nullptr, 0.0f, rows);
         __syncthreads();
         operands<T>(sm, L, b, a, 1.0f, s, h, ch * CH);
-        small_matrices<T>(sm, L, b, a, !bwd || gv, bwd);
         if (bwd) state_to_smem<T>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, S, j0, nt_used, lane);
         __syncthreads();
         const int64_t *Rw = (const int64_t *)(sm + L.R);
-        if (!bwd || gv) { /* o^T for the warp's 16 columns: the state part, then the diagonal part */
-            const float *B = (const float *)(b + L.gv), *P = (const float *)(sm + L.P);
+        if (!bwd || gv) { /* o^T for the warp's 16 columns: the state part, then (forward) the diagonal part */
+            const float *B = (const float *)(b + L.gv), *P = (const float *)(b + L.Ps);
             const uint16_t *v = (const uint16_t *)(b + L.v);
             float acc[2][4] = {};
             state_times<T>(acc, S, (const uint16_t *)(sm + L.Qt) + r0, bwd ? (const uint16_t *)(sm + L.Qtl) + r0 : nullptr,
@@ -517,26 +611,26 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
                     const int jl = j0 + g + 8 * (e >> 1), t = nt * 8 + 2 * tq + (e & 1);
                     const int64_t j = c0 + jl;
                     if (!whole || t >= rows || j >= a.c.V) continue;
-                    const float Bt = gv ? B[t * L.vp32 + jl] : 0.0f;
-                    const int last = bwd ? t - 1 : t; /* the backward's o leaves out its own step (bwd()) */
-                    float x = 0.0f;
+                    const float Bt = gv ? B[t * L.vp32 + jl] : 0.0f, x = gv ? acc[nt][e] * expf(Bt) : acc[nt][e];
+                    const int64_t at = Rw[t] * a.c.V + j;
+                    if (bwd) { /* o32 holds diag_kernel's diagonal part */
+                        a.o32[at] += a.c.scale * x;
+                        continue;
+                    }
+                    float y = 0.0f;
 #pragma unroll
                     for (int u = 0; u < CH; u++) {
-                        float w = u <= last ? P[t * (CH + 1) + u] * ladder_to_float<T>(v[u * L.vp16 + jl]) : 0.0f;
-                        if (gv) w *= expf(u <= last ? Bt - B[u * L.vp32 + jl] : -INFINITY);
-                        x += w;
+                        float w = u <= t ? P[t * (CH + 1) + u] * ladder_to_float<T>(v[u * L.vp16 + jl]) : 0.0f;
+                        if (gv) w *= expf(u <= t ? Bt - B[u * L.vp32 + jl] : -INFINITY);
+                        y += w;
                     }
-                    x += gv ? acc[nt][e] * expf(Bt) : acc[nt][e];
-                    const int64_t at = Rw[t] * a.c.V + j;
-                    if (bwd) a.o32[at] = a.c.scale * x;
-                    else a.o[at] = ladder_from_float<T>(a.c.scale * x);
+                    a.o[at] = ladder_from_float<T>(a.c.scale * (y + x));
                 }
         }
-        if (bwd) { /* dq = scale * (exp(A_t) ⊙ (do ⊙ exp(B)) S0^T + the diagonal part), this block's columns */
+        if (bwd) { /* dq += scale exp(A_t) ⊙ (do ⊙ exp(B)) S0^T over this block's columns (the diagonal part is in) */
             const uint16_t *X = gv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO);
             const uint16_t *Xl = gv ? (const uint16_t *)(sm + L.dOtl) : nullptr;
-            const float *A = (const float *)(b + L.gk), *D = (const float *)(sm + L.D);
-            const uint16_t *k = (const uint16_t *)(b + L.k);
+            const float *A = (const float *)(b + L.gk);
             for (int p = warp; p < a.Kp / 16; p += a.nw) {
                 float acc[2][4] = {};
                 rows_times_state<T>(acc, X, Xl, L.vp16, (const uint16_t *)(sm + L.Sx), (const uint16_t *)(sm + L.Sxl),
@@ -547,15 +641,7 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
                     for (int e = 0; e < 4; e++) {
                         const int t = g + 8 * (e >> 1), i = p * 16 + nt * 8 + 2 * tq + (e & 1);
                         if (t >= rows || i >= a.c.K) continue;
-                        const float At = A[t * L.kp32 + i];
-                        float x = 0.0f;
-#pragma unroll
-                        for (int u = 0; u < CH; u++) /* u < t: the diagonal term is left to finish_rows_kernel */
-                            x += D[t * (CH + 1) + u] * ladder_to_float<T>(k[u * L.kp16 + i]) *
-                                 expf(u < t ? At - A[u * L.kp32 + i] : -INFINITY);
-                        x += expf(At) * acc[nt][e];
-                        a.dq_part[(vb * tokens + Rw[t]) * a.c.K + i] = a.c.scale * x;
-                        if (i == 0) a.vdo_part[vb * tokens + Rw[t]] = D[t * (CH + 1) + t];
+                        a.dq_part[(vb * tokens + Rw[t]) * a.c.K + i] += a.c.scale * expf(A[t * L.kp32 + i]) * acc[nt][e];
                     }
             }
         }
@@ -609,13 +695,11 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
         if (gv) cumsum((float *)(b + L.gv), L.vp32, a.VB, true, nullptr, 0.0f, rows);
         __syncthreads();
         operands<T>(sm, L, b, a, scale, s, h, ch * CH); /* Qt carries the scale: it only feeds dH's update here */
-        small_matrices<T>(sm, L, b, a, true, true);
         state_to_smem<T>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, dH, j0, nt_used, lane);
         __syncthreads();
         const int64_t *Rw = (const int64_t *)(sm + L.R);
-        for (int p = warp; p < a.Kp / 16; p += a.nw) { /* dk, rows 16p .. 16p+15 */
-            const float *A = (const float *)(b + L.gk), *D = (const float *)(sm + L.D);
-            const uint16_t *q = (const uint16_t *)(b + L.q);
+        for (int p = warp; p < a.Kp / 16; p += a.nw) { /* dk, rows 16p .. 16p+15: the state part */
+            const float *A = (const float *)(b + L.gk);
             const uint16_t *Vt = gv ? (const uint16_t *)(sm + L.Vt) : (const uint16_t *)(b + L.v);
             float acc[2][4] = {};
             rows_times_state<T>(acc, Vt, gv ? (const uint16_t *)(sm + L.Vtl) : nullptr, L.vp16,
@@ -627,19 +711,13 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
                 for (int e = 0; e < 4; e++) {
                     const int t = g + 8 * (e >> 1), i = p * 16 + nt * 8 + 2 * tq + (e & 1);
                     if (t >= rows || i >= a.c.K) continue;
-                    const float At = A[t * L.kp32 + i];
-                    float x = 0.0f;
-#pragma unroll
-                    for (int u = 0; u < CH; u++)
-                        x += D[u * (CH + 1) + t] * ladder_to_float<T>(q[u * L.kp16 + i]) *
-                             expf(u > t ? A[u * L.kp32 + i] - At : -INFINITY);
-                    x = expf(A[(CH - 1) * L.kp32 + i] - At) * acc[nt][e] + scale * x;
-                    dk_out[(vb * tokens + Rw[t]) * a.c.K + i] = x;
+                    const float x = expf(A[(CH - 1) * L.kp32 + i] - A[t * L.kp32 + i]) * acc[nt][e];
+                    float &out = dk_out[(vb * tokens + Rw[t]) * a.c.K + i];
+                    out = a.zrun ? x : out + x; /* dk_part holds diag_kernel's diagonal part */
                 }
         }
-        { /* dv^T for the warp's 16 columns */
-            const float *B = (const float *)(b + L.gv), *P = (const float *)(sm + L.P);
-            const uint16_t *dO = (const uint16_t *)(b + L.dO);
+        { /* dv^T for the warp's 16 columns: the state part */
+            const float *B = (const float *)(b + L.gv);
             float acc[2][4] = {};
             state_times<T>(acc, dH, (const uint16_t *)(sm + L.Kt) + r0, (const uint16_t *)(sm + L.Ktl) + r0, L.kp16,
                            nt_used / 2, true, lane);
@@ -651,17 +729,9 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
                     const int jl = j0 + g + 8 * (e >> 1), t = nt * 8 + 2 * tq + (e & 1);
                     const int64_t j = c0 + jl;
                     if (!whole || t >= rows || j >= a.c.V) continue;
-                    const float Bt = gv ? B[t * L.vp32 + jl] : 0.0f;
-                    float x = 0.0f;
-#pragma unroll
-                    for (int u = 0; u < CH; u++) {
-                        float w = u > t ? P[u * (CH + 1) + t] * ladder_to_float<T>(dO[u * L.vp16 + jl]) : 0.0f;
-                        if (gv) w *= expf(u > t ? B[u * L.vp32 + jl] - Bt : -INFINITY);
-                        x += w;
-                    }
-                    x = (gv ? expf(B[(CH - 1) * L.vp32 + jl] - Bt) : 1.0f) * acc[nt][e] + scale * x;
-                    dv_out[Rw[t] * a.c.V + j] = x;
-                    if (j == 0 && !a.zrun) a.ptt[Rw[t]] = P[t * (CH + 1) + t];
+                    const float x = (gv ? expf(B[(CH - 1) * L.vp32 + jl] - B[t * L.vp32 + jl]) : 1.0f) * acc[nt][e];
+                    float &out = dv_out[Rw[t] * a.c.V + j];
+                    out = a.zrun ? x : out + x; /* dv32 holds diag_kernel's diagonal part */
                 }
         }
         decay_state(dH, sm, L, b, a, j0, r0, nt_used, lane);
@@ -819,10 +889,12 @@ ladder_status plan(const ladder_recurrent_problem *p, const ladder_recurrent_arg
     return LADDER_OK;
 }
 
-template <class Kernel> ladder_status launch(Kernel *kernel, const tc_call &a, const char *name) {
+/* One block per (sequence x head, column block); with @p chunks, per chunk too (diag_kernel), up to 65535. */
+template <class Kernel>
+ladder_status launch(Kernel *kernel, const tc_call &a, const char *name, int64_t vblocks, int64_t chunks = 1) {
     const size_t bytes = (size_t)smem_plan(a.Kp, a.VB, a.bwd, a.gv.p).total;
     LADDER_TRY(ladder_allow_smem(kernel, bytes));
-    const dim3 grid((unsigned)(a.c.N * a.c.H), (unsigned)((a.c.V + a.VB - 1) / a.VB));
+    const dim3 grid((unsigned)(a.c.N * a.c.H), (unsigned)vblocks, (unsigned)min(chunks, (int64_t)65535));
     kernel<<<grid, 32 * a.nw, bytes>>>(a);
     LADDER_LAUNCH_CHECK(name);
     return LADDER_OK;
@@ -831,7 +903,12 @@ template <class Kernel> ladder_status launch(Kernel *kernel, const tc_call &a, c
 template <class T> ladder_status fwd(const ladder_recurrent_problem *p, const ladder_recurrent_args *ar) {
     tc_call a;
     LADDER_TRY(plan(p, ar, false, &a));
-    return launch(sweep_kernel<T>, a, "sweep_kernel");
+    const int64_t chunks = (p->T + CH - 1) / CH, slots = p->B * p->T / CH + a.c.N + 1; /* chunk_slot() */
+    ladder_scratch mem;
+    LADDER_TRY(mem.alloc((size_t)(slots * p->H * CH * (CH + 1)) * sizeof(float)));
+    a.P_store = (float *)mem.ptr;
+    LADDER_TRY(launch(diag_kernel<T>, a, "diag_kernel", 1, chunks));
+    return launch(sweep_kernel<T>, a, "sweep_kernel", (p->V + a.VB - 1) / a.VB);
 }
 
 /*
@@ -860,12 +937,13 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
     float *at = (float *)mem.ptr;
     for (int i = 0; i < 9; i++) *slots[i] = sizes[i] ? at : nullptr, at += sizes[i];
     a.o = nullptr, a.ht = nullptr;
-    LADDER_TRY(launch(sweep_kernel<T>, a, "sweep_kernel"));
-    LADDER_TRY(launch(reverse_kernel<T>, a, "reverse_kernel"));
+    LADDER_TRY(launch(diag_kernel<T>, a, "diag_kernel", nvb, (c.T + CH - 1) / CH));
+    LADDER_TRY(launch(sweep_kernel<T>, a, "sweep_kernel", nvb));
+    LADDER_TRY(launch(reverse_kernel<T>, a, "reverse_kernel", nvb));
     if (dht) {
         tc_call z = a;
         z.zrun = true, z.c.scale = 0.0f;
-        LADDER_TRY(launch(reverse_kernel<T>, z, "reverse_kernel"));
+        LADDER_TRY(launch(reverse_kernel<T>, z, "reverse_kernel", nvb));
         if (c.dh0) {
             add_kernel<<<ladder_blocks(n_state, THREADS), THREADS>>>(c.dh0, a.dh0z, n_state);
             LADDER_LAUNCH_CHECK("add_kernel");

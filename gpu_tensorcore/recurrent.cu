@@ -12,28 +12,34 @@
  *
  * 1. The state products on the matrix units (state_times, state_update, rows_times_state). A block owns the
  *    state's columns c0 .. c0+VB-1 (VB = 16 per warp) and every row; warp w holds S^T rows j0 = 16w .. j0+15 in
- *    registers as the fp32 accumulators of m16n8k16 (fragment nt: state rows 8nt .. 8nt+7). Two accumulator tiles
- *    side by side, rounded to 16 bits, are an A fragment (common/mma.cuh), so o^T = S^T (q ⊙ exp(A))^T reads the
- *    state straight from the registers, and the update S^T = decay ⊙ S^T + (v ⊙ ..)^T (k ⊙ ..) accumulates into
- *    them. The state stays fp32 between chunks; only where it is an mma operand is it rounded to the input dtype
- *    (as fla does), an error of one rounding of S0 in the state part of o, never carried into the next state.
+ *    registers as the fp32 accumulators of m16n8k16 (fragment nt: state rows 8nt .. 8nt+7; with K > 128 a pair of
+ *    warps splits the rows, join_halves). Two accumulator tiles side by side, rounded to 16 bits, are an A
+ *    fragment (common/mma.cuh), so o^T = S^T (q ⊙ exp(A))^T reads the state straight from the registers, and the
+ *    update S^T = decay ⊙ S^T + (v ⊙ ..)^T (k ⊙ ..) accumulates into them. The state stays fp32 between chunks;
+ *    in the forward its operands are rounded once to the input dtype (as fla does), in the backward split in two
+ *    (split2()), since the gate sums need more than 8 bits of dq and dk.
  * 2. Every factor at most 1 (for gates <= 0): exp(A_t), exp(A_C - A_s), and exp(A_t - A_s) for s <= t are formed
  *    as they are, never exp(-A_s) alone (a per-step gate of -30 overflows it within 3 steps). The chunk is the GLA
  *    paper's sub-chunk: its diagonal part, which needs exp(A_t[i] - A_s[i]) per pair and channel, is summed in
- *    fp32 (small_matrices, and the epilogues of the products); what fla's off-diagonal sub-blocks compute, q of
- *    one sub-chunk against k v of an earlier one, is here the state part of the next chunk: the same products,
- *    associated through the state, with fewer multiply-adds (2KV + 8(K+V) per step instead of 2KV + 32(K+V)).
- *    Without gk the row gate is one number per step and P_ts = exp(A_t - A_s) (q_t . k_s): no per-channel exps.
- * 3. Staging by cp.async, double-buffered (stage_chunk): the next chunk's q, k, v (do) and gates are in flight
- *    while this chunk computes. A tile keeps the input's own [step][channel] layout, rows padded by 16 bytes so
- *    that ldmatrix hits distinct banks; strided or misaligned inputs take element loads into the same tiles.
- * 4. Backward without stored states: a forward sweep (sweep_kernel in its backward mode) recomputes the state
- *    and writes dq = scale * S_t do_t (and, with gv, o in fp32 for the column gate sums); a reverse sweep
- *    (reverse_kernel) carries dH = dL/dS from dht backwards and writes dk, dv and dh0. dq and dk contract over
- *    the state's columns, which the warps split: they read a 16-bit copy of the state in shared memory (Sx) and
- *    every block writes its partial, summed afterwards in block order (sum_parts_kernel): no atomics.
- * 5. The gate gradients from the identities of recurrent.h, in double (gate_rows_kernel, gate_cols_kernel), on
- *    the fp32 dq, dk, dv before they are rounded, then rec_finish_gates().
+ *    fp32; what fla's off-diagonal sub-blocks compute, q of one sub-chunk against k v of an earlier one, is here
+ *    the state part of the next chunk: the same products, associated through the state, with fewer multiply-adds
+ *    (2KV + 8(K+V) per step instead of 2KV + 32(K+V)). Without gk a pair of P costs one exponential, not K.
+ * 3. The diagonal blocks off the chain (diag_kernel). They do not depend on the state, so one kernel computes
+ *    them for every chunk at once: P for the forward (1 KB per chunk, staged back by the sweep), and in the
+ *    backward the whole diagonal parts of dq, dk, dv (and o), which the sweeps then complete. What stays in the
+ *    sweeps' sequential loop is the state's work: the decays, the operands, the products and their epilogues.
+ * 4. Staging by cp.async, double-buffered (stage_chunk): the next chunk's q, k, v (do), gates (and P) are in
+ *    flight while this chunk computes. A tile keeps the input's own [step][channel] layout, rows padded by 16
+ *    bytes so that ldmatrix hits distinct banks; strided or misaligned inputs take element loads into the same
+ *    tiles.
+ * 5. Backward without stored states: a forward sweep (sweep_kernel in its backward mode) recomputes the state
+ *    and adds the state part of dq = scale * S_t do_t (and of o in fp32, with gv); a reverse sweep
+ *    (reverse_kernel) carries dH = dL/dS backwards and adds those of dk and dv, and writes dh0. dq and dk
+ *    contract over the state's columns, which the warps split: they read a 16-bit copy of the state in shared
+ *    memory (Sx), and every block writes its partial, summed afterwards in block order: no atomics.
+ * 6. The gate gradients in chapter 2's form (bwd(), gate_rows_kernel, gate_cols_kernel): the identity of
+ *    recurrent.h with what cancels kept apart (each step's own diagonal term; dht's part, from a second reverse
+ *    sweep), summed in double, then rec_finish_gates().
  *
  * Preconditions: validated by ladder_recurrent_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all f16; gates,
  * states and their gradients f32; device pointers; any input strides; contiguous outputs; K, V <= 256).
@@ -78,6 +84,7 @@ struct tc_call {
     float *P_store;               /* forward: every chunk's P, [slot][H][CH][CH+1] (chunk_slot), from diag_kernel */
     int Kp, VB, nw, kh;           /* K rounded up to 16; state columns per block (16 * nw / kh); warps; warps per column group */
     bool bwd;                     /* the sweep as the backward's first pass */
+    bool cvt;                     /* backward on f16 inputs: v and do converted to bf16 operand tiles (bwd()) */
 };
 
 /* Where each tile lies in dynamic shared memory (bytes), from Kp and VB; the same on host and device. */
@@ -86,7 +93,7 @@ struct smem_plan {
     int q, k, v, dO, gk, gv, g, Ps, buf; /* staged inputs, buffer 0; buffer 1 lies buf bytes further */
     int Qt, Kt, Vt, dOt, P, D, EA, Sx, R, Red; /* R: each step's row of [B*T*H]; Red: join_halves */
     int Qtl, Ktl, Vtl, dOtl, Sxl, total;           /* the backward's remainder tiles (split2) */
-    __host__ __device__ smem_plan(int Kp, int VB, bool bwd, bool gv_on) {
+    __host__ __device__ smem_plan(int Kp, int VB, bool bwd, bool gv_on, bool cvt) {
         kp16 = Kp + 8, vp16 = VB + 8, kp32 = Kp + 4, vp32 = VB + 4;
         const int t16k = CH * kp16 * 2, t16v = CH * vp16 * 2, t32k = CH * kp32 * 4, t32v = CH * vp32 * 4;
         int at = 0;
@@ -101,8 +108,8 @@ struct smem_plan {
         buf = at, at *= 2;
         Qt = at, at += t16k;
         Kt = at, at += t16k;
-        Vt = at, at += gv_on ? t16v : 0;
-        dOt = at, at += bwd && gv_on ? t16v : 0;
+        Vt = at, at += gv_on || cvt ? t16v : 0;
+        dOt = at, at += bwd && (gv_on || cvt) ? t16v : 0;
         P = at, at += CH * (CH + 1) * 4;
         D = at, at += CH * (CH + 1) * 4;
         EA = at, at += Kp * 4;
@@ -111,8 +118,8 @@ struct smem_plan {
         Red = at, at += MAX_WARPS / 2 * 8 * 32 * 4;
         Qtl = at, at += bwd ? t16k : 0;
         Ktl = at, at += bwd ? t16k : 0;
-        Vtl = at, at += bwd && gv_on ? t16v : 0;
-        dOtl = at, at += bwd && gv_on ? t16v : 0;
+        Vtl = at, at += bwd && (gv_on || cvt) ? t16v : 0;
+        dOtl = at, at += bwd && (gv_on || cvt) ? t16v : 0;
         Sxl = at, at += bwd ? VB * kp16 * 2 : 0;
         total = at;
     }
@@ -218,7 +225,7 @@ template <class T> __device__ __forceinline__ uint2 split2(float x0, float x1) {
  * rounding of the operands of dq and dk (2^-9 in bf16) missed the cpu rung by 2.2e-2 on dgk where the tolerance
  * is 1e-2 (B=2 T=256 H=4 K=V=64, gk; chapter 2). Products there take hi*hi + hi*lo + lo*hi.
  */
-template <class T>
+template <class T, class M>
 __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned char *b, const tc_call &a, float qs,
                          const rec_seq &s, int64_t h, int64_t step0) {
     const float *A = (const float *)(b + L.gk), *Ac = A + (CH - 1) * L.kp32;
@@ -230,9 +237,9 @@ __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned c
         const int r = id / half, i = id % half * 2, at = r * L.kp16 + i;
         const float2 Ar = *(const float2 *)(A + r * L.kp32 + i), AC = *(const float2 *)(Ac + i);
         const uint32_t q2 = ladder_lds32(q + at), k2 = ladder_lds32(k + at);
-        const uint2 qt = split2<T>(qs * ladder_to_float<T>(q2 & 0xffff) * expf(Ar.x),
+        const uint2 qt = split2<M>(qs * ladder_to_float<T>(q2 & 0xffff) * expf(Ar.x),
                                    qs * ladder_to_float<T>(q2 >> 16) * expf(Ar.y));
-        const uint2 kt = split2<T>(ladder_to_float<T>(k2 & 0xffff) * expf(AC.x - Ar.x),
+        const uint2 kt = split2<M>(ladder_to_float<T>(k2 & 0xffff) * expf(AC.x - Ar.x),
                                    ladder_to_float<T>(k2 >> 16) * expf(AC.y - Ar.y));
         *(uint32_t *)(Qt + at) = qt.x, *(uint32_t *)(Kt + at) = kt.x;
         if (a.bwd) *(uint32_t *)(Qtl + at) = qt.y, *(uint32_t *)(Ktl + at) = kt.y;
@@ -243,7 +250,8 @@ __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned c
         const int64_t t = token_of(a, s, step0 + threadIdx.x);
         ((int64_t *)(sm + L.R))[threadIdx.x] = t >= 0 ? rec_row(a.c, s.b, t, h) : -1;
     }
-    if (!a.gv.p) return;
+    if (!a.gv.p && !a.cvt) return;
+    const bool gv = a.gv.p != nullptr;
     const float *B = (const float *)(b + L.gv), *Bc = B + (CH - 1) * L.vp32;
     const uint16_t *v = (const uint16_t *)(b + L.v), *dO = (const uint16_t *)(b + L.dO);
     uint16_t *Vt = (uint16_t *)(sm + L.Vt), *dOt = (uint16_t *)(sm + L.dOt);
@@ -251,14 +259,15 @@ __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned c
     const int vhalf = a.VB / 2;
     for (int id = threadIdx.x; id < CH * vhalf; id += blockDim.x) {
         const int r = id / vhalf, j = id % vhalf * 2, at = r * L.vp16 + j;
-        const float2 Br = *(const float2 *)(B + r * L.vp32 + j), BC = *(const float2 *)(Bc + j);
+        const float2 Br = gv ? *(const float2 *)(B + r * L.vp32 + j) : float2{0.0f, 0.0f};
+        const float2 BC = gv ? *(const float2 *)(Bc + j) : float2{0.0f, 0.0f};
         const uint32_t v2 = ladder_lds32(v + at);
-        const uint2 vt = split2<T>(ladder_to_float<T>(v2 & 0xffff) * expf(BC.x - Br.x),
+        const uint2 vt = split2<M>(ladder_to_float<T>(v2 & 0xffff) * expf(BC.x - Br.x),
                                    ladder_to_float<T>(v2 >> 16) * expf(BC.y - Br.y));
         *(uint32_t *)(Vt + at) = vt.x;
         if (!a.bwd) continue;
         const uint32_t d2 = ladder_lds32(dO + at);
-        const uint2 dt = split2<T>(ladder_to_float<T>(d2 & 0xffff) * expf(Br.x), ladder_to_float<T>(d2 >> 16) * expf(Br.y));
+        const uint2 dt = split2<M>(ladder_to_float<T>(d2 & 0xffff) * expf(Br.x), ladder_to_float<T>(d2 >> 16) * expf(Br.y));
         *(uint32_t *)(Vtl + at) = vt.y, *(uint32_t *)(dOt + at) = dt.x, *(uint32_t *)(dOtl + at) = dt.y;
     }
 }
@@ -267,7 +276,7 @@ __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned c
  * The chunk's two 16 x 16 fp32 matrices of the diagonal part, zero above the diagonal (s > t):
  *   P[t][s] = sum_i q_t[i] k_s[i] exp(A_t[i] - A_s[i])       (without gk: exp(A_t - A_s) (q_t . k_s))
  *   D[t][s] = sum_j do_t[j] v_s[j] exp(B_t[j] - B_s[j])      (the block's columns; the backward's)
- * One entry per thread, 8 channels per round so that their loads go out together.
+ * One entry per thread, 8 channels per round so that their loads go out together (diag_kernel).
  */
 template <class T>
 __device__ void small_matrices(unsigned char *sm, const smem_plan &L, const unsigned char *b, const tc_call &a,
@@ -493,7 +502,7 @@ __device__ __forceinline__ bool join_halves(float (&acc)[2][4], float *red, int 
  */
 template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) diag_kernel(tc_call a) {
     extern __shared__ __align__(16) unsigned char sm[];
-    const smem_plan L(a.Kp, a.VB, a.bwd, a.gv.p != nullptr);
+    const smem_plan L(a.Kp, a.VB, a.bwd, a.gv.p != nullptr, a.cvt);
     const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, vb = blockIdx.y, c0 = vb * a.VB;
     const int64_t tokens = a.c.B * a.c.T * a.c.H;
     const rec_seq s = rec_seq_of(a.c, n);
@@ -561,14 +570,13 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) diag_kernel
 }
 
 /*
- * The forward sweep, one block per (sequence x head, column block): o and ht; in the backward (a.bwd) the same
- * sweep writes this block's partial dq (and o in fp32 with gv) and the final state, for the gate sums.
- * The diagonal parts run over all 16 steps, masked (P and D are 0 above the diagonal, and the exponent of a
- * masked step is -inf), so that their loads go out together.
+ * The forward sweep, one block per (sequence x head, column block): o (the state part from the registers, the
+ * diagonal part from the staged P) and ht. In the backward (a.bwd) the same sweep adds the state parts of dq (this
+ * block's columns) and, with gv, of o in fp32 to diag_kernel's diagonal parts.
  */
-template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kernel(tc_call a) {
+template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kernel(tc_call a) {
     extern __shared__ __align__(16) unsigned char sm[];
-    const smem_plan L(a.Kp, a.VB, a.bwd, a.gv.p != nullptr);
+    const smem_plan L(a.Kp, a.VB, a.bwd, a.gv.p != nullptr, a.cvt);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
     const int j0 = 16 * (warp / a.kh), r0 = 8 * NTM * (warp % a.kh), nt_used = min(NTM, (a.Kp - r0) / 8);
     const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, vb = blockIdx.y, c0 = vb * a.VB;
@@ -576,7 +584,7 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
     const rec_seq s = rec_seq_of(a.c, n);
     const int64_t nch = (s.len + CH - 1) / CH;
     const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0);
-    const bool gv = a.gv.p != nullptr, bwd = a.bwd;
+    const bool gv = a.gv.p != nullptr, bwd = a.bwd, conv = gv || a.cvt; /* operand tiles Vt, dOt */
     float S[NTM][4];
     load_state(S, a.c.h0, a, n, h, c0, j0, r0, lane);
     if (nch > 0) stage_chunk(sm, L, 0, a, s, h, c0, 0);
@@ -593,15 +601,15 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
         cumsum((float *)(b + L.gk), L.kp32, a.Kp, a.gk.p, (const float *)(b + L.g), gamma, rows);
         if (gv) cumsum((float *)(b + L.gv), L.vp32, a.VB, true, nullptr, 0.0f, rows);
         __syncthreads();
-        operands<T>(sm, L, b, a, 1.0f, s, h, ch * CH);
-        if (bwd) state_to_smem<T>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, S, j0, nt_used, lane);
+        operands<T, M>(sm, L, b, a, 1.0f, s, h, ch * CH);
+        if (bwd) state_to_smem<M>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, S, j0, nt_used, lane);
         __syncthreads();
         const int64_t *Rw = (const int64_t *)(sm + L.R);
         if (!bwd || gv) { /* o^T for the warp's 16 columns: the state part, then (forward) the diagonal part */
             const float *B = (const float *)(b + L.gv), *P = (const float *)(b + L.Ps);
             const uint16_t *v = (const uint16_t *)(b + L.v);
             float acc[2][4] = {};
-            state_times<T>(acc, S, (const uint16_t *)(sm + L.Qt) + r0, bwd ? (const uint16_t *)(sm + L.Qtl) + r0 : nullptr,
+            state_times<M>(acc, S, (const uint16_t *)(sm + L.Qt) + r0, bwd ? (const uint16_t *)(sm + L.Qtl) + r0 : nullptr,
                            L.kp16, nt_used / 2, bwd, lane);
             const bool whole = join_halves(acc, (float *)(sm + L.Red), a.kh, warp, lane);
 #pragma unroll
@@ -628,12 +636,12 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
                 }
         }
         if (bwd) { /* dq += scale exp(A_t) ⊙ (do ⊙ exp(B)) S0^T over this block's columns (the diagonal part is in) */
-            const uint16_t *X = gv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO);
-            const uint16_t *Xl = gv ? (const uint16_t *)(sm + L.dOtl) : nullptr;
+            const uint16_t *X = conv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO);
+            const uint16_t *Xl = conv ? (const uint16_t *)(sm + L.dOtl) : nullptr;
             const float *A = (const float *)(b + L.gk);
             for (int p = warp; p < a.Kp / 16; p += a.nw) {
                 float acc[2][4] = {};
-                rows_times_state<T>(acc, X, Xl, L.vp16, (const uint16_t *)(sm + L.Sx), (const uint16_t *)(sm + L.Sxl),
+                rows_times_state<M>(acc, X, Xl, L.vp16, (const uint16_t *)(sm + L.Sx), (const uint16_t *)(sm + L.Sxl),
                                     L.kp16, a.VB / 16, p, lane);
 #pragma unroll
                 for (int nt = 0; nt < 2; nt++)
@@ -646,8 +654,8 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
             }
         }
         decay_state(S, sm, L, b, a, j0, r0, nt_used, lane);
-        state_update<T>(S, gv ? (const uint16_t *)(sm + L.Vt) : (const uint16_t *)(b + L.v),
-                        bwd && gv ? (const uint16_t *)(sm + L.Vtl) : nullptr, L.vp16, j0,
+        state_update<M>(S, conv ? (const uint16_t *)(sm + L.Vt) : (const uint16_t *)(b + L.v),
+                        bwd && conv ? (const uint16_t *)(sm + L.Vtl) : nullptr, L.vp16, j0,
                         (const uint16_t *)(sm + L.Kt) + r0, bwd ? (const uint16_t *)(sm + L.Ktl) + r0 : nullptr,
                         L.kp16, nt_used / 2, lane);
         __syncthreads(); /* every warp is done with this chunk's tiles before they are refilled */
@@ -656,18 +664,16 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kerne
 }
 
 /*
- * The backward's reverse sweep, one block per (sequence x head, column block): dH = dL/dS from dht backwards,
- * chunk by chunk (dH is the gradient of the state at the chunk's end). With Hbar_t = dL/dS_t:
- *   dk_t[i] = exp(A_C-A_t)[i] sum_j (v_t ⊙ exp(B_C-B_t))[j] dH[i,j] + scale sum_{u>=t} q_u[i] exp(A_u-A_t)[i] D[u][t]
- *   dv_t[j] = exp(B_C-B_t)[j] sum_i dH[i,j] (k_t ⊙ exp(A_C-A_t))[i] + scale sum_{u>=t} P[u][t] do_u[j] exp(B_u-B_t)[j]
- *   dH_start = exp(A_C + B_C) ⊙ dH + scale (q ⊙ exp(A))^T (do ⊙ exp(B))
- * dk is this block's partial (its columns); dv is whole (the block holds every row). As bwd() needs them: the
- * sums over u > t only (the step's own term, scale q_t (do_t . v_t) and scale (q_t . k_t) do_t, goes apart), and
- * dH from do alone, starting at 0; the zrun carries dht alone (scale 0) into dkz_part, dvz32 and dh0z.
+ * The backward's reverse sweep, one block per (sequence x head, column block): dH = dL/dS backwards, chunk by
+ * chunk (dH is the gradient of the state at the chunk's end). It adds the state parts
+ *   dk_t[i] += exp(A_C-A_t)[i] sum_j (v_t ⊙ exp(B_C-B_t))[j] dH[i,j]      (this block's columns: a partial)
+ *   dv_t[j] += exp(B_C-B_t)[j] sum_i dH[i,j] (k_t ⊙ exp(A_C-A_t))[i]      (every row: whole)
+ * to diag_kernel's diagonal parts, and runs dH_start = exp(A_C + B_C) ⊙ dH + scale (q ⊙ exp(A))^T (do ⊙ exp(B)).
+ * dH starts at 0 (the do part); the zrun carries dht alone (scale 0) and writes dkz_part, dvz32 and dh0z.
  */
-template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_kernel(tc_call a) {
+template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_kernel(tc_call a) {
     extern __shared__ __align__(16) unsigned char sm[];
-    const smem_plan L(a.Kp, a.VB, true, a.gv.p != nullptr);
+    const smem_plan L(a.Kp, a.VB, true, a.gv.p != nullptr, a.cvt);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
     const int j0 = 16 * (warp / a.kh), r0 = 8 * NTM * (warp % a.kh), nt_used = min(NTM, (a.Kp - r0) / 8);
     const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, vb = blockIdx.y, c0 = vb * a.VB;
@@ -675,7 +681,7 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
     const rec_seq s = rec_seq_of(a.c, n);
     const int64_t nch = (s.len + CH - 1) / CH;
     const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0), scale = a.c.scale;
-    const bool gv = a.gv.p != nullptr;
+    const bool gv = a.gv.p != nullptr, conv = gv || a.cvt; /* operand tiles Vt, dOt */
     float dH[NTM][4];
     load_state(dH, a.zrun ? a.c.dht : rec_view{}, a, n, h, c0, j0, r0, lane);
     float *dk_out = a.zrun ? a.dkz_part : a.dk_part, *dv_out = a.zrun ? a.dvz32 : a.dv32;
@@ -694,15 +700,15 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
         cumsum((float *)(b + L.gk), L.kp32, a.Kp, a.gk.p, (const float *)(b + L.g), gamma, rows);
         if (gv) cumsum((float *)(b + L.gv), L.vp32, a.VB, true, nullptr, 0.0f, rows);
         __syncthreads();
-        operands<T>(sm, L, b, a, scale, s, h, ch * CH); /* Qt carries the scale: it only feeds dH's update here */
-        state_to_smem<T>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, dH, j0, nt_used, lane);
+        operands<T, M>(sm, L, b, a, scale, s, h, ch * CH); /* Qt carries the scale: it only feeds dH's update here */
+        state_to_smem<M>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, dH, j0, nt_used, lane);
         __syncthreads();
         const int64_t *Rw = (const int64_t *)(sm + L.R);
         for (int p = warp; p < a.Kp / 16; p += a.nw) { /* dk, rows 16p .. 16p+15: the state part */
             const float *A = (const float *)(b + L.gk);
-            const uint16_t *Vt = gv ? (const uint16_t *)(sm + L.Vt) : (const uint16_t *)(b + L.v);
+            const uint16_t *Vt = conv ? (const uint16_t *)(sm + L.Vt) : (const uint16_t *)(b + L.v);
             float acc[2][4] = {};
-            rows_times_state<T>(acc, Vt, gv ? (const uint16_t *)(sm + L.Vtl) : nullptr, L.vp16,
+            rows_times_state<M>(acc, Vt, conv ? (const uint16_t *)(sm + L.Vtl) : nullptr, L.vp16,
                                 (const uint16_t *)(sm + L.Sx), (const uint16_t *)(sm + L.Sxl), L.kp16, a.VB / 16, p,
                                 lane);
 #pragma unroll
@@ -719,7 +725,7 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
         { /* dv^T for the warp's 16 columns: the state part */
             const float *B = (const float *)(b + L.gv);
             float acc[2][4] = {};
-            state_times<T>(acc, dH, (const uint16_t *)(sm + L.Kt) + r0, (const uint16_t *)(sm + L.Ktl) + r0, L.kp16,
+            state_times<M>(acc, dH, (const uint16_t *)(sm + L.Kt) + r0, (const uint16_t *)(sm + L.Ktl) + r0, L.kp16,
                            nt_used / 2, true, lane);
             const bool whole = join_halves(acc, (float *)(sm + L.Red), a.kh, warp, lane);
 #pragma unroll
@@ -735,8 +741,8 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) reverse_ker
                 }
         }
         decay_state(dH, sm, L, b, a, j0, r0, nt_used, lane);
-        state_update<T>(dH, gv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO),
-                        gv ? (const uint16_t *)(sm + L.dOtl) : nullptr, L.vp16, j0, (const uint16_t *)(sm + L.Qt) + r0,
+        state_update<M>(dH, conv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO),
+                        conv ? (const uint16_t *)(sm + L.dOtl) : nullptr, L.vp16, j0, (const uint16_t *)(sm + L.Qt) + r0,
                         (const uint16_t *)(sm + L.Qtl) + r0, L.kp16, nt_used / 2, lane);
         __syncthreads();
     }
@@ -875,15 +881,16 @@ ladder_status plan(const ladder_recurrent_problem *p, const ladder_recurrent_arg
     a->o = (uint16_t *)ar->o.data;
     a->ht = (float *)ar->ht.data;
     a->bwd = bwd;
+    a->cvt = bwd && ar->q.dtype != LADDER_BF16;
     a->Kp = (int)(p->K + 15) / 16 * 16;
     int device, max_smem;
     LADDER_CUDA_TRY(cudaGetDevice(&device));
     LADDER_CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     a->kh = a->Kp > 8 * NTM ? 2 : 1;
     int groups = (int)min((int64_t)MAX_WARPS / a->kh, (p->V + 15) / 16); /* of 16 columns */
-    while (groups > 1 && smem_plan(a->Kp, 16 * groups, bwd, ar->gv.data).total > max_smem) groups--;
+    while (groups > 1 && smem_plan(a->Kp, 16 * groups, bwd, ar->gv.data, a->cvt).total > max_smem) groups--;
     a->nw = groups * a->kh, a->VB = 16 * groups;
-    if (smem_plan(a->Kp, a->VB, bwd, ar->gv.data).total > max_smem)
+    if (smem_plan(a->Kp, a->VB, bwd, ar->gv.data, a->cvt).total > max_smem)
         return ladder_fail(LADDER_ERR_UNSUPPORTED, "K = %lld needs more shared memory than this GPU has",
                            (long long)p->K);
     return LADDER_OK;
@@ -892,7 +899,7 @@ ladder_status plan(const ladder_recurrent_problem *p, const ladder_recurrent_arg
 /* One block per (sequence x head, column block); with @p chunks, per chunk too (diag_kernel), up to 65535. */
 template <class Kernel>
 ladder_status launch(Kernel *kernel, const tc_call &a, const char *name, int64_t vblocks, int64_t chunks = 1) {
-    const size_t bytes = (size_t)smem_plan(a.Kp, a.VB, a.bwd, a.gv.p).total;
+    const size_t bytes = (size_t)smem_plan(a.Kp, a.VB, a.bwd, a.gv.p, a.cvt).total;
     LADDER_TRY(ladder_allow_smem(kernel, bytes));
     const dim3 grid((unsigned)(a.c.N * a.c.H), (unsigned)vblocks, (unsigned)min(chunks, (int64_t)65535));
     kernel<<<grid, 32 * a.nw, bytes>>>(a);
@@ -908,7 +915,7 @@ template <class T> ladder_status fwd(const ladder_recurrent_problem *p, const la
     LADDER_TRY(mem.alloc((size_t)(slots * p->H * CH * (CH + 1)) * sizeof(float)));
     a.P_store = (float *)mem.ptr;
     LADDER_TRY(launch(diag_kernel<T>, a, "diag_kernel", 1, chunks));
-    return launch(sweep_kernel<T>, a, "sweep_kernel", (p->V + a.VB - 1) / a.VB);
+    return launch(sweep_kernel<T, T>, a, "sweep_kernel", (p->V + a.VB - 1) / a.VB);
 }
 
 /*
@@ -938,12 +945,12 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
     for (int i = 0; i < 9; i++) *slots[i] = sizes[i] ? at : nullptr, at += sizes[i];
     a.o = nullptr, a.ht = nullptr;
     LADDER_TRY(launch(diag_kernel<T>, a, "diag_kernel", nvb, (c.T + CH - 1) / CH));
-    LADDER_TRY(launch(sweep_kernel<T>, a, "sweep_kernel", nvb));
-    LADDER_TRY(launch(reverse_kernel<T>, a, "reverse_kernel", nvb));
+    LADDER_TRY(launch(sweep_kernel<T, __nv_bfloat16>, a, "sweep_kernel", nvb));
+    LADDER_TRY(launch(reverse_kernel<T, __nv_bfloat16>, a, "reverse_kernel", nvb));
     if (dht) {
         tc_call z = a;
         z.zrun = true, z.c.scale = 0.0f;
-        LADDER_TRY(launch(reverse_kernel<T>, z, "reverse_kernel", nvb));
+        LADDER_TRY(launch(reverse_kernel<T, __nv_bfloat16>, z, "reverse_kernel", nvb));
         if (c.dh0) {
             add_kernel<<<ladder_blocks(n_state, THREADS), THREADS>>>(c.dh0, a.dh0z, n_state);
             LADDER_LAUNCH_CHECK("add_kernel");

@@ -91,7 +91,7 @@ struct tc_call {
 struct smem_plan {
     int kp16, vp16, kp32, vp32;         /* row pitches in elements: 16 bytes of padding per row */
     int q, k, v, dO, gk, gv, g, Ps, buf; /* staged inputs, buffer 0; buffer 1 lies buf bytes further */
-    int Qt, Kt, Vt, dOt, P, D, EA, Sx, R, Red; /* R: each step's row of [B*T*H]; Red: join_halves */
+    int Qt, Kt, Vt, dOt, P, D, EA, Sx, P16, R, Red; /* R: each step's row of [B*T*H]; Red: join_halves */
     int Qtl, Ktl, Vtl, dOtl, Sxl, total;           /* the backward's remainder tiles (split2) */
     __host__ __device__ smem_plan(int Kp, int VB, bool bwd, bool gv_on, bool cvt) {
         kp16 = Kp + 8, vp16 = VB + 8, kp32 = Kp + 4, vp32 = VB + 4;
@@ -114,6 +114,7 @@ struct smem_plan {
         D = at, at += CH * (CH + 1) * 4;
         EA = at, at += Kp * 4;
         Sx = at, at += bwd ? VB * kp16 * 2 : 0;
+        P16 = at, at += bwd ? 0 : CH * (CH + 8) * 2; /* the forward's P rounded, [t][s], for P V on the mma */
         R = at, at += CH * 8;
         Red = at, at += MAX_WARPS / 2 * 8 * 32 * 4;
         Qtl = at, at += bwd ? t16k : 0;
@@ -602,6 +603,9 @@ template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) sw
         if (gv) cumsum((float *)(b + L.gv), L.vp32, a.VB, true, nullptr, 0.0f, rows);
         __syncthreads();
         operands<T, M>(sm, L, b, a, 1.0f, s, h, ch * CH);
+        for (int e = threadIdx.x; !bwd && !gv && e < CH * CH; e += blockDim.x) /* P V runs on the mma */
+            ((uint16_t *)(sm + L.P16))[e / CH * (CH + 8) + e % CH] =
+                ladder_from_float<T>(((const float *)(b + L.Ps))[e / CH * (CH + 1) + e % CH]);
         if (bwd) state_to_smem<M>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, S, j0, nt_used, lane);
         __syncthreads();
         const int64_t *Rw = (const int64_t *)(sm + L.R);
@@ -612,6 +616,14 @@ template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) sw
             state_times<M>(acc, S, (const uint16_t *)(sm + L.Qt) + r0, bwd ? (const uint16_t *)(sm + L.Qtl) + r0 : nullptr,
                            L.kp16, nt_used / 2, bwd, lane);
             const bool whole = join_halves(acc, (float *)(sm + L.Red), a.kh, warp, lane);
+            if (whole && !bwd && !gv) { /* the diagonal part, o^T += V^T P^T, with P rounded once (as fla does) */
+                uint32_t x[4], y[4];
+                ladder_ldsm_x4_trans(x, v + (((lane >> 4) << 3) + (lane & 7)) * L.vp16 + j0 + (((lane >> 3) & 1) << 3));
+                ladder_ldsm_x4(y, (const uint16_t *)(sm + L.P16) + ((lane & 7) + ((lane >> 4) << 3)) * (CH + 8) +
+                                      (((lane >> 3) & 1) << 3));
+                ladder_mma_m16n8k16<M>(acc[0], x, y[0], y[1]);
+                ladder_mma_m16n8k16<M>(acc[1], x, y[2], y[3]);
+            }
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)
 #pragma unroll
@@ -625,13 +637,12 @@ template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) sw
                         a.o32[at] += a.c.scale * x;
                         continue;
                     }
-                    float y = 0.0f;
+                    float y = 0.0f; /* with gv the diagonal part is no matrix product: fp32, per element */
 #pragma unroll
-                    for (int u = 0; u < CH; u++) {
-                        float w = u <= t ? P[t * (CH + 1) + u] * ladder_to_float<T>(v[u * L.vp16 + jl]) : 0.0f;
-                        if (gv) w *= expf(u <= t ? Bt - B[u * L.vp32 + jl] : -INFINITY);
-                        y += w;
-                    }
+                    for (int u = 0; gv && u < CH; u++)
+                        y += u <= t ? P[t * (CH + 1) + u] * ladder_to_float<T>(v[u * L.vp16 + jl]) *
+                                          expf(Bt - B[u * L.vp32 + jl])
+                                    : 0.0f;
                     a.o[at] = ladder_from_float<T>(a.c.scale * (y + x));
                 }
         }

@@ -39,9 +39,13 @@
  * | gpu_tiled      | f32                           | f32                                    |
  * | gpu_tensorcore | bf16 or f16 (all the same)    | f32                                    |
  *
- * The gpu_tensorcore rung (the chunked form) is not written yet: it returns
- * LADDER_ERR_UNAVAILABLE ("rung gpu_tensorcore was not built") after the
- * dtypes above are checked.
+ * The gpu_tensorcore rung runs the chunked form (chunks of 16 steps,
+ * chapters/02-recurrent-gated-attention.md): the state and every sum stay
+ * fp32, but the operands of its matrix products are rounded to the input
+ * dtype: the state at each chunk's start (and dL/dS in the backward), q and k
+ * scaled by their in-chunk decays, and, with gv, v and do scaled by theirs.
+ * The in-chunk (diagonal) terms are summed in fp32 from the 16-bit inputs,
+ * the gate-gradient sums in double. Outputs are rounded once, at the end.
  *
  * The CPU rung takes host pointers, the GPU rungs device pointers
  * (cu_seqlens included). Every rung is deterministic: bitwise-identical repeats.

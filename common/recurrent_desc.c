@@ -119,7 +119,6 @@ const ladder_algo ladder_recurrent_algo = {
     .call = call,
     .call_rung = call_rung,
     .bytes = bytes,
-    .rungs_missing = 1u << LADDER_RUNG_GPU_TENSORCORE, /* the chunked tensor-core rung is not written yet */
     .bench_reference = LADDER_RUNG_GPU_TILED,         /* the cpu rung takes minutes per bench problem */
     .flops = flops,
     .bench_problems = bench_problems,

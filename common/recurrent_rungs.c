@@ -7,8 +7,9 @@
 #define GPU(f) NULL /* not built: the dispatcher reports the rung unavailable */
 #endif
 
-/* gpu_tensorcore (the chunked form) is not written yet: the dispatcher reports it unavailable. */
 const recurrent_fn recurrent_fwd_rungs[LADDER_RUNG_COUNT] = {recurrent_fwd_cpu, GPU(recurrent_fwd_gpu_naive),
-                                                             GPU(recurrent_fwd_gpu_tiled), NULL};
+                                                             GPU(recurrent_fwd_gpu_tiled),
+                                                             GPU(recurrent_fwd_gpu_tensorcore)};
 const recurrent_fn recurrent_bwd_rungs[LADDER_RUNG_COUNT] = {recurrent_bwd_cpu, GPU(recurrent_bwd_gpu_naive),
-                                                             GPU(recurrent_bwd_gpu_tiled), NULL};
+                                                             GPU(recurrent_bwd_gpu_tiled),
+                                                             GPU(recurrent_bwd_gpu_tensorcore)};

@@ -29,6 +29,8 @@ ladder_status recurrent_fwd_gpu_naive(const ladder_recurrent_problem *p, const l
 ladder_status recurrent_bwd_gpu_naive(const ladder_recurrent_problem *p, const ladder_recurrent_args *a);
 ladder_status recurrent_fwd_gpu_tiled(const ladder_recurrent_problem *p, const ladder_recurrent_args *a);
 ladder_status recurrent_bwd_gpu_tiled(const ladder_recurrent_problem *p, const ladder_recurrent_args *a);
+ladder_status recurrent_fwd_gpu_tensorcore(const ladder_recurrent_problem *p, const ladder_recurrent_args *a);
+ladder_status recurrent_bwd_gpu_tensorcore(const ladder_recurrent_problem *p, const ladder_recurrent_args *a);
 
 #ifdef __cplusplus
 }

@@ -25,7 +25,8 @@
  *    the state part of the next chunk: the same products, associated through the state, with fewer multiply-adds
  *    (2KV + 8(K+V) per step instead of 2KV + 32(K+V)). Without gk a pair of P costs one exponential, not K.
  * 3. The diagonal blocks off the chain (diag_kernel). They do not depend on the state, so one kernel computes
- *    them for every chunk at once: P for the forward (1 KB per chunk, staged back by the sweep), and in the
+ *    them for every chunk at once: P for the forward (1 KB per chunk, staged back by the sweep, which without gv
+ *    multiplies it into V on the mma, P rounded once), and in the
  *    backward the whole diagonal parts of dq, dk, dv (and o), which the sweeps then complete. What stays in the
  *    sweeps' sequential loop is the state's work: the decays, the operands, the products and their epilogues.
  * 4. Staging by cp.async, double-buffered (stage_chunk): the next chunk's q, k, v (do), gates (and P) are in

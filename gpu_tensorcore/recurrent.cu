@@ -25,7 +25,8 @@
  *    the state part of the next chunk: the same products, associated through the state, with fewer multiply-adds
  *    (2KV + 8(K+V) per step instead of 2KV + 32(K+V)). Without gk a pair of P costs one exponential, not K.
  * 3. The diagonal blocks off the chain (diag_kernel). They do not depend on the state, so one kernel computes
- *    them for every chunk at once: P for the forward (1 KB per chunk, staged back by the sweep), and in the
+ *    them for every chunk at once: P for the forward (1 KB per chunk, staged back by the sweep, which without gv
+ *    multiplies it into V on the mma, P rounded once), and in the
  *    backward the whole diagonal parts of dq, dk, dv (and o), which the sweeps then complete. What stays in the
  *    sweeps' sequential loop is the state's work: the decays, the operands, the products and their epilogues.
  * 4. Staging by cp.async, double-buffered (stage_chunk): the next chunk's q, k, v (do), gates (and P) are in
@@ -78,11 +79,11 @@ struct tc_call {
     float *dq_part, *dk_part;     /* [NVB][tokens][K]: dq and dk (do part) without the diagonal term */
     float *dkz_part;              /* [NVB][tokens][K]: dk's dht part (the reverse sweep's zrun) */
     float *vdo_part, *ptt;        /* [NVB][tokens]: v_t . do_t over the block's columns; [tokens]: q_t . k_t */
-    float *o32, *dv32, *dvz32;    /* [tokens][V]: o (with gv) and dv (do part) without the diagonal term; dv's dht part */
+    float *o32, *dv32, *dvz32;    /* [tokens][V]: o (gv) and dv (do part) without the diagonal term; dv's dht part */
     float *dh0z;                  /* [N,H,K,V]: dh0's dht part */
     bool zrun;                    /* the reverse sweep of dht alone (scale 0), into dkz_part, dvz32, dh0z */
     float *P_store;               /* forward: every chunk's P, [slot][H][CH][CH+1] (chunk_slot), from diag_kernel */
-    int Kp, VB, nw, kh;           /* K rounded up to 16; state columns per block (16 * nw / kh); warps; warps per column group */
+    int Kp, VB, nw, kh;           /* K rounded to 16; columns per block (16 nw / kh); warps; warps per 16 columns */
     bool bwd;                     /* the sweep as the backward's first pass */
     bool cvt;                     /* backward on f16 inputs: v and do converted to bf16 operand tiles (bwd()) */
 };
@@ -268,7 +269,8 @@ __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned c
         *(uint32_t *)(Vt + at) = vt.x;
         if (!a.bwd) continue;
         const uint32_t d2 = ladder_lds32(dO + at);
-        const uint2 dt = split2<M>(ladder_to_float<T>(d2 & 0xffff) * expf(Br.x), ladder_to_float<T>(d2 >> 16) * expf(Br.y));
+        const uint2 dt = split2<M>(ladder_to_float<T>(d2 & 0xffff) * expf(Br.x),
+                                   ladder_to_float<T>(d2 >> 16) * expf(Br.y));
         *(uint32_t *)(Vtl + at) = vt.y, *(uint32_t *)(dOt + at) = dt.x, *(uint32_t *)(dOtl + at) = dt.y;
     }
 }
@@ -434,7 +436,8 @@ __device__ __forceinline__ void decay_state(float (&S)[NTM][4], const unsigned c
                                             const unsigned char *b, const tc_call &a, int j0, int r0, int nt_used,
                                             int lane) {
     const float *EA = (const float *)(sm + L.EA);
-    const float *Ac = (const float *)(b + L.gk) + (CH - 1) * L.kp32, *Bc = (const float *)(b + L.gv) + (CH - 1) * L.vp32;
+    const float *Ac = (const float *)(b + L.gk) + (CH - 1) * L.kp32;
+    const float *Bc = (const float *)(b + L.gv) + (CH - 1) * L.vp32;
     const int g = lane >> 2, i0 = 2 * (lane & 3);
 #pragma unroll
     for (int nt = 0; nt < NTM; nt++) {
@@ -533,7 +536,8 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS) diag_kernel
         for (int e = threadIdx.x; a.bwd && e < CH * a.Kp; e += blockDim.x) {
             const int t = e / a.Kp, i = e % a.Kp;
             if (t >= rows || i >= a.c.K) continue;
-            const int64_t row = rec_row(a.c, s.b, rec_token(a.c, s, ch * CH + t), h), at = (vb * tokens + row) * a.c.K + i;
+            const int64_t row = rec_row(a.c, s.b, rec_token(a.c, s, ch * CH + t), h);
+            const int64_t at = (vb * tokens + row) * a.c.K + i;
             const float At = A[t * L.kp32 + i];
             float xq = 0.0f, xk = 0.0f;
 #pragma unroll
@@ -606,15 +610,16 @@ template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) sw
         for (int e = threadIdx.x; !bwd && !gv && e < CH * CH; e += blockDim.x) /* P V runs on the mma */
             ((uint16_t *)(sm + L.P16))[e / CH * (CH + 8) + e % CH] =
                 ladder_from_float<T>(((const float *)(b + L.Ps))[e / CH * (CH + 1) + e % CH]);
-        if (bwd) state_to_smem<M>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, S, j0, nt_used, lane);
+        if (bwd)
+            state_to_smem<M>((uint16_t *)(sm + L.Sx) + r0, (uint16_t *)(sm + L.Sxl) + r0, L.kp16, S, j0, nt_used, lane);
         __syncthreads();
         const int64_t *Rw = (const int64_t *)(sm + L.R);
         if (!bwd || gv) { /* o^T for the warp's 16 columns: the state part, then (forward) the diagonal part */
             const float *B = (const float *)(b + L.gv), *P = (const float *)(b + L.Ps);
             const uint16_t *v = (const uint16_t *)(b + L.v);
             float acc[2][4] = {};
-            state_times<M>(acc, S, (const uint16_t *)(sm + L.Qt) + r0, bwd ? (const uint16_t *)(sm + L.Qtl) + r0 : nullptr,
-                           L.kp16, nt_used / 2, bwd, lane);
+            state_times<M>(acc, S, (const uint16_t *)(sm + L.Qt) + r0,
+                           bwd ? (const uint16_t *)(sm + L.Qtl) + r0 : nullptr, L.kp16, nt_used / 2, bwd, lane);
             const bool whole = join_halves(acc, (float *)(sm + L.Red), a.kh, warp, lane);
             if (whole && !bwd && !gv) { /* the diagonal part, o^T += V^T P^T, with P rounded once (as fla does) */
                 uint32_t x[4], y[4];
@@ -646,7 +651,7 @@ template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) sw
                     a.o[at] = ladder_from_float<T>(a.c.scale * (y + x));
                 }
         }
-        if (bwd) { /* dq += scale exp(A_t) ⊙ (do ⊙ exp(B)) S0^T over this block's columns (the diagonal part is in) */
+        if (bwd) { /* dq += scale exp(A_t) ⊙ (do ⊙ exp(B)) S0^T, this block's columns (the diagonal part is in) */
             const uint16_t *X = conv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO);
             const uint16_t *Xl = conv ? (const uint16_t *)(sm + L.dOtl) : nullptr;
             const float *A = (const float *)(b + L.gk);
@@ -660,7 +665,8 @@ template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) sw
                     for (int e = 0; e < 4; e++) {
                         const int t = g + 8 * (e >> 1), i = p * 16 + nt * 8 + 2 * tq + (e & 1);
                         if (t >= rows || i >= a.c.K) continue;
-                        a.dq_part[(vb * tokens + Rw[t]) * a.c.K + i] += a.c.scale * expf(A[t * L.kp32 + i]) * acc[nt][e];
+                        a.dq_part[(vb * tokens + Rw[t]) * a.c.K + i] +=
+                            a.c.scale * expf(A[t * L.kp32 + i]) * acc[nt][e];
                     }
             }
         }
@@ -753,8 +759,9 @@ template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) re
         }
         decay_state(dH, sm, L, b, a, j0, r0, nt_used, lane);
         state_update<M>(dH, conv ? (const uint16_t *)(sm + L.dOt) : (const uint16_t *)(b + L.dO),
-                        conv ? (const uint16_t *)(sm + L.dOtl) : nullptr, L.vp16, j0, (const uint16_t *)(sm + L.Qt) + r0,
-                        (const uint16_t *)(sm + L.Qtl) + r0, L.kp16, nt_used / 2, lane);
+                        conv ? (const uint16_t *)(sm + L.dOtl) : nullptr, L.vp16, j0,
+                        (const uint16_t *)(sm + L.Qt) + r0, (const uint16_t *)(sm + L.Qtl) + r0, L.kp16, nt_used / 2,
+                        lane);
         __syncthreads();
     }
     float *dh0 = a.zrun ? a.dh0z : a.c.dh0;

@@ -90,12 +90,20 @@ ladder_status ladder_attention_check_seqlens(const ladder_attention_problem *p, 
  * arguments extend it with their own tensors (struct args : ladder_attn_call), so that it is packed in one place.
  */
 typedef struct ladder_attn_call {
-    int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
+    int64_t B;                  /**< batch size */
+    int64_t Hq;                 /**< query heads */
+    int64_t Hkv;                /**< key/value heads */
+    int64_t Sq;                 /**< query rows per batch row (the packed total with cu_q) */
+    int64_t Sk;                 /**< keys per batch row (the packed total with cu_k) */
+    int64_t D;                  /**< head dim of q and k */
+    int64_t Dv;                 /**< head dim of v and o */
     float scale;                /**< ladder_attention_scale() */
     float softcap;              /**< 0: none */
     int causal;                 /**< a ::ladder_causal */
-    int64_t wl, wr;             /**< window_left, window_right (-1: no limit) */
-    const int32_t *cu_q, *cu_k; /**< NULL: every batch row is one sequence */
+    int64_t wl;                 /**< window_left (-1: no limit) */
+    int64_t wr;                 /**< window_right (-1: no limit) */
+    const int32_t *cu_q;        /**< cu_seqlens_q; NULL: every batch row is one sequence */
+    const int32_t *cu_k;        /**< cu_seqlens_k; NULL with cu_q */
     int64_t n_seqs;             /**< packed sequences (0 without) */
     const float *dlse;          /**< the gradient of lse [B,Hq,Sq], f32; NULL: none */
     int64_t sdlse[3];           /**< its strides */

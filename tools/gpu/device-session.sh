@@ -4,6 +4,8 @@
 # and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
 #   tools/gpu/device-session.sh [tests|sanitize|sass|labs|bench|ncu]...   (default: the first five)
+#   SAN_ALGOS (default: every algorithm) and SAN_TIMEOUT (seconds per algorithm and tool, default 85) bound
+#   the sanitizer step.
 set -uo pipefail
 out=${OUT:-/tmp/ladder-out}
 mkdir -p "$out/bench" /tmp/logs
@@ -22,9 +24,18 @@ for step in $steps; do
         grep -a -E '^\[FAIL\]|\[----\].*(FAIL|Assertion)' /tmp/logs/tests.log | head -20 | tee -a "$summary"
         ;;
     sanitize)
-        for tool in memcheck racecheck; do
-            SANITIZE=$tool build/run-gpu-tests.sh -j4 >/tmp/logs/$tool.log 2>&1
-            say "$tool: exit $? | $(grep -a -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/logs/$tool.log | sort | uniq -c | tr '\n' ' ') | $(grep -a Synthesis /tmp/logs/$tool.log | tail -1)"
+        # per algorithm and tool, each bounded by SAN_TIMEOUT seconds (exit 124 when cut off) so that one slow
+        # pair cannot eat the call; racecheck looks for shared-memory hazards, so it skips gpu_naive (none)
+        # and the determinism repeats (the same kernels ten times)
+        for algo in ${SAN_ALGOS:-dynconv recurrent flash}; do
+            for tool in memcheck racecheck; do
+                rungs='@(gpu_naive|gpu_tiled|gpu_tensorcore)/*'
+                [[ $tool == racecheck ]] && rungs='@(gpu_tiled|gpu_tensorcore)/*'
+                log=/tmp/logs/$tool-$algo.log
+                SANITIZE=$tool LADDER_TEST_ALGO=$algo timeout "${SAN_TIMEOUT:-85}" \
+                    build/run-gpu-tests.sh -j4 --filter "$rungs" >"$log" 2>&1
+                say "$tool $algo: exit $? | $(grep -a -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr '\n' ' ') | $(grep -a Synthesis "$log" | tail -1)"
+            done
         done
         ;;
     sass)

@@ -340,9 +340,16 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS_PER_SM) recurrent_bwd_pass
             const float vj = y.v[slot][t.col], doj = y.dO[slot][t.col], gvj = y.gv[slot][t.col];
 #pragma unroll
             for (int r = 0; r < BK_BWD; r++) S[r] *= decay(c, y, slot, r, gvj); /* P: decayed, before k v^T */
-            if (part.G_row) { /* lane r: (P do_t)[r], the row part of the gate sums */
-                const double Pdo = warp_rows_sum<double>([&](int r) { return S[r] * doj; });
-                if (t.has_row) part.G_row[at_i] = (double)y.q[slot][t.lane] * c.scale * Pdo;
+            /*
+             * lane r: (P do_t)[r], the row part of the gate sums (in double with gates). It also gives dq: S_t do_t
+             * = P do_t + k_t (v_t . do_t), so one row sum per step serves both, and v . do is a warp sum.
+             */
+            const auto Pdo_r = [&](int r) { return S[r] * doj; };
+            const double Pdo = part.G_row ? warp_rows_sum<double>(Pdo_r) : warp_rows_sum<float>(Pdo_r);
+            const float v_do = warp_sum(vj * doj); /* over the tile's columns */
+            if (t.has_row) {
+                part.dq[at_i] = c.scale * ((float)Pdo + y.k[slot][t.lane] * v_do);
+                if (part.G_row) part.G_row[at_i] = (double)y.q[slot][t.lane] * c.scale * Pdo;
             }
             if (part.G_col && t.has_col) { /* (P^T q_t)[j], the column part (gv) */
                 const double Pq = rows_dot<double>([&](int r) { return S[r]; }, [&](int r) { return y.q[slot][r]; });
@@ -350,8 +357,6 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS_PER_SM) recurrent_bwd_pass
             }
 #pragma unroll
             for (int r = 0; r < BK_BWD; r++) S[r] += y.k[slot][r] * vj;
-            const float Sdo = warp_rows_sum<float>([&](int r) { return S[r] * doj; });
-            if (t.has_row) part.dq[at_i] = c.scale * Sdo;
         }
     }
 }

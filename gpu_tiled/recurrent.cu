@@ -301,8 +301,8 @@ __device__ __forceinline__ bwd_tile bwd_tile_of(const rec_call &c) {
 /*
  * Each backward kernel holds one tile of 32 floats per lane, and fits in 128 registers: four blocks of 128
  * threads fill the SM's 64K registers, 528 blocks at once on an H100, so the benchmark's grid of 512 runs in
- * one wave. (Passes 2 and 3 in one kernel held two tiles: 168 registers without dht, three blocks per SM, the
- * grid in two waves.)
+ * one wave. (Passes 2 and 3 as one kernel took 255 registers with dht, two tiles, and 168 without: three blocks
+ * per SM, the grid in two waves.)
  */
 constexpr int BWD_BLOCKS_PER_SM = 4;
 

@@ -11,10 +11,12 @@
  *
  * - forward (tile BK_FWD x 32): o_t[j] sums the tile's column in the lane's registers; with K > BK_FWD the
  *   K blocks each write a partial o, summed afterwards in block order.
- * - backward (tile 32 x 32): pass 1 runs the state forwards (dq), a kernel of its own because it holds one tile
- *   where the others hold two; pass 2 runs backwards carrying dSP and dSZ in registers (dk, dv, dh0); pass 3 adds
- *   the dht-parts forwards, as in cpu/recurrent.c. Sums along a row (over
- *   the lanes) use warp_rows_sum(): 31 shuffles leave row r's sum in lane r, where q_t[r] and k_t[r] already are.
+ * - backward (tile 32 x 32), the passes of cpu/recurrent.c as kernels that each hold one tile, so that each fits
+ *   in 128 registers and four blocks share an SM: pass 1 runs the state forwards (dq); pass 2 runs backwards
+ *   carrying dSP, the gradient from the outputs (dk, dv, dh0, the reverse cumulative gate sums); with dht, a
+ *   third kernel runs backwards carrying dSZ, dht decayed back, adds its share, and runs pass 3 forwards (the
+ *   dht-parts of the gate sums). Sums along a row (over the lanes) use warp_rows_sum(): 31 shuffles leave row
+ *   r's sum in lane r, where q_t[r] and k_t[r] already are.
  *   Every sum that feeds a gate gradient (row sums, the lanes' column sums, the cumulative sums) is in double, as
  *   in cpu/recurrent.c: fp32 there missed the cpu rung by 1.1e-5 on dgv (chapter 2, "Which sums must be double").
  *   Every quantity is linear in the tile's columns (or rows), so each block writes its partial dq, dk, dv and
@@ -257,226 +259,237 @@ __global__ void sum_parts_f64_kernel(double *out, const double *part, int parts,
 
 /* The backward's partial outputs, one slab per column block (rows) or row block (columns). */
 struct bwd_parts {
-    float *dq, *dk;       /* [NV][B,T,H,K] */
-    float *dv;            /* [NK][B,T,H,V] */
+    float *dq, *dk;        /* [NV][B,T,H,K] */
+    float *dv;             /* [NK][B,T,H,V] */
     double *G_row, *Z_row; /* [NV][B,T,H,K], nullptr without gates (Z_row also without dht) */
     double *G_col, *Z_col; /* [NK][B,T,H,V], nullptr without gv (Z_col also without dht) */
 };
 
 /*
  * Where a backward block works: one block of four warps per (sequence x head, column block, row block kb),
- * tiles 32 x 32. Warp w's lane holds column j = col0 + 32w + lane of rows kb*32 .. kb*32+31, and the warp writes
- * the partials of its column block vb (dq, dk, the row sums) and of row block kb (dv, the column sums).
+ * tiles 32 x 32. Warp w's lane holds column j = col0 + 32w + lane of rows kb*32 .. kb*32+31; a row sum over the
+ * warp lands in the lane of its row, so the lane also owns row i = kb*32 + lane. The warp writes the partials
+ * of its column block vb (dq, dk, the row sums) and of row block kb (dv, the column sums): the pointers below
+ * start at rows and cols, so that no two warps of the grid write one element. All three backward kernels take their
+ * place from here.
  */
 struct bwd_tile {
-    int lane, col;           /* the lane, and its column in the staged tiles */
-    int n, h, kb, col0, j, i_lane; /* sequence, head, row block, first column, the lane's column and row */
-    bool has_col, row_ok, busy;  /* busy: the warp has columns (a warp wholly past V only stages) */
-    float *dq, *dk, *dv;
-    double *G_row, *Z_row, *G_col, *Z_col;
+    int lane, col;               /* the lane, and its column in the staged tiles */
+    int n, h, kb, col0, j, i;    /* sequence, head, row block, first column; the lane's column and row */
+    bool has_col, has_row, busy; /* busy: the warp has columns (a warp wholly past V only stages) */
+    int64_t rows, cols;          /* where the warp's slabs start in bwd_parts' row and column partials */
     rec_seq s;
     int64_t groups; /* groups of STEPS steps */
 };
 
-__device__ __forceinline__ bwd_tile bwd_tile_of(const rec_call &c, const bwd_parts &part) {
-    bwd_tile b;
+__device__ __forceinline__ bwd_tile bwd_tile_of(const rec_call &c) {
+    static_assert(BK_BWD == LANES, "a row sum over the warp lands in the lane of its row");
+    bwd_tile t;
     const int warp = threadIdx.x / LANES;
-    b.lane = threadIdx.x % LANES, b.col = warp * LANES + b.lane;
+    t.lane = threadIdx.x % LANES, t.col = warp * LANES + t.lane;
     /* every index here is below 2^31: grid dimensions, or K and V (at most LADDER_RECURRENT_MAX_KV) */
-    b.n = (int)(blockIdx.x / c.H), b.h = (int)(blockIdx.x % c.H), b.kb = (int)blockIdx.z, b.col0 = (int)blockIdx.y * COLS;
+    t.n = (int)(blockIdx.x / c.H), t.h = (int)(blockIdx.x % c.H), t.kb = (int)blockIdx.z;
+    t.col0 = (int)blockIdx.y * COLS, t.j = t.col0 + t.col, t.i = t.kb * BK_BWD + t.lane;
     const int64_t vb = blockIdx.y * (int64_t)WARPS + warp, tokens = c.B * c.T * c.H;
-    b.j = b.col0 + b.col, b.i_lane = b.kb * BK_BWD + b.lane;
-    b.has_col = b.j < c.V, b.row_ok = b.i_lane < c.K, b.busy = vb < (c.V + LANES - 1) / LANES;
-    const int64_t rows = (b.busy ? vb : 0) * tokens * c.K, cols = b.kb * tokens * c.V;
-    b.dq = part.dq + rows, b.dk = part.dk + rows, b.dv = part.dv + cols;
-    b.G_row = part.G_row ? part.G_row + rows : nullptr, b.Z_row = part.Z_row ? part.Z_row + rows : nullptr;
-    b.G_col = part.G_col ? part.G_col + cols : nullptr, b.Z_col = part.Z_col ? part.Z_col + cols : nullptr;
-    b.s = rec_seq_of(c, b.n);
-    b.groups = (b.s.len + STEPS - 1) / STEPS;
-    return b;
+    t.has_col = t.j < c.V, t.has_row = t.i < c.K, t.busy = vb < (c.V + LANES - 1) / LANES;
+    t.rows = (t.busy ? vb : 0) * tokens * c.K, t.cols = t.kb * tokens * c.V;
+    t.s = rec_seq_of(c, t.n);
+    t.groups = (t.s.len + STEPS - 1) / STEPS;
+    return t;
 }
 
 /*
- * Backward pass 1, forwards (cpu/recurrent.c): S_t, dq_t = scale * S_t do_t, and the do-parts of the gate sums.
- * A kernel of its own, apart from passes 2 and 3: it holds one tile (S) where they hold two (dSP and dSZ), so
- * it needs fewer registers and more of its blocks fit on an SM at once.
+ * Each backward kernel holds one tile of 32 floats per lane, and fits in 128 registers: four blocks of 128
+ * threads fill the SM's 64K registers, 528 blocks at once on an H100, so the benchmark's grid of 512 runs in
+ * one wave. (Passes 2 and 3 as one kernel took 255 registers with dht, two tiles, and 168 without: three blocks
+ * per SM, the grid in two waves.)
  */
-__global__ void __launch_bounds__(THREADS) recurrent_bwd_pass1_kernel(rec_call c, bwd_parts part) {
+constexpr int BWD_BLOCKS_PER_SM = 4;
+
+/* Load tile row r of column j from a [N,H,K,V] state (0 past K or V, or when the tensor is absent). */
+__device__ __forceinline__ float state_entry(const rec_call &c, const rec_view &x, const bwd_tile &t, int r) {
+    const int64_t i = t.kb * BK_BWD + r;
+    return t.has_col && i < c.K ? rec_ld(x, t.n, t.h, i, t.j) : 0.0f;
+}
+
+/* Element (r, j) of the tile in a contiguous [N,H,K,V] output, or nullptr past K or V. */
+__device__ __forceinline__ float *state_out(const rec_call &c, float *x, const bwd_tile &t, int r) {
+    const int64_t i = t.kb * BK_BWD + r;
+    return t.has_col && i < c.K ? x + ((t.n * c.H + t.h) * c.K + i) * c.V + t.j : nullptr;
+}
+
+/*
+ * Backward pass 1, forwards (cpu/recurrent.c): S_t, dq_t = scale * S_t do_t, and the do-parts of the gate sums,
+ * by rows (P_t do_t) and by columns (P_t^T q_t, for gv).
+ */
+__global__ void __launch_bounds__(THREADS, BWD_BLOCKS_PER_SM) recurrent_bwd_pass1_kernel(rec_call c, bwd_parts part) {
     __shared__ staged<BK_BWD> sm[2];
-    const bwd_tile b = bwd_tile_of(c, part);
-    const int lane = b.lane, col = b.col;
-    const int n = b.n, h = b.h, kb = b.kb, col0 = b.col0, j = b.j, i_lane = b.i_lane;
-    const int64_t groups = b.groups;
-    const bool has_col = b.has_col, row_ok = b.row_ok, busy = b.busy;
-    const rec_seq s = b.s;
-    float *dq = b.dq;
-    double *G_row = b.G_row, *G_col = b.G_col;
-    const float g_gamma = rec_ld(c.g_gamma, h, 0, 0, 0);
+    const bwd_tile t = bwd_tile_of(c);
+    const float g_gamma = rec_ld(c.g_gamma, t.h, 0, 0, 0);
     float S[BK_BWD];
-    /* pass 1, forwards: S_t, dq_t = scale * S_t do_t, and the do-parts of the gate sums (cpu/recurrent.c) */
 #pragma unroll
-    for (int r = 0; r < BK_BWD; r++) {
-        const int64_t i = kb * BK_BWD + r;
-        S[r] = has_col && i < c.K ? rec_ld(c.h0, n, h, i, j) : 0.0f;
-    }
-    if (groups > 0) stage_copy(c, sm[0], s, h, kb, col0, 0, 1, true);
-    for (int64_t group = 0; group < groups; group++) {
+    for (int r = 0; r < BK_BWD; r++) S[r] = state_entry(c, c.h0, t, r);
+    if (t.groups > 0) stage_copy(c, sm[0], t.s, t.h, t.kb, t.col0, 0, 1, true);
+    for (int64_t group = 0; group < t.groups; group++) {
         const int64_t first = group * STEPS;
-        const staged<BK_BWD> &y = stage_next(c, sm, s, h, kb, col0, group, groups, first, 1, true, g_gamma);
-        const int steps = (int)(s.len - first < STEPS ? s.len - first : STEPS);
-        for (int slot = 0; busy && slot < steps; slot++) {
-            const int64_t row = rec_row(c, s.b, rec_token(c, s, first + slot), h);
-            const float vj = y.v[slot][col], doj = y.dO[slot][col], gvj = y.gv[slot][col];
+        const staged<BK_BWD> &y = stage_next(c, sm, t.s, t.h, t.kb, t.col0, group, t.groups, first, 1, true, g_gamma);
+        const int steps = (int)(t.s.len - first < STEPS ? t.s.len - first : STEPS);
+        for (int slot = 0; t.busy && slot < steps; slot++) {
+            const int64_t row = rec_row(c, t.s.b, rec_token(c, t.s, first + slot), t.h);
+            const int64_t at_i = t.rows + row * c.K + t.i, at_j = t.cols + row * c.V + t.j; /* in the partials */
+            const float vj = y.v[slot][t.col], doj = y.dO[slot][t.col], gvj = y.gv[slot][t.col];
 #pragma unroll
             for (int r = 0; r < BK_BWD; r++) S[r] *= decay(c, y, slot, r, gvj); /* P: decayed, before k v^T */
-            if (G_row) { /* lane r: (P do_t)[r], the row part of the gate sums */
-                const double Pdo = warp_rows_sum<double>([&](int r) { return S[r] * doj; });
-                if (row_ok) G_row[row * c.K + i_lane] = (double)y.q[slot][lane] * c.scale * Pdo;
+            /*
+             * lane r: (P do_t)[r], the row part of the gate sums (in double with gates). It also gives dq: S_t do_t
+             * = P do_t + k_t (v_t . do_t), so one row sum per step serves both, and v . do is a warp sum.
+             */
+            const auto Pdo_r = [&](int r) { return S[r] * doj; };
+            const double Pdo = part.G_row ? warp_rows_sum<double>(Pdo_r) : warp_rows_sum<float>(Pdo_r);
+            const float v_do = warp_sum(vj * doj); /* over the tile's columns */
+            if (t.has_row) {
+                part.dq[at_i] = c.scale * ((float)Pdo + y.k[slot][t.lane] * v_do);
+                if (part.G_row) part.G_row[at_i] = (double)y.q[slot][t.lane] * c.scale * Pdo;
             }
-            if (G_col && has_col) { /* (P^T q_t)[j], the column part (gv) */
+            if (part.G_col && t.has_col) { /* (P^T q_t)[j], the column part (gv) */
                 const double Pq = rows_dot<double>([&](int r) { return S[r]; }, [&](int r) { return y.q[slot][r]; });
-                G_col[row * c.V + j] = (double)doj * c.scale * Pq;
+                part.G_col[at_j] = (double)doj * c.scale * Pq;
             }
 #pragma unroll
             for (int r = 0; r < BK_BWD; r++) S[r] += y.k[slot][r] * vj;
-            const float Sdo = warp_rows_sum<float>([&](int r) { return S[r] * doj; });
-            if (row_ok) dq[row * c.K + i_lane] = c.scale * Sdo;
         }
     }
 }
 
 /*
- * Backward passes 2 and 3: pass 2 runs backwards carrying dSP (from the outputs) and dSZ (dht decayed back) for
- * dk, dv, dh0 and the reverse cumulative gate sums; pass 3 adds the dht-parts forwards, as in cpu/recurrent.c.
- * Without dht (DHT false) dSZ stays zero and its work is compiled out.
+ * Backward pass 2 of dSP, backwards: E_t = D_{t+1} * dSP_{t+1} carried in registers (dSP_t = E_t + scale q_t
+ * do_t^T, the gradient that reaches S_t through the outputs) for dk, dv, dSP's part of dh0, and the reverse
+ * cumulative gate sums, which start from pass 1's do-parts. The dht-part is the next kernel's.
  */
-template <bool DHT> __global__ void __launch_bounds__(THREADS, DHT ? 1 : 3) recurrent_bwd_pass23_kernel(rec_call c, bwd_parts part) {
+__global__ void __launch_bounds__(THREADS, BWD_BLOCKS_PER_SM) recurrent_bwd_dsp_kernel(rec_call c, bwd_parts part) {
     __shared__ staged<BK_BWD> sm[2];
-    const bwd_tile b = bwd_tile_of(c, part);
-    const int lane = b.lane, col = b.col;
-    const int n = b.n, h = b.h, kb = b.kb, col0 = b.col0, j = b.j, i_lane = b.i_lane;
-    const int64_t groups = b.groups;
-    const bool has_col = b.has_col, row_ok = b.row_ok, busy = b.busy;
-    const rec_seq s = b.s;
-    float *dk = b.dk, *dv = b.dv;
-    double *G_row = b.G_row, *G_col = b.G_col;
-    double *Z_row = DHT ? b.Z_row : nullptr, *Z_col = DHT ? b.Z_col : nullptr; /* the dht-parts need dht */
-    const float g_gamma = rec_ld(c.g_gamma, h, 0, 0, 0);
-    float S[BK_BWD], dSZ[BK_BWD];
-
-    /* pass 2, backwards: dSP (from the outputs, in S's registers) and dSZ (dht decayed back) */
+    const bwd_tile t = bwd_tile_of(c);
+    const float g_gamma = rec_ld(c.g_gamma, t.h, 0, 0, 0);
+    float E[BK_BWD];
 #pragma unroll
-    for (int r = 0; r < BK_BWD; r++) {
-        const int64_t i = kb * BK_BWD + r;
-        S[r] = 0.0f;
-        dSZ[r] = DHT && has_col && i < c.K ? rec_ld(c.dht, n, h, i, j) : 0.0f;
-    }
-    if (groups > 0) stage_copy(c, sm[0], s, h, kb, col0, s.len - 1, -1, true);
+    for (int r = 0; r < BK_BWD; r++) E[r] = 0.0f;
+    if (t.groups > 0) stage_copy(c, sm[0], t.s, t.h, t.kb, t.col0, t.s.len - 1, -1, true);
     double acc_row = 0.0, acc_col = 0.0;
-    for (int64_t group = 0; group < groups; group++) {
-        const int64_t first = s.len - 1 - group * STEPS; /* slot 0 is the latest step of the group */
-        const staged<BK_BWD> &y = stage_next(c, sm, s, h, kb, col0, group, groups, first, -1, true, g_gamma);
+    for (int64_t group = 0; group < t.groups; group++) {
+        const int64_t first = t.s.len - 1 - group * STEPS; /* slot 0 is the latest step of the group */
+        const staged<BK_BWD> &y = stage_next(c, sm, t.s, t.h, t.kb, t.col0, group, t.groups, first, -1, true, g_gamma);
         const int steps = (int)(first + 1 < STEPS ? first + 1 : STEPS);
-        for (int slot = 0; busy && slot < steps; slot++) {
-            const int64_t row = rec_row(c, s.b, rec_token(c, s, first - slot), h);
-            const float vj = y.v[slot][col], doj = y.dO[slot][col], gvj = y.gv[slot][col];
-            const float v_do = warp_sum(vj * doj); /* over the tile's columns */
-            float q_k = 0.0f;
-#pragma unroll
-            for (int r = 0; r < BK_BWD; r++) q_k += y.q[slot][r] * y.k[slot][r];
+        for (int slot = 0; t.busy && slot < steps; slot++) {
+            const int64_t row = rec_row(c, t.s.b, rec_token(c, t.s, first - slot), t.h);
+            const int64_t at_i = t.rows + row * c.K + t.i, at_j = t.cols + row * c.V + t.j; /* in the partials */
+            const float vj = y.v[slot][t.col], doj = y.dO[slot][t.col], gvj = y.gv[slot][t.col];
+            const float v_do = warp_sum(vj * doj);                            /* over the tile's columns */
+            const float q_k = warp_sum(y.q[slot][t.lane] * y.k[slot][t.lane]); /* over its rows, lane r row r */
             /*
-             * E_t = dSP and Z_t = dSZ against k_t (column sums, for dv) and v_t (row sums, for dk): in double where
-             * they feed the gate sums (E v and Z v with gates, E^T k and Z^T k with gv), else in float: a double sum
-             * of floats converts every term, and an H100 converts to double at a quarter of its double add rate
-             * (16 against 64 per clock and SM). Z is zero without dht.
+             * E_t against k_t (column sums, for dv) and v_t (row sums, for dk): in double where they feed the gate
+             * sums (E v with gates, E^T k with gv), else in float: a double sum of floats converts every term, and
+             * an H100 converts to double at a quarter of its double add rate (16 against 64 per clock and SM).
              */
+            const auto E_r = [&](int r) { return E[r]; };
             const auto k_r = [&](int r) { return y.k[slot][r]; };
-            const auto E_r = [&](int r) { return S[r]; };
-            const auto Z_r = [&](int r) { return dSZ[r]; };
-            constexpr bool dht = DHT;
-            double Ek, Zk = 0.0, Ev, Zv = 0.0;
-            if (G_col) {
-                Ek = rows_dot<double>(E_r, k_r);
-                if (dht) Zk = rows_dot<double>(Z_r, k_r);
-            } else {
-                Ek = rows_dot<float>(E_r, k_r);
-                if (dht) Zk = rows_dot<float>(Z_r, k_r);
+            const auto Ev_r = [&](int r) { return E[r] * vj; };
+            const double Ek = part.G_col ? rows_dot<double>(E_r, k_r) : rows_dot<float>(E_r, k_r);
+            const double Ev = part.G_row ? warp_rows_sum<double>(Ev_r) : warp_rows_sum<float>(Ev_r);
+            if (t.has_row) {
+                part.dk[at_i] = (float)Ev + c.scale * y.q[slot][t.lane] * v_do;
+                if (part.G_row) part.G_row[at_i] = acc_row += part.G_row[at_i] - (double)y.k[slot][t.lane] * Ev;
             }
-            if (G_row) {
-                Ev = warp_rows_sum<double>([&](int r) { return S[r] * vj; });
-                if (dht) Zv = warp_rows_sum<double>([&](int r) { return dSZ[r] * vj; });
-            } else {
-                Ev = warp_rows_sum<float>([&](int r) { return S[r] * vj; });
-                if (dht) Zv = warp_rows_sum<float>([&](int r) { return dSZ[r] * vj; });
-            }
-            if (row_ok) {
-                dk[row * c.K + i_lane] = (float)(Ev + Zv) + c.scale * y.q[slot][lane] * v_do;
-                if (G_row) {
-                    acc_row += G_row[row * c.K + i_lane] - (double)y.k[slot][lane] * Ev;
-                    G_row[row * c.K + i_lane] = acc_row;
-                    if (Z_row) Z_row[row * c.K + i_lane] = (double)y.k[slot][lane] * Zv;
-                }
-            }
-            if (has_col) {
-                dv[row * c.V + j] = (float)(Ek + Zk) + c.scale * doj * q_k;
-                if (G_col) {
-                    acc_col += G_col[row * c.V + j] - (double)vj * Ek;
-                    G_col[row * c.V + j] = acc_col;
-                    if (Z_col) Z_col[row * c.V + j] = (double)vj * Zk;
-                }
+            if (t.has_col) {
+                part.dv[at_j] = (float)Ek + c.scale * doj * q_k;
+                if (part.G_col) part.G_col[at_j] = acc_col += part.G_col[at_j] - (double)vj * Ek;
             }
 #pragma unroll
-            for (int r = 0; r < BK_BWD; r++) {
-                const float d = decay(c, y, slot, r, gvj);
-                S[r] = (S[r] + c.scale * y.q[slot][r] * doj) * d;
-                if constexpr (DHT) dSZ[r] *= d;
-            }
+            for (int r = 0; r < BK_BWD; r++) E[r] = (E[r] + c.scale * y.q[slot][r] * doj) * decay(c, y, slot, r, gvj);
         }
     }
-    if (!busy) return; /* no barrier follows */
+    /* dh0 = D_1 * dSP_1 + dSZ_0: E now holds the first term; the dSZ kernel adds the second */
+#pragma unroll
+    for (int r = 0; t.busy && c.dh0 && r < BK_BWD; r++)
+        if (float *dh0 = state_out(c, c.dh0, t, r)) *dh0 = E[r];
+}
 
-    /* dh0 = both parts after the first step; h0's share of the dht-part starts pass 3's sums */
-    if constexpr (!DHT) { /* no dht-part: dh0 is dSP alone, and there is no pass 3 */
+/*
+ * With dht only, after the dSP kernel. Pass 2 of dSZ, backwards: dSZ_t (dht decayed back) adds dSZ_t v_t to dk,
+ * dSZ_t^T k_t to dv and dSZ_0 to dh0, on top of what the dSP kernel wrote there (the same lane of the same block
+ * wrote each element, so no other thread touches it), and leaves each step's dht-part of the gate sums in Z_row
+ * and Z_col. Then pass 3, forwards: each step's gate sum gains the dht-parts of h0 and of the steps before it.
+ * The sums run in Acc: double when gates are given (for Z k too, which only gv needs), else float. Picked at run
+ * time, as the dSP kernel does, the two kinds of sums would not fit in 128 registers with pass 3 beside them.
+ */
+template <class Acc>
+__global__ void __launch_bounds__(THREADS, BWD_BLOCKS_PER_SM) recurrent_bwd_dsz_kernel(rec_call c, bwd_parts part) {
+    __shared__ staged<BK_BWD> sm[2];
+    const bwd_tile t = bwd_tile_of(c);
+    const float g_gamma = rec_ld(c.g_gamma, t.h, 0, 0, 0);
+    float Z[BK_BWD];
 #pragma unroll
-        for (int r = 0; r < BK_BWD; r++) {
-            const int64_t i = kb * BK_BWD + r;
-            if (c.dh0 && has_col && i < c.K) c.dh0[((n * c.H + h) * c.K + i) * c.V + j] = S[r];
+    for (int r = 0; r < BK_BWD; r++) Z[r] = state_entry(c, c.dht, t, r);
+    if (t.groups > 0) stage_copy(c, sm[0], t.s, t.h, t.kb, t.col0, t.s.len - 1, -1, false);
+    for (int64_t group = 0; group < t.groups; group++) {
+        const int64_t first = t.s.len - 1 - group * STEPS; /* slot 0 is the latest step of the group */
+        const staged<BK_BWD> &y = stage_next(c, sm, t.s, t.h, t.kb, t.col0, group, t.groups, first, -1, false, g_gamma);
+        const int steps = (int)(first + 1 < STEPS ? first + 1 : STEPS);
+        for (int slot = 0; t.busy && slot < steps; slot++) {
+            const int64_t row = rec_row(c, t.s.b, rec_token(c, t.s, first - slot), t.h);
+            const int64_t at_i = t.rows + row * c.K + t.i, at_j = t.cols + row * c.V + t.j; /* in the partials */
+            const float vj = y.v[slot][t.col], gvj = y.gv[slot][t.col];
+            const auto Z_r = [&](int r) { return Z[r]; };
+            const auto k_r = [&](int r) { return y.k[slot][r]; };
+            const auto Zv_r = [&](int r) { return Z[r] * vj; };
+            const double Zk = rows_dot<Acc>(Z_r, k_r);
+            const double Zv = warp_rows_sum<Acc>(Zv_r);
+            if (t.has_row) {
+                part.dk[at_i] += (float)Zv;
+                if (part.Z_row) part.Z_row[at_i] = (double)y.k[slot][t.lane] * Zv;
+            }
+            if (t.has_col) {
+                part.dv[at_j] += (float)Zk;
+                if (part.Z_col) part.Z_col[at_j] = (double)vj * Zk;
+            }
+#pragma unroll
+            for (int r = 0; r < BK_BWD; r++) Z[r] *= decay(c, y, slot, r, gvj);
         }
-        return;
     }
-    float h0[BK_BWD];
-    double z_col = 0.0;
+    if (!t.busy) return; /* no barrier follows */
+
+    /* dh0 gains dSZ_0; h0's share of the dht-part, dSZ_0 * h0 (in Z's registers), starts pass 3's sums */
 #pragma unroll
     for (int r = 0; r < BK_BWD; r++) {
-        const int64_t i = kb * BK_BWD + r;
-        h0[r] = has_col && i < c.K ? rec_ld(c.h0, n, h, i, j) : 0.0f;
-        if (c.dh0 && has_col && i < c.K) c.dh0[((n * c.H + h) * c.K + i) * c.V + j] = S[r] + dSZ[r];
-        z_col += (double)dSZ[r] * h0[r];
+        if (float *dh0 = c.dh0 ? state_out(c, c.dh0, t, r) : nullptr) *dh0 += Z[r];
+        Z[r] *= state_entry(c, c.h0, t, r);
     }
-    double z_row = warp_rows_sum<double>([&](int r) { return dSZ[r] * h0[r]; });
+    double z_col = rows_dot<double>([&](int r) { return Z[r]; }, [](int) { return 1.0f; });
+    double z_row = warp_rows_sum<double>([&](int r) { return Z[r]; });
 
     /*
      * pass 3, forwards: each step's gate sum gains the dht-parts of the steps before it. STEPS steps at a time,
      * every load of a group issued before its first store, so that the group waits on memory once, not per step.
      */
-    for (int64_t first = 0; Z_row && first < s.len; first += STEPS) {
+    for (int64_t first = 0; part.Z_row && first < t.s.len; first += STEPS) {
         double g_row[STEPS], z_rows[STEPS], g_col[STEPS], z_cols[STEPS];
         int64_t row[STEPS];
+        const auto at_i = [&](int64_t row) { return t.rows + row * c.K + t.i; }; /* in the partials */
+        const auto at_j = [&](int64_t row) { return t.cols + row * c.V + t.j; };
 #pragma unroll
         for (int slot = 0; slot < STEPS; slot++) {
-            const bool ok = first + slot < s.len;
-            row[slot] = ok ? rec_row(c, s.b, rec_token(c, s, first + slot), h) : 0;
-            const bool r_ok = ok && row_ok, c_ok = ok && Z_col && has_col;
-            g_row[slot] = r_ok ? G_row[row[slot] * c.K + i_lane] : 0.0;
-            z_rows[slot] = r_ok ? Z_row[row[slot] * c.K + i_lane] : 0.0;
-            g_col[slot] = c_ok ? G_col[row[slot] * c.V + j] : 0.0;
-            z_cols[slot] = c_ok ? Z_col[row[slot] * c.V + j] : 0.0;
+            const bool ok = first + slot < t.s.len;
+            row[slot] = ok ? rec_row(c, t.s.b, rec_token(c, t.s, first + slot), t.h) : 0;
+            const bool r_ok = ok && t.has_row, c_ok = ok && part.Z_col && t.has_col;
+            g_row[slot] = r_ok ? part.G_row[at_i(row[slot])] : 0.0;
+            z_rows[slot] = r_ok ? part.Z_row[at_i(row[slot])] : 0.0;
+            g_col[slot] = c_ok ? part.G_col[at_j(row[slot])] : 0.0;
+            z_cols[slot] = c_ok ? part.Z_col[at_j(row[slot])] : 0.0;
         }
 #pragma unroll
         for (int slot = 0; slot < STEPS; slot++) {
-            if (first + slot >= s.len) break;
-            if (row_ok) G_row[row[slot] * c.K + i_lane] = g_row[slot] + z_row;
-            if (Z_col && has_col) G_col[row[slot] * c.V + j] = g_col[slot] + z_col;
+            if (first + slot >= t.s.len) break;
+            if (t.has_row) part.G_row[at_i(row[slot])] = g_row[slot] + z_row;
+            if (part.Z_col && t.has_col) part.G_col[at_j(row[slot])] = g_col[slot] + z_col;
             z_row += z_rows[slot];
             z_col += z_cols[slot];
         }
@@ -531,9 +544,13 @@ extern "C" ladder_status recurrent_bwd_gpu_tiled(const ladder_recurrent_problem 
     const dim3 grid((unsigned)(c.N * c.H), (unsigned)((c.V + COLS - 1) / COLS), (unsigned)nk); /* x: < 2^31 */
     recurrent_bwd_pass1_kernel<<<grid, THREADS>>>(c, part);
     LADDER_LAUNCH_CHECK("recurrent_bwd_pass1_kernel");
-    if (dht) recurrent_bwd_pass23_kernel<true><<<grid, THREADS>>>(c, part);
-    else recurrent_bwd_pass23_kernel<false><<<grid, THREADS>>>(c, part);
-    LADDER_LAUNCH_CHECK("recurrent_bwd_pass23_kernel");
+    recurrent_bwd_dsp_kernel<<<grid, THREADS>>>(c, part);
+    LADDER_LAUNCH_CHECK("recurrent_bwd_dsp_kernel");
+    if (dht) {
+        if (gates) recurrent_bwd_dsz_kernel<double><<<grid, THREADS>>>(c, part);
+        else recurrent_bwd_dsz_kernel<float><<<grid, THREADS>>>(c, part);
+        LADDER_LAUNCH_CHECK("recurrent_bwd_dsz_kernel");
+    }
     LADDER_TRY(sum_parts(c.dq, part.dq, (int)nv, tokens * c.K));
     LADDER_TRY(sum_parts(c.dk, part.dk, (int)nv, tokens * c.K));
     LADDER_TRY(sum_parts(c.dv, part.dv, (int)nk, tokens * c.V));

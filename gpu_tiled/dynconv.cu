@@ -29,13 +29,14 @@
  *
  * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
  * 128-byte lines. 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
- * at run time from W: the largest of 32, 16, 8 whose tile fits in 64 KB (SMEM_TILE), and 8 when none does;
- * the launcher opts in to more than 48 KB where a tile needs it.
+ * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
+ * (with the launcher opting in to more shared memory) when none does.
  * TT = 32 up to W = 9, where the halo adds at most 8/32 to the x and dout
  * reads (W = 4: 20.6 KiB forward, 25.0 KiB backward, so several blocks share an
- * SM); W = 64 needs TT = 8 and 77.1 KiB forward, 86.0 KiB backward. Each
+ * SM); W = 64 needs TT = 8 and 74.1 KiB forward, 83.0 KiB backward. Each
  * channel's weights sit Ws floats apart (weight_pitch: an odd number of V-wide units), so the V-wide loads of
- * a warp, lane c on channel c, hit different banks: no bank conflicts for any W.
+ * a warp, lane c on channel c, hit different banks: no bank conflicts for any W. The registers are held to
+ * 40 a thread (MIN_BLOCKS), so that six blocks share an SM wherever shared memory allows.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (f32, device pointers,
  * any input strides, contiguous outputs). Three 16-byte paths, each taken when
@@ -59,8 +60,8 @@ constexpr int THREADS = 256;       /* 8 warps per block */
 constexpr int WARPS = THREADS / 32;
 constexpr int TT_MAX = 32;         /* most tokens per tile */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
+constexpr int MIN_BLOCKS = 6;      /* blocks per SM the registers must allow (40 a thread): 48 warps at small W */
 constexpr int BOUNDS = 2 * TT_MAX; /* 4-byte words before the float tiles: w_lo_x, w_lo_g */
-constexpr size_t SMEM_TILE = 64 * 1024; /* shared memory a tile of more than 8 tokens may take (3 blocks per SM) */
 
 /* What each kernel needs: base pointers, strides, sizes, sequence offsets, tile shape. */
 struct tiled_args {
@@ -127,8 +128,9 @@ __device__ float4 load_unit(const float *p, bool full, int f, int n) {
 /*
  * Copy tile rows r < n_rows (tokens tok0+r) of a [B,T,D,W]-strided input into s[r*rs + c*Ws + w], for the tile's
  * channels c and every tap w (x and dout are the case W = Ws = 1), zeros outside the tensor. A row of the tile is
- * DT*W elements; on the 16-byte path (VEC) they lie contiguously in the input and move 4 at a time, and a unit of
- * 4 never spans two channels unless the pitch is W itself (weight_pitch), so it lands as one 16-byte store.
+ * DT*W elements; on the 16-byte path (VEC) they lie contiguously in the input and move 4 at a time. Where the pitch
+ * is W itself (weight_pitch) the row lands unchanged, one 16-byte store a unit; else W % 4 == 0, so a unit stays
+ * inside one channel and lands as 4 stores.
  * Each thread keeps one column (the same unit of every row it copies) and walks down the rows: its offsets are
  * worked out once, not per element. UNROLL loads are in flight per thread before it stores any.
  */
@@ -144,7 +146,7 @@ __device__ void stage_rows(float *s, int rs, const float *g, const int64_t *st, 
     const float *g_tile = g + tl.b * st[0] + tl.d0 * st[2];
     for (int f = V * (threadIdx.x % per_row); f < len; f += V * per_row) {
         const int c = f / W, w = f % W;
-        const bool full = f + V <= n;
+        const bool full = f + V <= n, packed = Ws == W;
         const float *src = g_tile + (VEC ? f : c * st[2] + w * st[3]); /* VEC: st[2] == W, st[3] == 1 */
         float *dst = s + c * Ws + w;
         const int64_t step = row_step * st[1];      /* from one of this thread's rows to the next */
@@ -161,8 +163,14 @@ __device__ void stage_rows(float *s, int rs, const float *g, const int64_t *st, 
             for (int u = 0; u < UNROLL; u++) {
                 const int ru = r + u * row_step;
                 if (ru >= n_rows) break;
-                if constexpr (VEC) *(float4 *)(dst + ru * rs) = v[u];
-                else dst[ru * rs] = v[u].x;
+                float *d = dst + ru * rs;
+                if (VEC && packed) {
+                    *(float4 *)d = v[u];
+                } else if (VEC) { /* a pitch of W+1: the unit's 4 taps are not 16-byte aligned in shared memory */
+                    d[0] = v[u].x, d[1] = v[u].y, d[2] = v[u].z, d[3] = v[u].w;
+                } else {
+                    d[0] = v[u].x;
+                }
             }
         }
     }
@@ -279,7 +287,7 @@ __device__ float tap_sum(const float *k, const float *v, int v_step, int w_lo, i
 /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b,t+w-W+1,d]: one block per tile, each thread TT/8 outputs.
  * V: taps per shared-memory load of the weights (tap_unit). */
 template <int V>
-__global__ void __launch_bounds__(THREADS) dynconv_fwd_tiled_kernel(tiled_args a) {
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) dynconv_fwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
     int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + TT_MAX; /* [TT] each; w_lo_g unused forward */
     float *ks = (float *)smem + BOUNDS;                   /* [TT][DT][Ws]: kernels[b, t0+j, d0+c, w] */
@@ -315,7 +323,8 @@ __device__ void write_dkernels(const float *ks, const tiled_args &a, const tile 
         for (int r = r0; r < rows_in; r += row_step) {
             float *dst = dk_tile + r * pitch + f;
             if (VEC && f + V <= n) {
-                *(float4 *)dst = *(const float4 *)(src + r * DT * a.Ws);
+                const float *q = src + r * DT * a.Ws;
+                *(float4 *)dst = a.Ws == W ? *(const float4 *)q : make_float4(q[0], q[1], q[2], q[3]);
                 continue;
             }
             for (int e = f; e < f + V && e < n; e++) dst[e - f] = ks[r * DT * a.Ws + e / W * a.Ws + e % W];
@@ -326,7 +335,7 @@ __device__ void write_dkernels(const float *ks, const tiled_args &a, const tile 
 /* dx[b,s,d] = sum_w dout[b,s+W-1-w,d] * kernels[b,s+W-1-w,d,w] and dkernels[b,s,d,w] = dout[b,s,d] * x[b,s+w-W+1,d]
  * for the tile's tokens s, from one staging of x, dout and the sheared kernels. V as in the forward. */
 template <int V>
-__global__ void __launch_bounds__(THREADS) dynconv_bwd_tiled_kernel(tiled_args a) {
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) dynconv_bwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
     int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + TT_MAX; /* [TT] each */
     float *ks = (float *)smem + BOUNDS;     /* [TT][DT][Ws]: kernels[b, t0+j+W-1-w, d0+c, w], later dkernels */
@@ -337,7 +346,8 @@ __global__ void __launch_bounds__(THREADS) dynconv_bwd_tiled_kernel(tiled_args a
     stage_bounds(a, tl, w_lo_x, w_lo_g);
     stage(a.vr, xs, DT, a.x, a.sx, 1, 1, a, tl, tl.t0 - (a.W - 1), a.TT + a.W - 1);
     stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, tl.t0, a.TT + a.W - 1);
-    if (a.vk) stage_kernels_sheared<V>(ks, a, tl); /* V-wide loads of the window's units */
+    if (a.vk && a.W % 4 == 0) stage_kernels_sheared<4>(ks, a, tl); /* the window's 16-byte units */
+    else if (a.vk && a.W % 2 == 0) stage_kernels_sheared<2>(ks, a, tl);
     else stage_kernels_sheared<1>(ks, a, tl);
     __syncthreads(); /* each output reads rows and bounds that other threads staged */
 
@@ -369,15 +379,14 @@ __global__ void __launch_bounds__(THREADS) dynconv_bwd_tiled_kernel(tiled_args a
     else write_dkernels<false>(ks, a, tl);
 }
 
-/* Taps per shared-memory load of the weights: 4, 2 or 1, the largest that divides W. */
-int tap_unit(int W) { return W % 4 == 0 ? 4 : W % 2 == 0 ? 2 : 1; }
+/* Taps per shared-memory load of the weights, V: 4 when W is 4 times an odd number, 2 when it is 2 times one,
+ * else 1. Then the pitch W is an odd number of V-wide units, and the V-wide loads of a warp's 32 lanes (each its
+ * own channel) hit different banks in every phase of the access. */
+int tap_unit(int W) { return W % 8 == 4 ? 4 : W % 4 == 2 ? 2 : 1; }
 
-/* Weight pitch: an odd number of units, so that the V-wide loads of a warp's 32 lanes (each its own channel) hit
- * different banks in every phase of the access; it equals W except when W is a multiple of 8 (then W+4). */
-int weight_pitch(int W) {
-    const int V = tap_unit(W);
-    return V * ((W / V) | 1);
-}
+/* Weight pitch: W where it is an odd number of units (tap_unit); else the odd W+1, read one tap at a time (a pad
+ * of 4 would keep 16-byte loads conflict-free at W = 8, 16, .., but the larger tile would cost occupancy). */
+int weight_pitch(int W) { return tap_unit(W) > 1 ? W : W | 1; }
 
 /* Dynamic shared memory of a tile: bounds, kernels, and n_row_tiles [TT+W-1][DT] row tiles (x; x and dout). */
 size_t smem_bytes(int TT, int W, int n_row_tiles) {
@@ -385,10 +394,10 @@ size_t smem_bytes(int TT, int W, int n_row_tiles) {
     return sizeof(float) * (BOUNDS + floats);
 }
 
-/* The largest TT (32, 16, 8) whose tile fits in SMEM_TILE; W = 64 needs TT = 8 and more than that. */
+/* The largest TT (32, 16, 8) whose tile fits the default 48 KB; W = 64 needs TT = 8 and an opt-in above it. */
 int pick_tokens_per_tile(int W, int n_row_tiles) {
     int TT = TT_MAX;
-    while (TT > WARPS && smem_bytes(TT, W, n_row_tiles) > SMEM_TILE) TT /= 2;
+    while (TT > WARPS && smem_bytes(TT, W, n_row_tiles) > LADDER_DEFAULT_SMEM) TT /= 2;
     return TT;
 }
 

@@ -36,7 +36,9 @@
  * SM); W = 64 needs TT = 8 and 74.1 KiB forward, 83.0 KiB backward. Each
  * channel's weights sit Ws floats apart (weight_pitch: an odd number of V-wide units), so the V-wide loads of
  * a warp, lane c on channel c, hit different banks: no bank conflicts for any W. The registers are held to
- * 40 a thread (MIN_BLOCKS), so that six blocks share an SM wherever shared memory allows.
+ * 40 a thread forward and 48 backward (FWD_BLOCKS, BWD_BLOCKS), so that small tiles keep six and five blocks per SM.
+ * Past W = 32 the backward stages its weights in chunks of WC = 32 taps (chunk_taps), summing dx over them:
+ * at W = 64 that takes its tile from 83 KB to 51 KB of shared memory, and from two blocks per SM to four.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (f32, device pointers,
  * any input strides, contiguous outputs). Three 16-byte paths, each taken when
@@ -60,7 +62,9 @@ constexpr int THREADS = 256;       /* 8 warps per block */
 constexpr int WARPS = THREADS / 32;
 constexpr int TT_MAX = 32;         /* most tokens per tile */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
-constexpr int MIN_BLOCKS = 6;      /* blocks per SM the registers must allow (40 a thread): 48 warps at small W */
+constexpr int WC_MAX = 32;         /* taps of each weight the backward stages at a time (chunk_taps) */
+constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
+constexpr int BWD_BLOCKS = 5;      /* backward 48 (as many as small tiles need, without spills) */
 constexpr int BOUNDS = 2 * TT_MAX; /* 4-byte words before the float tiles: w_lo_x, w_lo_g */
 
 /* What each kernel needs: base pointers, strides, sizes, sequence offsets, tile shape. */
@@ -69,7 +73,7 @@ struct tiled_args {
     int64_t sx[4], sk[4], sg[4];   /* x and dout as [B,T,D,1] */
     float *out, *dx, *dk;
     int64_t B, T, D;
-    int W, Ws, TT;                 /* kernel width, weight pitch in shared memory, tokens per tile */
+    int W, WC, Ws, TT;             /* kernel width, taps staged at a time, their pitch in shared memory, tokens per tile */
     int64_t n_dtiles, n_ttiles;    /* tiles along D and along T */
     const int32_t *cu_seqlens;     /* nullptr: every batch row is one sequence */
     int n_seqs;
@@ -209,27 +213,28 @@ __device__ void store_taps(float *p, const float (&k)[V]) {
 }
 
 /*
- * Backward: weight w of kernels row r (token t0+r, r < TT+W-1) multiplies dx of tile token j = r-(W-1)+w. It is
- * kept, at ks[(j*DT + c)*Ws + w], when 0 <= j < TT: a window of at most TT of the row's W weights, starting at
- * w = W-1-r. Only the window is read, so the staging costs instructions in proportion to the weights kept, not
- * to the rows touched. The taps of one source row go to different tokens (DT*Ws+1 apart in ks): this copy is a
- * transpose, one 4-byte store per weight.
+ * Backward, taps w0 .. w0+n-1 of every weight (a chunk of WC taps, chunk_taps): weight w of kernels row t0+r
+ * multiplies dx of tile token j = r-(W-1)+w. It is kept, at ks[(j*DT + c)*Ws + w-w0], when 0 <= j < TT: of each
+ * row a window of at most TT of the chunk's taps, from w = W-1-r on. The rows that hold any are r0 .. r0+TT+n-2
+ * with r0 = W-w0-n; only their windows are read, so the staging costs instructions in proportion to the weights
+ * kept, not to the rows touched. The taps of one source row go to different tokens (DT*Ws+1 apart in ks): this
+ * copy is a transpose, one 4-byte store per weight.
  * VS > 1 (kernels rows contiguous and aligned, W % VS == 0): slot q of a (row, channel) loads the q-th VS-tap
  * unit of its window with one VS-wide load; neighbouring threads take neighbouring slots and channels. VS = 1:
  * one thread takes one channel of a row and loops over its window tap by tap. Either way a thread keeps its
  * column and walks down the rows.
  */
 template <int VS>
-__device__ void stage_kernels_sheared(float *ks, const tiled_args &a, const tile &tl) {
-    const int W = a.W, n_rows = a.TT + W - 1, n_c = channels_in(a, tl);
-    const int r_hi = (int)min((int64_t)n_rows, a.T - tl.t0), step = DT * a.Ws + 1;
-    const float *k_tile = a.k + tl.b * a.sk[0] + tl.t0 * a.sk[1] + tl.d0 * a.sk[2];
+__device__ void stage_kernels_sheared(float *ks, const tiled_args &a, const tile &tl, int w0, int n) {
+    const int W = a.W, n_rows = a.TT + n - 1, r_base = W - w0 - n, n_c = channels_in(a, tl);
+    const int r_hi = (int)min((int64_t)n_rows, a.T - tl.t0 - r_base), step = DT * a.Ws + 1; /* rows inside T */
+    const float *k_tile = a.k + tl.b * a.sk[0] + (tl.t0 + r_base) * a.sk[1] + tl.d0 * a.sk[2];
     if constexpr (VS == 1) {
         const int c = threadIdx.x % DT;
         const bool c_in = c < n_c;
         for (int r = threadIdx.x / DT; r < n_rows; r += WARPS) {
-            const int j0 = r - (W - 1); /* weight w lands on token j0 + w */
-            const int w_lo = max(0, -j0), w_hi = min(W, a.TT - j0), base = (j0 * DT + c) * a.Ws;
+            const int j0 = r_base + r - (W - 1); /* weight w lands on token j0 + w */
+            const int w_lo = max(w0, -j0), w_hi = min(w0 + n, a.TT - j0), base = (j0 * DT + c) * a.Ws - w0;
             const bool present = r < r_hi && c_in; /* zeros past the tensor's end */
             const float *src = k_tile + r * a.sk[1] + c * a.sk[2];
 #pragma unroll 4
@@ -238,48 +243,49 @@ __device__ void stage_kernels_sheared(float *ks, const tiled_args &a, const tile
         return;
     }
     /* a window of TT weights straddles at most TT/VS + 1 units */
-    const int units = W / VS, lg = log2_slots(min(units, a.TT / VS + 1)), slots = DT << lg;
+    const int lg = log2_slots(min(n / VS, a.TT / VS + 1)), slots = DT << lg;
     const int per_row = min(slots, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
     for (int i = threadIdx.x % per_row; i < slots; i += per_row) {
         const int c = i >> lg, q0 = i & ((1 << lg) - 1);
         const float *src = k_tile + c * W; /* VS > 1: sk[2] == W, sk[3] == 1 */
         for (int r = r0; r < n_rows; r += UNROLL * row_step) {
             float v[UNROLL][VS];
-            int j0[UNROLL], w0[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; u++) { /* all loads first */
-                const int ru = r + u * row_step, q = q0 + max(0, W - 1 - ru) / VS;
-                w0[u] = q * VS;
-                j0[u] = q < units && ru < n_rows ? ru - (W - 1) + w0[u] : a.TT; /* a.TT: nothing to store */
+                const int ru = r + u * row_step, j_w = r_base + ru - (W - 1); /* tap w lands on token j_w + w */
+                const int w = (q0 + max(w0, -j_w) / VS) * VS, j = j_w + w;
 #pragma unroll
                 for (int e = 0; e < VS; e++) v[u][e] = 0.0f;
-                if (j0[u] + VS - 1 >= 0 && j0[u] < a.TT && ru < r_hi && c < n_c)
-                    load_taps<VS>(src + ru * a.sk[1] + w0[u], v[u]);
+                if (w < w0 + n && j + VS - 1 >= 0 && j < a.TT && ru < r_hi && c < n_c)
+                    load_taps<VS>(src + ru * a.sk[1] + w, v[u]);
             }
 #pragma unroll
-            for (int u = 0; u < UNROLL; u++) {
-                const int dst = (j0[u] * DT + c) * a.Ws + w0[u];
+            for (int u = 0; u < UNROLL; u++) { /* unit w.. of row ru holds weights of tokens j.. */
+                const int ru = r + u * row_step, j_w = r_base + ru - (W - 1);
+                const int w = (q0 + max(w0, -j_w) / VS) * VS, j = j_w + w;
+                if (w >= w0 + n || ru >= n_rows) continue;
+                const int dst = (j * DT + c) * a.Ws + w - w0;
 #pragma unroll
                 for (int e = 0; e < VS; e++)
-                    if (j0[u] + e >= 0 && j0[u] + e < a.TT) ks[dst + e * step] = v[u][e];
+                    if (j + e >= 0 && j + e < a.TT) ks[dst + e * step] = v[u][e];
             }
         }
     }
 }
 
-/* sum_{w_lo <= w < W} k[w] * v[w * v_step]: one channel's taps k, read V at a time, against its x (or dout)
- * values v_step floats apart. Taps before the first whole unit go one at a time; the order is ascending w. */
+/* acc + sum_{i_lo <= i < n} k[i] * v[i * v_step]: one channel's taps k (from a V-aligned tap on), read V at a
+ * time, against its x (or dout) values v_step floats apart. Taps before the first whole unit go one at a time;
+ * the order is ascending i. */
 template <int V>
-__device__ float tap_sum(const float *k, const float *v, int v_step, int w_lo, int W) {
-    float acc = 0.0f;
-    int w = w_lo;
-    for (; w % V != 0; w++) acc += k[w] * v[w * v_step];
+__device__ float tap_sum(const float *k, const float *v, int v_step, int i_lo, int n, float acc) {
+    int i = i_lo;
+    for (; i % V != 0; i++) acc += k[i] * v[i * v_step];
 #pragma unroll 2
-    for (; w < W; w += V) {
+    for (; i < n; i += V) {
         float kv[V];
-        load_taps<V>(k + w, kv);
+        load_taps<V>(k + i, kv);
 #pragma unroll
-        for (int e = 0; e < V; e++) acc += kv[e] * v[(w + e) * v_step];
+        for (int e = 0; e < V; e++) acc += kv[e] * v[(i + e) * v_step];
     }
     return acc;
 }
@@ -287,7 +293,7 @@ __device__ float tap_sum(const float *k, const float *v, int v_step, int w_lo, i
 /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b,t+w-W+1,d]: one block per tile, each thread TT/8 outputs.
  * V: taps per shared-memory load of the weights (tap_unit). */
 template <int V>
-__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) dynconv_fwd_tiled_kernel(tiled_args a) {
+__global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
     int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + TT_MAX; /* [TT] each; w_lo_g unused forward */
     float *ks = (float *)smem + BOUNDS;                   /* [TT][DT][Ws]: kernels[b, t0+j, d0+c, w] */
@@ -304,41 +310,44 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) dynconv_fwd_tiled_kernel(
     if (d >= a.D) return; /* safe: no barrier follows */
     float *out = a.out + (tl.b * a.T + tl.t0 + tt0) * a.D + d; /* lanes write neighbouring channels */
     for (int tt = tt0; tt < a.TT && tl.t0 + tt < a.T; tt += WARPS, out += WARPS * a.D)
-        *out = tap_sum<V>(ks + (tt * DT + c) * a.Ws, xs + tt * DT + c, DT, w_lo_x[tt], a.W);
+        *out = tap_sum<V>(ks + (tt * DT + c) * a.Ws, xs + tt * DT + c, DT, w_lo_x[tt], a.W, 0.0f);
 }
 
-/* Write the tile's dkernels, held in ks as [TT][DT][Ws], to the contiguous [B,T,D,W] output: the way
- * stage_rows reads kernels, backwards (VEC: 16 bytes a unit, one column per thread). */
+/* Write taps w0 .. w0+n-1 of the tile's dkernels, held in ks as [TT][DT][Ws], to the contiguous [B,T,D,W]
+ * output: element f of a tile row is channel f/n, tap w0 + f%n. VEC: 16 bytes a unit, one column per thread,
+ * where a unit stays inside one channel (n % 4 == 0) or the chunk is every tap (n == W, rows contiguous). */
 template <bool VEC>
-__device__ void write_dkernels(const float *ks, const tiled_args &a, const tile &tl) {
+__device__ void write_dkernels(const float *ks, const tiled_args &a, const tile &tl, int w0, int n) {
     constexpr int V = VEC ? 4 : 1;
-    const int W = a.W, len = DT * W, n = channels_in(a, tl) * W;
+    const int W = a.W, len = DT * n, n_valid = channels_in(a, tl) * n;
     const int per_row = min(len / V, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
     if (r0 >= row_step) return;
     const int rows_in = (int)min((int64_t)a.TT, a.T - tl.t0);
     const int64_t pitch = a.D * W; /* elements from one token's dkernels row to the next */
-    float *dk_tile = a.dk + ((tl.b * a.T + tl.t0) * a.D + tl.d0) * W;
-    for (int f = V * (threadIdx.x % per_row); f < n; f += V * per_row) {
-        const float *src = ks + f / W * a.Ws + f % W;
+    float *dk_tile = a.dk + ((tl.b * a.T + tl.t0) * a.D + tl.d0) * W + w0;
+    for (int f = V * (threadIdx.x % per_row); f < n_valid; f += V * per_row) {
+        const float *src = ks + f / n * a.Ws + f % n;
+        float *dst = dk_tile + f / n * W + f % n;
         for (int r = r0; r < rows_in; r += row_step) {
-            float *dst = dk_tile + r * pitch + f;
-            if (VEC && f + V <= n) {
+            if (VEC && f + V <= n_valid) {
                 const float *q = src + r * DT * a.Ws;
-                *(float4 *)dst = a.Ws == W ? *(const float4 *)q : make_float4(q[0], q[1], q[2], q[3]);
+                *(float4 *)(dst + r * pitch) = a.Ws == n ? *(const float4 *)q : make_float4(q[0], q[1], q[2], q[3]);
                 continue;
             }
-            for (int e = f; e < f + V && e < n; e++) dst[e - f] = ks[r * DT * a.Ws + e / W * a.Ws + e % W];
+            for (int e = f; e < f + V && e < n_valid; e++)
+                dk_tile[r * pitch + e / n * W + e % n] = ks[r * DT * a.Ws + e / n * a.Ws + e % n];
         }
     }
 }
 
 /* dx[b,s,d] = sum_w dout[b,s+W-1-w,d] * kernels[b,s+W-1-w,d,w] and dkernels[b,s,d,w] = dout[b,s,d] * x[b,s+w-W+1,d]
- * for the tile's tokens s, from one staging of x, dout and the sheared kernels. V as in the forward. */
+ * for the tile's tokens s, from one staging of x and dout and, chunk by chunk of taps, of the sheared kernels.
+ * V as in the forward. */
 template <int V>
-__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) dynconv_bwd_tiled_kernel(tiled_args a) {
+__global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
     int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + TT_MAX; /* [TT] each */
-    float *ks = (float *)smem + BOUNDS;     /* [TT][DT][Ws]: kernels[b, t0+j+W-1-w, d0+c, w], later dkernels */
+    float *ks = (float *)smem + BOUNDS; /* [TT][DT][Ws]: kernels[b, t0+j+W-1-w, d0+c, w] of a chunk, later dkernels */
     float *xs = ks + a.TT * DT * a.Ws;      /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
     float *gs = xs + (a.TT + a.W - 1) * DT; /* [TT+W-1][DT]: dout[b, t0+r, d0+c] */
     const tile tl = tile_of(a);
@@ -346,37 +355,52 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) dynconv_bwd_tiled_kernel(
     stage_bounds(a, tl, w_lo_x, w_lo_g);
     stage(a.vr, xs, DT, a.x, a.sx, 1, 1, a, tl, tl.t0 - (a.W - 1), a.TT + a.W - 1);
     stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, tl.t0, a.TT + a.W - 1);
-    if (a.vk && a.W % 4 == 0) stage_kernels_sheared<4>(ks, a, tl); /* the window's 16-byte units */
-    else if (a.vk && a.W % 2 == 0) stage_kernels_sheared<2>(ks, a, tl);
-    else stage_kernels_sheared<1>(ks, a, tl);
-    __syncthreads(); /* each output reads rows and bounds that other threads staged */
 
     const int c = threadIdx.x % 32, tt0 = threadIdx.x / 32;
     const int64_t d = tl.d0 + c;
-    if (d < a.D) { /* no early return: every thread must reach the barrier below */
-        float *dx = a.dx + (tl.b * a.T + tl.t0 + tt0) * a.D + d;
-        for (int tt = tt0; tt < a.TT && tl.t0 + tt < a.T; tt += WARPS, dx += WARPS * a.D) {
-            float *k_sd = ks + (tt * DT + c) * a.Ws; /* k_sd[w] = kernels[b, s+W-1-w, d, w], s = t0+tt */
-            const float *g_d = gs + tt * DT + c;     /* g_d[j*DT] = dout[b, s+j, d] */
-            const float *x_d = xs + tt * DT + c;     /* x_d[w*DT] = x[b, s+w-W+1, d] */
-            /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w], so dx[s] sums dout * kernels there */
-            *dx = tap_sum<V>(k_sd, g_d + (a.W - 1) * DT, -DT, w_lo_g[tt], a.W);
-            /* forward: out[s] += kernels[s,w] * x[s+w-W+1], so dkernels[s,w] = dout[s] * x[s+w-W+1]. This thread
-             * alone read k_sd, so it may overwrite those slots with dkernels for the coalesced write below. */
-            const float g = g_d[0];
-#pragma unroll 2
-            for (int w = 0; w < a.W; w += V) {
-                float v[V];
+    float acc[TT_MAX / WARPS] = {}; /* dx of this thread's tile rows tt0, tt0+8, .., summed over the chunks */
+    for (int w0 = 0; w0 < a.W; w0 += a.WC) {
+        const int n = min(a.WC, a.W - w0); /* this chunk's taps: w0 .. w0+n-1 */
+        if (a.vk && a.W % 4 == 0) stage_kernels_sheared<4>(ks, a, tl, w0, n); /* the window's 16-byte units */
+        else if (a.vk && a.W % 2 == 0) stage_kernels_sheared<2>(ks, a, tl, w0, n);
+        else stage_kernels_sheared<1>(ks, a, tl, w0, n);
+        __syncthreads(); /* each output reads rows and bounds that other threads staged */
+        if (d < a.D) /* no early return: every thread must reach the barriers below */
 #pragma unroll
-                for (int e = 0; e < V; e++) v[e] = g * x_d[(w + e) * DT];
-                store_taps<V>(k_sd + w, v);
+            for (int i = 0; i < TT_MAX / WARPS; i++) {
+                const int tt = tt0 + i * WARPS;
+                if (tt >= a.TT || tl.t0 + tt >= a.T) break;
+                float *k_sd = ks + (tt * DT + c) * a.Ws; /* k_sd[w-w0] = kernels[b, s+W-1-w, d, w], s = t0+tt */
+                const float *g_d = gs + tt * DT + c;     /* g_d[j*DT] = dout[b, s+j, d] */
+                const float *x_d = xs + tt * DT + c;     /* x_d[w*DT] = x[b, s+w-W+1, d] */
+                /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w]: dx[s] sums dout * kernels there */
+                acc[i] = tap_sum<V>(k_sd, g_d + (a.W - 1 - w0) * DT, -DT, max(w_lo_g[tt] - w0, 0), n, acc[i]);
+                /* forward: out[s] += kernels[s,w] * x[s+w-W+1], so dkernels[s,w] = dout[s] * x[s+w-W+1]. This
+                 * thread alone read k_sd, so it may overwrite those slots with dkernels for the write below. */
+                const float g = g_d[0];
+#pragma unroll 2
+                for (int w = 0; w < n; w += V) {
+                    float v[V];
+#pragma unroll
+                    for (int e = 0; e < V; e++) v[e] = g * x_d[(w0 + w + e) * DT];
+                    store_taps<V>(k_sd + w, v);
+                }
+                for (int w = 0; w < w_lo_x[tt] - w0 && w < n; w++) k_sd[w] = 0.0f; /* met the zero padding */
             }
-            for (int w = 0; w < w_lo_x[tt]; w++) k_sd[w] = 0.0f; /* these taps met the zero padding: not g * x */
+        __syncthreads(); /* the write-out reads dkernels that other threads computed */
+        if (a.vdk && (a.WC == a.W || a.WC % 4 == 0 && a.W % 4 == 0)) write_dkernels<true>(ks, a, tl, w0, n);
+        else write_dkernels<false>(ks, a, tl, w0, n);
+        if (w0 + a.WC < a.W) __syncthreads(); /* the next chunk's staging overwrites ks */
+    }
+    if (d < a.D) {
+        float *dx = a.dx + (tl.b * a.T + tl.t0 + tt0) * a.D + d;
+#pragma unroll
+        for (int i = 0; i < TT_MAX / WARPS; i++) {
+            const int tt = tt0 + i * WARPS;
+            if (tt >= a.TT || tl.t0 + tt >= a.T) break;
+            dx[i * WARPS * a.D] = acc[i];
         }
     }
-    __syncthreads(); /* the write-out reads dkernels that other threads computed */
-    if (a.vdk) write_dkernels<true>(ks, a, tl);
-    else write_dkernels<false>(ks, a, tl);
 }
 
 /* Taps per shared-memory load of the weights, V: 4 when W is 4 times an odd number, 2 when it is 2 times one,
@@ -388,9 +412,14 @@ int tap_unit(int W) { return W % 8 == 4 ? 4 : W % 4 == 2 ? 2 : 1; }
  * of 4 would keep 16-byte loads conflict-free at W = 8, 16, .., but the larger tile would cost occupancy). */
 int weight_pitch(int W) { return tap_unit(W) > 1 ? W : W | 1; }
 
+/* Taps of each weight a tile stages at a time, WC: the forward all W; the backward all up to W = 32 and chunks of
+ * 32 past it, so that at W = 64 its tile takes 51 KB (four blocks per SM) instead of 83 KB (two). */
+int chunk_taps(int W, int n_row_tiles) { return n_row_tiles == 2 ? min(W, WC_MAX) : W; }
+
 /* Dynamic shared memory of a tile: bounds, kernels, and n_row_tiles [TT+W-1][DT] row tiles (x; x and dout). */
 size_t smem_bytes(int TT, int W, int n_row_tiles) {
-    const size_t floats = (size_t)TT * DT * weight_pitch(W) + (size_t)n_row_tiles * (TT + W - 1) * DT;
+    const size_t floats = (size_t)TT * DT * weight_pitch(chunk_taps(W, n_row_tiles)) +
+                          (size_t)n_row_tiles * (TT + W - 1) * DT;
     return sizeof(float) * (BOUNDS + floats);
 }
 
@@ -413,7 +442,8 @@ ladder_status pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     n->dx = (float *)a->dx.data;
     n->dk = (float *)a->dkernels.data;
     n->B = p->B, n->T = p->T, n->D = p->D, n->W = p->W;
-    n->Ws = weight_pitch(p->W);
+    n->WC = chunk_taps(p->W, n_row_tiles);
+    n->Ws = weight_pitch(n->WC);
     n->TT = pick_tokens_per_tile(p->W, n_row_tiles);
     n->n_dtiles = (p->D + DT - 1) / DT;
     n->n_ttiles = (p->T + n->TT - 1) / n->TT;
@@ -436,9 +466,9 @@ ladder_status launch(void (*kernel)(tiled_args), const char *name, const tiled_a
     return LADDER_OK;
 }
 
-/* The instantiation for W's tap unit: V = 1, 2, 4 at index 0, 1, 2. */
+/* The instantiation for the tap unit of WC taps: V = 1, 2, 4 at index 0, 1, 2. */
 using kernel_fn = void (*)(tiled_args);
-kernel_fn pick(const kernel_fn (&by_unit)[3], int W) { return by_unit[tap_unit(W) / 2]; }
+kernel_fn pick(const kernel_fn (&by_unit)[3], int WC) { return by_unit[tap_unit(WC) / 2]; }
 
 } // namespace
 
@@ -450,7 +480,7 @@ extern "C" ladder_status dynconv_fwd_gpu_tiled(const ladder_dynconv_problem *p, 
     n.vk = ladder_rows16(&a->kernels, 2); /* a row: a token's channels, W taps each */
     const kernel_fn kernels[3] = {dynconv_fwd_tiled_kernel<1>, dynconv_fwd_tiled_kernel<2>,
                                   dynconv_fwd_tiled_kernel<4>};
-    return launch(pick(kernels, p->W), "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 1));
+    return launch(pick(kernels, n.WC), "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 1));
 }
 
 extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
@@ -462,5 +492,5 @@ extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, 
     n.vdk = ladder_rows16(&a->dkernels, 2);
     const kernel_fn kernels[3] = {dynconv_bwd_tiled_kernel<1>, dynconv_bwd_tiled_kernel<2>,
                                   dynconv_bwd_tiled_kernel<4>};
-    return launch(pick(kernels, p->W), "dynconv_bwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 2));
+    return launch(pick(kernels, n.WC), "dynconv_bwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 2));
 }

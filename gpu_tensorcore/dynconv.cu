@@ -35,7 +35,7 @@
  *     tokens of one channel. Row pitches carry 16 bytes of padding so those loads hit distinct banks.
  *  4. Sequences end inside a tile only with cu_seqlens. Then the taps that would reach across a sequence
  *     start are zeroed in the staged kernels tile (mask_kernels), one rule for the forward and for dx.
- *     Past W = 16 the backward stages its kernels sheared instead (stage_sheared): each dx token's W weights
+ *     Past W = 32 the backward stages its kernels sheared instead (stage_sheared): each dx token's W weights
  *     side by side, as the forward has its own, so that dx is the forward's product (fwd_mma) and the tile
  *     needs TT rows of weights, not the TT + W that dx_mma's k steps reach (at W = 64 two blocks per SM
  *     instead of one). That copy is a transpose, done through registers; it zeroes the masked taps itself.
@@ -78,7 +78,7 @@ constexpr int NCH = 8;                  // channels per mma: the 8 columns of B
 constexpr int UNIT = 4;                 // mma products a warp carries through the k loop together
 constexpr int SMEM_TARGET = 56 * 1024;  // per block, when picking the channel tile: several blocks per SM
 constexpr int SMEM_MAX = 160 * 1024;    // per block, for large W; below sm_80's 163 KB
-constexpr int SHEAR_W = 16;             // the backward stages its kernels sheared past this W (stage_sheared)
+constexpr int SHEAR_W = 32;             // the backward stages its kernels sheared past this W (stage_sheared)
 constexpr int SHEAR_ROWS = 8;           // source rows a thread loads before it stores any, there
 
 /* Everything the kernels need, filled by plan(). Sizes and strides in elements, offsets in bytes. */

@@ -292,7 +292,7 @@ __device__ float tap_sum(const float *k, const float *v, int v_step, int i_lo, i
 }
 
 /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b,t+w-W+1,d]: one block per tile, each thread TT/8 outputs.
- * V: taps per shared-memory load of the weights (tap_unit). */
+ * V: taps per shared-memory load of the weights (taps_per_load). */
 template <int V>
 __global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];

@@ -280,7 +280,7 @@ __device__ void stage_kernels_sheared(float *ks, const tiled_args &a, const tile
 template <int V>
 __device__ float tap_sum(const float *k, const float *v, int v_step, int i_lo, int n, float acc) {
     int i = i_lo;
-    for (; i % V != 0; i++) acc += k[i] * v[i * v_step];
+    for (; i < n && i % V != 0; i++) acc += k[i] * v[i * v_step]; /* i_lo may lie past a chunk's n taps */
 #pragma unroll 2
     for (; i < n; i += V) {
         float kv[V];

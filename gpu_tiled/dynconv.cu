@@ -25,7 +25,7 @@
  * every copy loop is cheap. So each staging thread keeps one column of the tile and walks down its rows (its
  * offsets computed once), a token's weights move as 16-byte units from global to shared memory and back
  * (stage_rows, write_dkernels), and the compute loops read V = 4, 2 or 1 weights per shared-memory load
- * (tap_unit: the largest that divides W), one instantiation per V.
+ * (tap_unit: 4 or 2 where W is an odd number of such units, else 1), one instantiation per V.
  *
  * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
  * 128-byte lines. 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked

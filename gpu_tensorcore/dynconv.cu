@@ -35,6 +35,10 @@
  *     tokens of one channel. Row pitches carry 16 bytes of padding so those loads hit distinct banks.
  *  4. Sequences end inside a tile only with cu_seqlens. Then the taps that would reach across a sequence
  *     start are zeroed in the staged kernels tile (mask_kernels), one rule for the forward and for dx.
+ *     Past W = 32 the backward stages its kernels sheared instead (stage_sheared): each dx token's W weights
+ *     side by side, as the forward has its own, so that dx is the forward's product (fwd_mma) and the tile
+ *     needs TT rows of weights, not the TT + W that dx_mma's k steps reach (at W = 64 two blocks per SM
+ *     instead of one). That copy is a transpose, done through registers; it zeroes the masked taps itself.
  *  5. Coalesced output: the useful entry of C goes to a [token][channel] tile in shared memory, and the tile
  *     leaves as 16-byte rows (store_tokens).
  *  6. Few instructions per element. In the bf16 forward at W = 4 an output moves 12 bytes. At the copy rate
@@ -74,6 +78,8 @@ constexpr int NCH = 8;                  // channels per mma: the 8 columns of B
 constexpr int UNIT = 4;                 // mma products a warp carries through the k loop together
 constexpr int SMEM_TARGET = 56 * 1024;  // per block, when picking the channel tile: several blocks per SM
 constexpr int SMEM_MAX = 160 * 1024;    // per block, for large W; below sm_80's 163 KB
+constexpr int SHEAR_W = 32;             // the backward stages its kernels sheared past this W (stage_sheared)
+constexpr int SHEAR_ROWS = 8;           // source rows a thread loads before it stores any, there
 
 /* Everything the kernels need, filled by plan(). Sizes and strides in elements, offsets in bytes. */
 struct tc_args {
@@ -91,6 +97,7 @@ struct tc_args {
     int xrows, grows;            // x and dout tile rows
     int off_x, off_k, off_g, off_o, off_b;
     bool vec_x, vec_k, vec_g, vec_out, vec_dk; // 16-byte path per tensor
+    bool shear;                  // backward, W > SHEAR_W: the kernels tile is sheared, dx is fwd_mma's product
 };
 
 /* The block's place: batch row b, first token t0, first channel d0, Dv channels inside D. */
@@ -158,6 +165,61 @@ __device__ void stage_bounds(int *wmin, int rows, const tc_args &a, const tile &
         const int64_t start = a.cu_seqlens && t < a.T ? ladder_seq_start(a.cu_seqlens, a.n_seqs, t) : 0;
         wmin[r] = (int)min(max(start - t + a.W - 1, (int64_t)0), (int64_t)a.W);
     }
+}
+
+/*
+ * Past W = SHEAR_W the backward stages its kernels tile sheared: sK[j][c][p] = kernels[t0+j+p][c][W-1-p], the
+ * weight through which dout[t0+j+p] reaches dx[t0+j]. Then dx[j] = sum_p sK[j][p] * dout[j+p] is the forward's
+ * product (fwd_mma, with the dout tile as its x), and the tile holds TT rows of weights where the plain layout
+ * holds every row the k steps reach, TT - S + 8*NK (128 at W = 64: twice the shared memory, one block per SM).
+ * The copy is a transpose: tap w of source row s goes to row j = s - d, d = W-1-w, one 2-byte store each, so it
+ * runs through registers, not cp.async. Taps that cross a sequence start (w < wmin[s]) are stored as zeros,
+ * mask_kernels' rule. Each thread keeps one chunk of CW taps of one channel (CW = 8, 16 bytes, when the kernels
+ * take the 16-byte path and W % 8 == 0; else CW = 1), works out once where they land, and walks down only the
+ * rows that have a tap in the tile, SHEAR_ROWS loads in flight.
+ */
+template <int CW>
+__device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, const tile &tl) {
+    const int W = a.W, rows = TT + W - 1, len = a.DT * W, nv = tl.Dv * W; // a source row's taps; present
+    const int per_row = min(len / CW, NT), row_step = NT / per_row, r0 = threadIdx.x / per_row;
+    if (r0 < row_step) {
+        const int row_hi = (int)min((int64_t)rows, a.T - tl.t0); // rows inside [0, T)
+        const uint16_t *base = a.k + tl.b * a.sk[0] + tl.t0 * a.sk[1] + (int64_t)tl.d0 * a.sk[2];
+        for (int e0 = CW * (threadIdx.x % per_row); e0 < len; e0 += CW * per_row) {
+            const int c = e0 / W, w0 = e0 % W, d0 = W - 1 - w0; // tap w0+k lands on row s - (d0-k), slot d0-k
+            const int dst = c * a.We + d0 - d0 * a.KR;              // ... at sK[s*KR + dst + k*(KR-1)]
+            const int64_t col = CW == 8 ? e0 : c * a.sk[2] + w0 * a.sk[3]; // CW == 8: contiguous taps
+            const bool present = e0 < nv;                          // a channel of the tile inside D
+            const int lo = max(0, d0 - (CW - 1)), hi = min(rows, d0 + TT); // rows with a tap in the tile
+            for (int s = lo + (r0 - lo % row_step + row_step) % row_step; s < hi; s += SHEAR_ROWS * row_step) {
+                uint4 q[SHEAR_ROWS];
+#pragma unroll
+                for (int u = 0; u < SHEAR_ROWS; u++) { // all loads first
+                    const int su = s + u * row_step;
+                    const uint16_t *p = base + su * a.sk[1] + col;
+                    q[u] = make_uint4(0, 0, 0, 0);
+                    if (present && su < row_hi) {
+                        if constexpr (CW == 8) q[u] = *reinterpret_cast<const uint4 *>(p);
+                        else q[u].x = p[0];
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < SHEAR_ROWS; u++) {
+                    const int su = s + u * row_step;
+                    if (su >= hi) break;
+                    const uint32_t qw[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+#pragma unroll
+                    for (int k = 0; k < CW; k++) {
+                        const uint16_t v = (uint16_t)(qw[k / 2] >> (16 * (k % 2)));
+                        if ((unsigned)(su - d0 + k) < (unsigned)TT)
+                            sK[su * a.KR + dst + k * (a.KR - 1)] = w0 + k >= wmin[su] ? v : 0;
+                    }
+                }
+            }
+        }
+    }
+    if (a.We > W) // odd W: the pad tap p = W, which the mma reads beside tap W-1
+        for (int i = threadIdx.x; i < TT * a.DT; i += NT) sK[i / a.DT * a.KR + i % a.DT * a.We + W] = 0;
 }
 
 /*
@@ -371,10 +433,11 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(c
     store_tokens(a.out, sO, a, tl, a.vec_out);
 }
 
-template <class T> __global__ void __launch_bounds__(NT) dynconv_bwd_tc_kernel(const tc_args a) {
+template <class T> __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 .. t0+TT-1
-    uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [krows][KR]: kernels rows t0 .., then dkernels
+    uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [krows][KR]: kernels rows t0 .. (or sheared),
+                                                                 // then dkernels
     uint16_t *sG = reinterpret_cast<uint16_t *>(smem + a.off_g); // [grows][CR]: dout rows t0 ..
     uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TT][CR]: dx
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT+W-1]
@@ -383,15 +446,21 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_bwd_tc_kernel(c
 
     stage(sX, a.CR, a.xrows, halo, a.x, a.sx, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
     stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, a.vec_g, a, tl, tl.t0);
-    stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.W, a.vec_k, a, tl, tl.t0);
+    if (!a.shear) stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.W, a.vec_k, a, tl, tl.t0);
     stage_bounds(wmin, halo, a, tl);
+    if (a.shear) {       // while x and dout are on their way
+        __syncthreads(); // wmin is complete before the sheared staging reads it
+        if (a.vec_k && a.W % 8 == 0) stage_sheared<8>(sK, wmin, a, tl);
+        else stage_sheared<1>(sK, wmin, a, tl);
+    }
     ladder_cp_async_wait_all();
     __syncthreads();
-    if (a.cu_seqlens) {
+    if (a.cu_seqlens && !a.shear) {
         mask_kernels(sK, wmin, halo, a);
         __syncthreads();
     }
-    dx_mma<T>(a, sG, sK, sO);
+    if (a.shear) fwd_mma<T>(a, sG, sK, sO); // dx[r] = sum_p sK[r][p] * dout[r+p]: the forward's product
+    else dx_mma<T>(a, sG, sK, sO);
     __syncthreads(); // dx_mma is done with sK: dkernels takes its place
     dkernels_mul<T>(a, sX, sG, wmin, sK);
     store_tokens(a.dx, sO, a, tl, a.vec_out);
@@ -414,7 +483,7 @@ int layout(tc_args *a, bool bwd) {
     a->NK = (a->S + a->We + 7) / 8;
     const int window_rows = TT - a->S + 8 * a->NK; // tile rows the k steps reach: r + p < TT - S + 8 NK
     a->xrows = bwd ? TT + W - 1 : window_rows;      // (>= TT + W - 1: the rows past the input are zero)
-    a->krows = bwd ? window_rows : TT;
+    a->krows = bwd && !a->shear ? window_rows : TT;
     a->grows = window_rows;
     // 16 bytes of padding per row: the 8 row addresses of an ldmatrix then fall in 8 different groups of 4
     // banks, and for W = 4 the two tokens of an A load (rows r and r+4) in different halves of the banks
@@ -442,6 +511,7 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     for (int i = 0; i < 3; i++) a->sx[i] = args->x.strides[i], a->sg[i] = bwd ? args->dout.strides[i] : 0;
     for (int i = 0; i < 4; i++) a->sk[i] = args->kernels.strides[i];
     a->T = p->T, a->D = p->D, a->W = p->W;
+    a->shear = bwd && p->W > SHEAR_W;
     a->cu_seqlens = (const int32_t *)args->cu_seqlens.data;
     a->n_seqs = args->cu_seqlens.data ? (int)args->cu_seqlens.shape[0] - 1 : 0;
 

@@ -21,22 +21,29 @@
  * whole 128-byte lines, each thread keeps UNROLL independent loads in flight
  * before it stores any, and the W-fold reuse happens in shared memory.
  *
+ * Few instructions per byte: at W = 2 an output is 16 bytes, and the issue slots, not DRAM, set the pace unless
+ * every copy loop is cheap. So each staging thread keeps one column of the tile and walks down its rows (its
+ * offsets computed once), a token's weights move as 16-byte units from global to shared memory and back
+ * (stage_rows, write_dkernels), and the compute loops read V = 4, 2 or 1 weights per shared-memory load
+ * (tap_unit: 4 or 2 where W is an odd number of such units, else 1), one instantiation per V.
+ *
  * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
- * 128-byte lines and shared-memory reads by a warp hit 32 different banks.
- * 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
+ * 128-byte lines. 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
  * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
  * (with the launcher opting in to more shared memory) when none does.
  * TT = 32 up to W = 9, where the halo adds at most 8/32 to the x and dout
- * reads (W = 4: 24.6 KiB forward, 29 KiB backward, so several blocks share an
- * SM); W = 64 needs TT = 8 and 74 KiB forward, 83 KiB backward. Each
- * channel's weights sit Ws = W|1 floats apart (odd), so in the compute loops
- * lane c reads bank c*Ws mod 32: no bank conflicts for any W.
+ * reads (W = 4: 20.6 KiB forward, 25.0 KiB backward, so several blocks share an
+ * SM); W = 64 needs TT = 8 and 74.1 KiB forward, 83.0 KiB backward. Each
+ * channel's weights sit Ws floats apart (weight_pitch: an odd number of V-wide units), so the V-wide loads of
+ * a warp, lane c on channel c, hit different banks: no bank conflicts for any W. The registers are held to
+ * 40 a thread forward and 48 backward (FWD_BLOCKS, BWD_BLOCKS), so that small tiles keep six and five blocks per SM.
+ * Past W = 32 the backward stages its weights in chunks of WC = 32 taps (chunk_taps), summing dx over them:
+ * at W = 64 that takes its tile from 83 KB to 51 KB of shared memory, and from two blocks per SM to four.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (f32, device pointers,
- * any input strides, contiguous outputs). Two 16-byte paths, each taken when
- * its tensors' rows are 16-byte aligned with unit stride along the last
- * dimension (ladder_rows16): x and dout rows (VR), whatever W is; kernels
- * and dkernels (VK), when also W % 4 == 0 (a unit is 4 weights of one channel).
+ * any input strides, contiguous outputs). Three 16-byte paths, each taken when
+ * its tensor's rows are 16-byte aligned and contiguous (ladder_rows16): x and dout rows (vr), a token's
+ * kernels, its DT channels x W taps (vk), and the same rows of dkernels (vdk), whatever W is.
  * Otherwise the same kernel moves one float at a time. Deterministic: no atomics, each
  * output is written by one thread, sums run over w in ascending order.
  * Run it:  build/bin/ladder run dynconv --rung gpu_tiled
@@ -55,18 +62,22 @@ constexpr int THREADS = 256;       /* 8 warps per block */
 constexpr int WARPS = THREADS / 32;
 constexpr int TT_MAX = 32;         /* most tokens per tile */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
+constexpr int WC_MAX = 32;         /* taps of each weight the backward stages at a time (chunk_taps) */
+constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
+constexpr int BWD_BLOCKS = 5;      /* backward 48 (as many as small tiles need, without spills) */
 constexpr int BOUNDS = 2 * TT_MAX; /* 4-byte words before the float tiles: w_lo_x, w_lo_g */
 
 /* What each kernel needs: base pointers, strides, sizes, sequence offsets, tile shape. */
 struct tiled_args {
     const float *x, *k, *dout;
-    int64_t sx[3], sk[4], sg[3];
+    int64_t sx[4], sk[4], sg[4];   /* x and dout as [B,T,D,1] */
     float *out, *dx, *dk;
     int64_t B, T, D;
-    int W, Ws, TT;                 /* kernel width, padded weight pitch (odd), tokens per tile */
+    int W, WC, Ws, TT;             /* kernel width, taps staged at a time, their pitch in shared memory, tokens per tile */
     int64_t n_dtiles, n_ttiles;    /* tiles along D and along T */
     const int32_t *cu_seqlens;     /* nullptr: every batch row is one sequence */
     int n_seqs;
+    bool vr, vk, vdk;              /* 16-byte paths: x and dout rows, kernels rows, dkernels rows */
 };
 
 /* The tile this block owns: batch row b, tokens t0 .., channels d0 .. (channel tiles vary fastest, so
@@ -99,120 +110,190 @@ __device__ void stage_bounds(const tiled_args &a, const tile &tl, int *w_lo_x, i
     w_lo_g[tt] = lo_g > 0 ? (int)lo_g : 0;
 }
 
-/* V = 4 consecutive channels c.. of one row (16 bytes when all four are among the n_c present), or V = 1. */
+/* Channels of the tile that exist (the last tile along D may hold fewer than DT). */
+__device__ int channels_in(const tiled_args &a, const tile &tl) { return (int)min((int64_t)DT, a.D - tl.d0); }
+
+/* Elements f .. f+3 of a contiguous row, of which the first n - f exist (16 bytes when all four do), or element f
+ * alone when f < n. */
 template <bool VEC>
-__device__ float4 load_channels(const float *row, int64_t sc, int c, int n_c) {
+__device__ float4 load_unit(const float *p, bool full, int f, int n) {
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if constexpr (VEC) { /* sc == 1 here */
-        if (c + 4 <= n_c) return *(const float4 *)(row + c);
-        if (c < n_c) v.x = row[c];
-        if (c + 1 < n_c) v.y = row[c + 1];
-        if (c + 2 < n_c) v.z = row[c + 2];
-    } else if (c < n_c) {
-        v.x = row[c * sc];
+    if constexpr (VEC) {
+        if (full) return *(const float4 *)p;
+        if (f < n) v.x = p[0];
+        if (f + 1 < n) v.y = p[1];
+        if (f + 2 < n) v.z = p[2];
+    } else if (f < n) {
+        v.x = p[0];
     }
     return v;
 }
 
-/* Channels of the tile that exist (the last tile along D may hold fewer than DT). */
-__device__ int channels_in(const tiled_args &a, const tile &tl) { return (int)min((int64_t)DT, a.D - tl.d0); }
-
-/* Copy tokens tok0 .. tok0+n_rows-1 of a [B,T,D] input, channels d0 .. d0+DT-1, into s[r*DT + c], zeros
- * outside the tensor. Neighbouring threads take neighbouring channels: a warp reads whole 128-byte rows. */
+/*
+ * Copy tile rows r < n_rows (tokens tok0+r) of a [B,T,D,W]-strided input into s[r*rs + c*Ws + w], for the tile's
+ * channels c and every tap w (x and dout are the case W = Ws = 1), zeros outside the tensor. A row of the tile is
+ * DT*W elements; on the 16-byte path (VEC) they lie contiguously in the input and move 4 at a time. Where the pitch
+ * is W itself (weight_pitch) the row lands unchanged, one 16-byte store a unit; else W % 4 == 0, so a unit stays
+ * inside one channel and lands as 4 stores.
+ * Each thread keeps one column (the same unit of every row it copies) and walks down the rows: its offsets are
+ * worked out once, not per element. UNROLL loads are in flight per thread before it stores any.
+ */
 template <bool VEC>
-__device__ void stage_rows(float *s, const float *g, const int64_t *st, const tiled_args &a, const tile &tl,
-                           int64_t tok0, int n_rows) {
-    constexpr int V = VEC ? 4 : 1, UNITS_PER_ROW = DT / V;
-    const int n = n_rows * UNITS_PER_ROW, n_c = channels_in(a, tl);
+__device__ void stage_rows(float *s, int rs, const float *g, const int64_t *st, int W, int Ws, const tiled_args &a,
+                           const tile &tl, int64_t tok0, int n_rows) {
+    constexpr int V = VEC ? 4 : 1;
+    const int len = DT * W, n = channels_in(a, tl) * W;            /* elements per row; those that exist */
+    const int per_row = min(len / V, THREADS), row_step = THREADS / per_row; /* threads per row; rows per pass */
+    const int r0 = threadIdx.x / per_row;
+    if (r0 >= row_step) return;
     const int r_lo = (int)max((int64_t)0, -tok0), r_hi = (int)min((int64_t)n_rows, a.T - tok0); /* rows in [0,T) */
     const float *g_tile = g + tl.b * st[0] + tl.d0 * st[2];
-    for (int i0 = threadIdx.x; i0 < n; i0 += UNROLL * THREADS) {
-        float4 v[UNROLL];
+    for (int f = V * (threadIdx.x % per_row); f < len; f += V * per_row) {
+        const int c = f / W, w = f % W;
+        const bool full = f + V <= n, packed = Ws == W;
+        const float *src = g_tile + (VEC ? f : c * st[2] + w * st[3]); /* VEC: st[2] == W, st[3] == 1 */
+        float *dst = s + c * Ws + w;
+        const int64_t step = row_step * st[1];      /* from one of this thread's rows to the next */
+        int64_t off = (tok0 + r0) * st[1];
+        for (int r = r0; r < n_rows; r += UNROLL * row_step, off += UNROLL * step) {
+            float4 v[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) { /* all loads first: UNROLL requests in flight per thread */
-            const int i = i0 + u * THREADS, r = i / UNITS_PER_ROW, c = i % UNITS_PER_ROW * V;
-            v[u] = i < n && r >= r_lo && r < r_hi ? load_channels<VEC>(g_tile + (tok0 + r) * st[1], st[2], c, n_c)
-                                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
+            for (int u = 0; u < UNROLL; u++) { /* all loads first */
+                const int ru = r + u * row_step;
+                v[u] = ru >= r_lo && ru < r_hi ? load_unit<VEC>(src + off + u * step, full, f, n)
+                                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            const int i = i0 + u * THREADS; /* unit i is row i/UNITS_PER_ROW, channels (i%UNITS_PER_ROW)*V.. */
-            if (i >= n) break;
-            if constexpr (VEC) *(float4 *)(s + i * V) = v[u];
-            else s[i] = v[u].x;
+            for (int u = 0; u < UNROLL; u++) {
+                const int ru = r + u * row_step;
+                if (ru >= n_rows) break;
+                float *d = dst + ru * rs;
+                if (VEC && packed) {
+                    *(float4 *)d = v[u];
+                } else if (VEC) { /* a pitch of W+1: the unit's 4 taps are not 16-byte aligned in shared memory */
+                    d[0] = v[u].x, d[1] = v[u].y, d[2] = v[u].z, d[3] = v[u].w;
+                } else {
+                    d[0] = v[u].x;
+                }
+            }
         }
     }
 }
 
-/* A channel's W weights are W/V units of V; flat unit indices give each channel 1 << lg slots (the next power
- * of two), so splitting an index into (row*DT + channel, unit) is a shift and a mask, not a division. */
+/* One call site for both paths: the branch is the same for the whole block. */
+__device__ void stage(bool vec, float *s, int rs, const float *g, const int64_t *st, int W, int Ws,
+                      const tiled_args &a, const tile &tl, int64_t tok0, int n_rows) {
+    if (vec) stage_rows<true>(s, rs, g, st, W, Ws, a, tl, tok0, n_rows);
+    else stage_rows<false>(s, rs, g, st, W, Ws, a, tl, tok0, n_rows);
+}
+
+/* Slots per (row, channel) for a window of `units` units: the next power of two, so that splitting a slot index
+ * into (channel, unit) is a shift and a mask. */
 __device__ int log2_slots(int units) { return 32 - __clz(units - 1); }
 
+/* V consecutive taps of one channel with one V-wide load (from shared or global memory; aligned by the caller). */
+template <int V>
+__device__ void load_taps(const float *p, float (&k)[V]) {
+    if constexpr (V == 4) {
+        const float4 v = *(const float4 *)p;
+        k[0] = v.x, k[1] = v.y, k[2] = v.z, k[3] = v.w;
+    } else if constexpr (V == 2) {
+        const float2 v = *(const float2 *)p;
+        k[0] = v.x, k[1] = v.y;
+    } else {
+        k[0] = p[0];
+    }
+}
+
+template <int V>
+__device__ void store_taps(float *p, const float (&k)[V]) {
+    if constexpr (V == 4) *(float4 *)p = make_float4(k[0], k[1], k[2], k[3]);
+    else if constexpr (V == 2) *(float2 *)p = make_float2(k[0], k[1]);
+    else p[0] = k[0];
+}
+
 /*
- * Copy kernels weights of channels d0.. into ks[(j*DT + c)*Ws + w]. Forward (sheared = false): rows r < TT,
- * j = r, every weight. Backward (sheared = true): rows r < TT+W-1, and weight w of row r goes to
- * j = r-(W-1)+w, the token whose dx it multiplies, kept only when 0 <= j < TT: a window of at most TT of the
- * row's W weights, starting at w = W-1-r. Only the window is read, so the backward's staging costs
- * instructions in proportion to the weights kept, not to the rows touched (at W = 64, 4 times fewer).
- *
- * VEC (W % 4 == 0, rows 16-byte aligned): neighbouring threads take neighbouring 16-byte units of a row, the
- * order they lie in memory, UNROLL loads in flight per thread; slot k of a row is unit q_lo(r) + k. Otherwise
- * one thread takes one (row, channel) and loops over its weights: for the small W that have no 16-byte units
- * (W = 2: two floats a channel), that spends the index arithmetic once per channel instead of once per float.
+ * Backward, taps w0 .. w0+n-1 of every weight (a chunk of WC taps, chunk_taps): weight w of kernels row t0+r
+ * multiplies dx of tile token j = r-(W-1)+w. It is kept, at ks[(j*DT + c)*Ws + w-w0], when 0 <= j < TT: of each
+ * row a window of at most TT of the chunk's taps, from w = W-1-r on. The rows that hold any are r0 .. r0+TT+n-2
+ * with r0 = W-w0-n; only their windows are read, so the staging costs instructions in proportion to the weights
+ * kept, not to the rows touched. The taps of one source row go to different tokens (DT*Ws+1 apart in ks): this
+ * copy is a transpose, one 4-byte store per weight.
+ * VS > 1 (kernels rows contiguous and aligned, W % VS == 0): slot q of a (row, channel) loads the q-th VS-tap
+ * unit of its window with one VS-wide load; neighbouring threads take neighbouring slots and channels. VS = 1:
+ * one thread takes one channel of a row and loops over its window tap by tap. Either way a thread keeps its
+ * column and walks down the rows.
  */
-template <bool VEC>
-__device__ void stage_kernels(float *ks, const tiled_args &a, const tile &tl, bool sheared) {
-    const int W = a.W, n_rows = sheared ? a.TT + W - 1 : a.TT;
-    const int r_hi = (int)min((int64_t)n_rows, a.T - tl.t0), n_c = channels_in(a, tl);
-    const int step = sheared ? DT * a.Ws + 1 : 1; /* ks distance between weights w and w+1 of one source row */
-    const float *k_tile = a.k + tl.b * a.sk[0] + tl.t0 * a.sk[1] + tl.d0 * a.sk[2];
-    if constexpr (!VEC) {
-        for (int i = threadIdx.x; i < n_rows * DT; i += THREADS) {
-            const int r = i / DT, c = i % DT;
-            const int j0 = sheared ? r - (W - 1) : r; /* weight w lands on token j0 + w (sheared), or j0 */
-            const int w_lo = sheared ? max(0, -j0) : 0, w_hi = sheared ? min(W, a.TT - j0) : W;
-            const int base = (j0 * DT + c) * a.Ws;    /* ks index of weight w: base + w * step */
-            const bool present = r < r_hi && c < n_c; /* zeros past the tensor's end */
+template <int VS>
+__device__ void stage_kernels_sheared(float *ks, const tiled_args &a, const tile &tl, int w0, int n) {
+    const int W = a.W, n_rows = a.TT + n - 1, r_base = W - w0 - n, n_c = channels_in(a, tl);
+    const int r_hi = (int)min((int64_t)n_rows, a.T - tl.t0 - r_base), step = DT * a.Ws + 1; /* rows inside T */
+    const float *k_tile = a.k + tl.b * a.sk[0] + (tl.t0 + r_base) * a.sk[1] + tl.d0 * a.sk[2];
+    if constexpr (VS == 1) {
+        const int c = threadIdx.x % DT;
+        const bool c_in = c < n_c;
+        for (int r = threadIdx.x / DT; r < n_rows; r += WARPS) {
+            const int j0 = r_base + r - (W - 1); /* weight w lands on token j0 + w */
+            const int w_lo = max(w0, -j0), w_hi = min(w0 + n, a.TT - j0), base = (j0 * DT + c) * a.Ws - w0;
+            const bool present = r < r_hi && c_in; /* zeros past the tensor's end */
             const float *src = k_tile + r * a.sk[1] + c * a.sk[2];
 #pragma unroll 4
             for (int w = w_lo; w < w_hi; w++) ks[base + w * step] = present ? src[w * a.sk[3]] : 0.0f;
         }
         return;
     }
-    constexpr int V = 4;
-    const int units = W / V;
-    /* units a row needs: all of them forward; backward a window of TT weights, which can straddle one more unit */
-    const int row_units = sheared ? min(units, (a.TT + V - 1) / V + 1) : units, lg = log2_slots(row_units);
-    const int n = (n_rows * DT) << lg;
-    for (int i0 = threadIdx.x; i0 < n; i0 += UNROLL * THREADS) {
-        float4 v[UNROLL];
-        int j0[UNROLL], dst[UNROLL];
+    /* a window of TT weights straddles at most TT/VS + 1 units */
+    const int lg = log2_slots(min(n / VS, a.TT / VS + 1)), slots = DT << lg;
+    const int per_row = min(slots, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
+    for (int i = threadIdx.x % per_row; i < slots; i += per_row) {
+        const int c = i >> lg, q0 = i & ((1 << lg) - 1);
+        const float *src = k_tile + c * W; /* VS > 1: sk[2] == W, sk[3] == 1 */
+        for (int r = r0; r < n_rows; r += UNROLL * row_step) {
+            float v[UNROLL][VS];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            const int i = i0 + u * THREADS, rc = i >> lg, r = rc / DT, c = rc % DT;
-            const int q = (i & ((1 << lg) - 1)) + (sheared ? max(0, W - 1 - r) / V : 0), w0 = q * V;
-            j0[u] = i >= n || q >= units ? a.TT : sheared ? r - (W - 1) + w0 : r; /* a.TT: nothing to store */
-            dst[u] = (j0[u] * DT + c) * a.Ws + w0;
-            const bool needed = j0[u] + (sheared ? V - 1 : 0) >= 0 && j0[u] < a.TT;
-            v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (needed && r < r_hi && c < n_c) v[u] = *(const float4 *)(k_tile + r * a.sk[1] + c * a.sk[2] + w0);
-        }
+            for (int u = 0; u < UNROLL; u++) { /* all loads first */
+                const int ru = r + u * row_step, j_w = r_base + ru - (W - 1); /* tap w lands on token j_w + w */
+                const int w = (q0 + max(w0, -j_w) / VS) * VS, j = j_w + w;
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            const float e4[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+                for (int e = 0; e < VS; e++) v[u][e] = 0.0f;
+                if (w < w0 + n && j + VS - 1 >= 0 && j < a.TT && ru < r_hi && c < n_c)
+                    load_taps<VS>(src + ru * a.sk[1] + w, v[u]);
+            }
 #pragma unroll
-            for (int e = 0; e < V; e++) {
-                const int j = j0[u] + (sheared ? e : 0);
-                if (j >= 0 && j < a.TT) ks[dst[u] + e * step] = e4[e];
+            for (int u = 0; u < UNROLL; u++) { /* unit w.. of row ru holds weights of tokens j.. */
+                const int ru = r + u * row_step, j_w = r_base + ru - (W - 1);
+                const int w = (q0 + max(w0, -j_w) / VS) * VS, j = j_w + w;
+                if (w >= w0 + n || ru >= n_rows) continue;
+                const int dst = (j * DT + c) * a.Ws + w - w0;
+#pragma unroll
+                for (int e = 0; e < VS; e++)
+                    if (j + e >= 0 && j + e < a.TT) ks[dst + e * step] = v[u][e];
             }
         }
     }
 }
 
+/* acc + sum_{i_lo <= i < n} k[i] * v[i * v_step]: one channel's taps k (from a V-aligned tap on), read V at a
+ * time, against its x (or dout) values v_step floats apart. Taps before the first whole unit go one at a time;
+ * the order is ascending i. */
+template <int V>
+__device__ float tap_sum(const float *k, const float *v, int v_step, int i_lo, int n, float acc) {
+    int i = i_lo;
+    for (; i % V != 0; i++) acc += k[i] * v[i * v_step];
+#pragma unroll 2
+    for (; i < n; i += V) {
+        float kv[V];
+        load_taps<V>(k + i, kv);
+#pragma unroll
+        for (int e = 0; e < V; e++) acc += kv[e] * v[(i + e) * v_step];
+    }
+    return acc;
+}
+
 /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b,t+w-W+1,d]: one block per tile, each thread TT/8 outputs.
- * VR: x is staged 16 bytes at a time; VK: kernels too (see stage_rows and stage_kernels). */
-template <bool VR, bool VK>
-__global__ void __launch_bounds__(THREADS) dynconv_fwd_tiled_kernel(tiled_args a) {
+ * V: taps per shared-memory load of the weights (tap_unit). */
+template <int V>
+__global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
     int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + TT_MAX; /* [TT] each; w_lo_g unused forward */
     float *ks = (float *)smem + BOUNDS;                   /* [TT][DT][Ws]: kernels[b, t0+j, d0+c, w] */
@@ -220,89 +301,125 @@ __global__ void __launch_bounds__(THREADS) dynconv_fwd_tiled_kernel(tiled_args a
     const tile tl = tile_of(a);
 
     stage_bounds(a, tl, w_lo_x, w_lo_g);
-    stage_rows<VR>(xs, a.x, a.sx, a, tl, tl.t0 - (a.W - 1), a.TT + a.W - 1);
-    stage_kernels<VK>(ks, a, tl, false);
+    stage(a.vr, xs, DT, a.x, a.sx, 1, 1, a, tl, tl.t0 - (a.W - 1), a.TT + a.W - 1);
+    stage(a.vk, ks, DT * a.Ws, a.k, a.sk, a.W, a.Ws, a, tl, tl.t0, a.TT);
     __syncthreads(); /* each output reads W rows and bounds that other threads staged */
 
-    const int c = threadIdx.x % 32;
+    const int c = threadIdx.x % 32, tt0 = threadIdx.x / 32;
     const int64_t d = tl.d0 + c;
     if (d >= a.D) return; /* safe: no barrier follows */
-    for (int tt = threadIdx.x / 32; tt < a.TT && tl.t0 + tt < a.T; tt += WARPS) {
-        const float *k_td = ks + (tt * DT + c) * a.Ws; /* k_td[w] = kernels[b,t,d,w] */
-        const float *x_d = xs + tt * DT + c;           /* x_d[w*DT] = x[b, t+w-W+1, d] */
-        float acc = 0.0f;
-#pragma unroll 4
-        for (int w = w_lo_x[tt]; w < a.W; w++) acc += k_td[w] * x_d[w * DT];
-        a.out[(tl.b * a.T + tl.t0 + tt) * a.D + d] = acc; /* lanes write neighbouring channels */
-    }
+    float *out = a.out + (tl.b * a.T + tl.t0 + tt0) * a.D + d; /* lanes write neighbouring channels */
+    for (int tt = tt0; tt < a.TT && tl.t0 + tt < a.T; tt += WARPS, out += WARPS * a.D)
+        *out = tap_sum<V>(ks + (tt * DT + c) * a.Ws, xs + tt * DT + c, DT, w_lo_x[tt], a.W, 0.0f);
 }
 
-/* Write the tile's dkernels, held in ks as [TT][DT][Ws], to the contiguous [B,T,D,W] output:
- * neighbouring threads write neighbouring (channel, w) pairs, 16 bytes each on the VEC path. */
+/* Write taps w0 .. w0+n-1 of the tile's dkernels, held in ks as [TT][DT][Ws], to the contiguous [B,T,D,W]
+ * output: element f of a tile row is channel f/n, tap w0 + f%n. VEC: 16 bytes a unit, one column per thread,
+ * where a unit stays inside one channel (n % 4 == 0) or the chunk is every tap (n == W, rows contiguous). */
 template <bool VEC>
-__device__ void write_dkernels(const float *ks, const tiled_args &a, const tile &tl) {
+__device__ void write_dkernels(const float *ks, const tiled_args &a, const tile &tl, int w0, int n) {
     constexpr int V = VEC ? 4 : 1;
-    const int units = a.W / V, lg = log2_slots(units), n = (a.TT * DT) << lg;
-    const int rows_in = (int)min((int64_t)a.TT, a.T - tl.t0), n_c = channels_in(a, tl);
-    float *dk_tile = a.dk + ((tl.b * a.T + tl.t0) * a.D + tl.d0) * a.W;
-    for (int i = threadIdx.x; i < n; i += THREADS) {
-        const int rc = i >> lg, tt = rc / DT, c = rc % DT, q = i & ((1 << lg) - 1), w0 = q * V;
-        if (q >= units || tt >= rows_in || c >= n_c) continue;
-        const float *src = ks + (tt * DT + c) * a.Ws + w0;
-        float *dst = dk_tile + (tt * a.D + c) * a.W + w0;
-        if constexpr (VEC) *(float4 *)dst = make_float4(src[0], src[1], src[2], src[3]);
-        else *dst = src[0];
+    const int W = a.W, len = DT * n, n_valid = channels_in(a, tl) * n;
+    const int per_row = min(len / V, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
+    if (r0 >= row_step) return;
+    const int rows_in = (int)min((int64_t)a.TT, a.T - tl.t0);
+    const int64_t pitch = a.D * W; /* elements from one token's dkernels row to the next */
+    float *dk_tile = a.dk + ((tl.b * a.T + tl.t0) * a.D + tl.d0) * W + w0;
+    for (int f = V * (threadIdx.x % per_row); f < n_valid; f += V * per_row) {
+        const float *src = ks + f / n * a.Ws + f % n;
+        float *dst = dk_tile + f / n * W + f % n;
+        for (int r = r0; r < rows_in; r += row_step) {
+            if (VEC && f + V <= n_valid) {
+                const float *q = src + r * DT * a.Ws;
+                *(float4 *)(dst + r * pitch) = a.Ws == n ? *(const float4 *)q : make_float4(q[0], q[1], q[2], q[3]);
+                continue;
+            }
+            for (int e = f; e < f + V && e < n_valid; e++)
+                dk_tile[r * pitch + e / n * W + e % n] = ks[r * DT * a.Ws + e / n * a.Ws + e % n];
+        }
     }
 }
 
 /* dx[b,s,d] = sum_w dout[b,s+W-1-w,d] * kernels[b,s+W-1-w,d,w] and dkernels[b,s,d,w] = dout[b,s,d] * x[b,s+w-W+1,d]
- * for the tile's tokens s, from one staging of x, dout and the sheared kernels. VR: x and dout are staged 16 bytes
- * at a time; VK: kernels too, and dkernels leaves 16 bytes at a time. */
-template <bool VR, bool VK>
-__global__ void __launch_bounds__(THREADS) dynconv_bwd_tiled_kernel(tiled_args a) {
+ * for the tile's tokens s, from one staging of x and dout and, chunk by chunk of taps, of the sheared kernels.
+ * V as in the forward. */
+template <int V>
+__global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
     int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + TT_MAX; /* [TT] each */
-    float *ks = (float *)smem + BOUNDS;     /* [TT][DT][Ws]: kernels[b, t0+j+W-1-w, d0+c, w], later dkernels */
+    float *ks = (float *)smem + BOUNDS; /* [TT][DT][Ws]: kernels[b, t0+j+W-1-w, d0+c, w] of a chunk, later dkernels */
     float *xs = ks + a.TT * DT * a.Ws;      /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
     float *gs = xs + (a.TT + a.W - 1) * DT; /* [TT+W-1][DT]: dout[b, t0+r, d0+c] */
     const tile tl = tile_of(a);
 
     stage_bounds(a, tl, w_lo_x, w_lo_g);
-    stage_rows<VR>(xs, a.x, a.sx, a, tl, tl.t0 - (a.W - 1), a.TT + a.W - 1);
-    stage_rows<VR>(gs, a.dout, a.sg, a, tl, tl.t0, a.TT + a.W - 1);
-    stage_kernels<VK>(ks, a, tl, true);
-    __syncthreads(); /* each output reads rows and bounds that other threads staged */
+    stage(a.vr, xs, DT, a.x, a.sx, 1, 1, a, tl, tl.t0 - (a.W - 1), a.TT + a.W - 1);
+    stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, tl.t0, a.TT + a.W - 1);
 
-    const int c = threadIdx.x % 32;
+    const int c = threadIdx.x % 32, tt0 = threadIdx.x / 32;
     const int64_t d = tl.d0 + c;
-    if (d < a.D) /* no early return: every thread must reach the barrier below */
-        for (int tt = threadIdx.x / 32; tt < a.TT && tl.t0 + tt < a.T; tt += WARPS) {
-            float *k_sd = ks + (tt * DT + c) * a.Ws; /* k_sd[w] = kernels[b, s+W-1-w, d, w], s = t0+tt */
-            const float *g_d = gs + tt * DT + c;     /* g_d[j*DT] = dout[b, s+j, d] */
-            const float *x_d = xs + tt * DT + c;     /* x_d[w*DT] = x[b, s+w-W+1, d] */
-            /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w], so dx[s] sums dout * kernels there */
-            float acc = 0.0f;
-#pragma unroll 4
-            for (int w = w_lo_g[tt]; w < a.W; w++) acc += g_d[(a.W - 1 - w) * DT] * k_sd[w];
-            a.dx[(tl.b * a.T + tl.t0 + tt) * a.D + d] = acc;
-            /* forward: out[s] += kernels[s,w] * x[s+w-W+1], so dkernels[s,w] = dout[s] * x[s+w-W+1]. This thread
-             * alone read k_sd, so it may overwrite those slots with dkernels for the coalesced write below. */
-            const float g = g_d[0];
-            const int lo = w_lo_x[tt];
-            for (int w = 0; w < lo; w++) k_sd[w] = 0.0f; /* these taps met the zero padding */
-#pragma unroll 4
-            for (int w = lo; w < a.W; w++) k_sd[w] = g * x_d[w * DT];
+    float acc[TT_MAX / WARPS] = {}; /* dx of this thread's tile rows tt0, tt0+8, .., summed over the chunks */
+    for (int w0 = 0; w0 < a.W; w0 += a.WC) {
+        const int n = min(a.WC, a.W - w0); /* this chunk's taps: w0 .. w0+n-1 */
+        if (a.vk && a.W % 4 == 0) stage_kernels_sheared<4>(ks, a, tl, w0, n); /* the window's 16-byte units */
+        else if (a.vk && a.W % 2 == 0) stage_kernels_sheared<2>(ks, a, tl, w0, n);
+        else stage_kernels_sheared<1>(ks, a, tl, w0, n);
+        __syncthreads(); /* each output reads rows and bounds that other threads staged */
+        if (d < a.D) /* no early return: every thread must reach the barriers below */
+#pragma unroll
+            for (int i = 0; i < TT_MAX / WARPS; i++) {
+                const int tt = tt0 + i * WARPS;
+                if (tt >= a.TT || tl.t0 + tt >= a.T) break;
+                float *k_sd = ks + (tt * DT + c) * a.Ws; /* k_sd[w-w0] = kernels[b, s+W-1-w, d, w], s = t0+tt */
+                const float *g_d = gs + tt * DT + c;     /* g_d[j*DT] = dout[b, s+j, d] */
+                const float *x_d = xs + tt * DT + c;     /* x_d[w*DT] = x[b, s+w-W+1, d] */
+                /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w]: dx[s] sums dout * kernels there */
+                acc[i] = tap_sum<V>(k_sd, g_d + (a.W - 1 - w0) * DT, -DT, max(w_lo_g[tt] - w0, 0), n, acc[i]);
+                /* forward: out[s] += kernels[s,w] * x[s+w-W+1], so dkernels[s,w] = dout[s] * x[s+w-W+1]. This
+                 * thread alone read k_sd, so it may overwrite those slots with dkernels for the write below. */
+                const float g = g_d[0];
+#pragma unroll 2
+                for (int w = 0; w < n; w += V) {
+                    float v[V];
+#pragma unroll
+                    for (int e = 0; e < V; e++) v[e] = g * x_d[(w0 + w + e) * DT];
+                    store_taps<V>(k_sd + w, v);
+                }
+                for (int w = 0; w < w_lo_x[tt] - w0 && w < n; w++) k_sd[w] = 0.0f; /* met the zero padding */
+            }
+        __syncthreads(); /* the write-out reads dkernels that other threads computed */
+        if (a.vdk && (a.WC == a.W || a.WC % 4 == 0 && a.W % 4 == 0)) write_dkernels<true>(ks, a, tl, w0, n);
+        else write_dkernels<false>(ks, a, tl, w0, n);
+        if (w0 + a.WC < a.W) __syncthreads(); /* the next chunk's staging overwrites ks */
+    }
+    if (d < a.D) {
+        float *dx = a.dx + (tl.b * a.T + tl.t0 + tt0) * a.D + d;
+#pragma unroll
+        for (int i = 0; i < TT_MAX / WARPS; i++) {
+            const int tt = tt0 + i * WARPS;
+            if (tt >= a.TT || tl.t0 + tt >= a.T) break;
+            dx[i * WARPS * a.D] = acc[i];
         }
-    __syncthreads(); /* the write-out reads dkernels that other threads computed */
-    write_dkernels<VK>(ks, a, tl);
+    }
 }
 
-/* Weight pitch: odd, so lane c's weights start at bank (c*Ws) mod 32, a different bank for every lane. */
-int weight_pitch(int W) { return W | 1; }
+/* Taps per shared-memory load of the weights, V: 4 when W is 4 times an odd number, 2 when it is 2 times one,
+ * else 1. Then the pitch W is an odd number of V-wide units, and the V-wide loads of a warp's 32 lanes (each its
+ * own channel) hit different banks in every phase of the access. */
+int tap_unit(int W) { return W % 8 == 4 ? 4 : W % 4 == 2 ? 2 : 1; }
+
+/* Weight pitch: W where it is an odd number of units (tap_unit); else the odd W+1, read one tap at a time (a pad
+ * of 4 would keep 16-byte loads conflict-free at W = 8, 16, .., but the larger tile would cost occupancy). */
+int weight_pitch(int W) { return tap_unit(W) > 1 ? W : W | 1; }
+
+/* Taps of each weight a tile stages at a time, WC: the forward all W; the backward all up to W = 32 and chunks of
+ * 32 past it, so that at W = 64 its tile takes 51 KB (four blocks per SM) instead of 83 KB (two). */
+int chunk_taps(int W, int n_row_tiles) { return n_row_tiles == 2 ? min(W, WC_MAX) : W; }
 
 /* Dynamic shared memory of a tile: bounds, kernels, and n_row_tiles [TT+W-1][DT] row tiles (x; x and dout). */
 size_t smem_bytes(int TT, int W, int n_row_tiles) {
-    const size_t floats = (size_t)TT * DT * weight_pitch(W) + (size_t)n_row_tiles * (TT + W - 1) * DT;
+    const size_t floats = (size_t)TT * DT * weight_pitch(chunk_taps(W, n_row_tiles)) +
+                          (size_t)n_row_tiles * (TT + W - 1) * DT;
     return sizeof(float) * (BOUNDS + floats);
 }
 
@@ -325,7 +442,8 @@ ladder_status pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     n->dx = (float *)a->dx.data;
     n->dk = (float *)a->dkernels.data;
     n->B = p->B, n->T = p->T, n->D = p->D, n->W = p->W;
-    n->Ws = weight_pitch(p->W);
+    n->WC = chunk_taps(p->W, n_row_tiles);
+    n->Ws = weight_pitch(n->WC);
     n->TT = pick_tokens_per_tile(p->W, n_row_tiles);
     n->n_dtiles = (p->D + DT - 1) / DT;
     n->n_ttiles = (p->T + n->TT - 1) / n->TT;
@@ -348,9 +466,9 @@ ladder_status launch(void (*kernel)(tiled_args), const char *name, const tiled_a
     return LADDER_OK;
 }
 
-/* The instantiation for the 16-byte paths the tensors allow. */
+/* The instantiation for the tap unit of WC taps: V = 1, 2, 4 at index 0, 1, 2. */
 using kernel_fn = void (*)(tiled_args);
-kernel_fn pick(kernel_fn table[2][2], bool vr, bool vk) { return table[vr][vk]; }
+kernel_fn pick(const kernel_fn (&by_unit)[3], int WC) { return by_unit[tap_unit(WC) / 2]; }
 
 } // namespace
 
@@ -358,19 +476,21 @@ extern "C" ladder_status dynconv_fwd_gpu_tiled(const ladder_dynconv_problem *p, 
     tiled_args n;
     unsigned blocks = 0;
     LADDER_TRY(pack(p, a, 1, &n, &blocks));
-    kernel_fn kernels[2][2] = {{dynconv_fwd_tiled_kernel<false, false>, dynconv_fwd_tiled_kernel<false, true>},
-                               {dynconv_fwd_tiled_kernel<true, false>, dynconv_fwd_tiled_kernel<true, true>}};
-    const bool vr = ladder_rows16(&a->x, 1), vk = p->W % 4 == 0 && ladder_rows16(&a->kernels, 1);
-    return launch(pick(kernels, vr, vk), "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 1));
+    n.vr = ladder_rows16(&a->x, 1);
+    n.vk = ladder_rows16(&a->kernels, 2); /* a row: a token's channels, W taps each */
+    const kernel_fn kernels[3] = {dynconv_fwd_tiled_kernel<1>, dynconv_fwd_tiled_kernel<2>,
+                                  dynconv_fwd_tiled_kernel<4>};
+    return launch(pick(kernels, n.WC), "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 1));
 }
 
 extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     tiled_args n;
     unsigned blocks = 0;
     LADDER_TRY(pack(p, a, 2, &n, &blocks));
-    kernel_fn kernels[2][2] = {{dynconv_bwd_tiled_kernel<false, false>, dynconv_bwd_tiled_kernel<false, true>},
-                               {dynconv_bwd_tiled_kernel<true, false>, dynconv_bwd_tiled_kernel<true, true>}};
-    const bool vr = ladder_rows16(&a->x, 1) && ladder_rows16(&a->dout, 1);
-    const bool vk = p->W % 4 == 0 && ladder_rows16(&a->kernels, 1) && ladder_rows16(&a->dkernels, 1);
-    return launch(pick(kernels, vr, vk), "dynconv_bwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 2));
+    n.vr = ladder_rows16(&a->x, 1) && ladder_rows16(&a->dout, 1);
+    n.vk = ladder_rows16(&a->kernels, 2);
+    n.vdk = ladder_rows16(&a->dkernels, 2);
+    const kernel_fn kernels[3] = {dynconv_bwd_tiled_kernel<1>, dynconv_bwd_tiled_kernel<2>,
+                                  dynconv_bwd_tiled_kernel<4>};
+    return launch(pick(kernels, n.WC), "dynconv_bwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 2));
 }

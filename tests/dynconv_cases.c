@@ -40,7 +40,7 @@ static int grid(test_case *out, int max, bool small) {
      * many of the others. Varlen rows (every 4th) pack a long, an empty, a length-1 and a last sequence.
      */
     static const int64_t Ts[] = {1, 2, 3, 63, 64, 65, 1000};
-    static const int Ws[] = {1, 2, 3, 4, 5, 8, 31, 64};
+    static const int Ws[] = {1, 2, 3, 4, 5, 6, 8, 31, 32, 33, 40, 64};
     static const int64_t Ds[] = {1, 7, 128, 129, 1000};
     const int nT = sizeof Ts / sizeof Ts[0], nW = sizeof Ws / sizeof Ws[0];
     for (int i = 0; i < nT; i++)

@@ -581,10 +581,12 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS, DIAG_BLOCKS
             const float At = A[t * L.kp32 + i];
             float xq = 0.0f, xk = 0.0f;
 #pragma unroll
-            for (int u = 0; u < CH; u++) { /* u < t feeds dq, u > t dk: one exponential each, exp(A_later - A_earlier) */
-                const float Au = A[u * L.kp32 + i], w = __expf(u < t ? At - Au : u > t ? Au - At : -INFINITY);
-                xq += u < t ? D[t * (CH + 1) + u] * ladder_to_float<T>(k[u * L.kp16 + i]) * w : 0.0f;
-                xk += u > t ? D[u * (CH + 1) + t] * ladder_to_float<T>(q[u * L.kp16 + i]) * w : 0.0f;
+            for (int u = 0; u < CH; u++) { /* u < t feeds dq, u > t dk: one product each, exp(A_later - A_earlier) */
+                const bool before = u < t;
+                const float Au = A[u * L.kp32 + i], w = __expf(before ? At - Au : u > t ? Au - At : -INFINITY);
+                const float y = (before ? D[t * (CH + 1) + u] : D[u * (CH + 1) + t]) *
+                                ladder_to_float<T>((before ? k : q)[u * L.kp16 + i]) * w;
+                xq += before ? y : 0.0f, xk += before ? 0.0f : y;
             }
             a.dq_part[at] = scale * xq, a.dk_part[at] = scale * xk;
             if (i == 0) a.vdo_part[vb * tokens + row] = D[t * (CH + 1) + t];
@@ -597,14 +599,15 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS, DIAG_BLOCKS
             const float Bt = gv ? B[t * L.vp32 + jl] : 0.0f;
             float xv = 0.0f, xo = 0.0f;
 #pragma unroll
-            for (int u = 0; u < CH; u++) {
-                float wv = u > t ? P[u * (CH + 1) + t] * ladder_to_float<T>(dO[u * L.vp16 + jl]) : 0.0f;
-                float wo = u < t ? P[t * (CH + 1) + u] * ladder_to_float<T>(v[u * L.vp16 + jl]) : 0.0f;
+            for (int u = 0; u < CH; u++) { /* u > t feeds dv, u < t o: one product each */
+                const bool before = u < t;
+                float y = u == t ? 0.0f : (before ? P[t * (CH + 1) + u] : P[u * (CH + 1) + t]) *
+                                              ladder_to_float<T>((before ? v : dO)[u * L.vp16 + jl]);
                 if (gv) {
-                    const float Bu = B[u * L.vp32 + jl], w = __expf(u < t ? Bt - Bu : u > t ? Bu - Bt : -INFINITY);
-                    wv *= w, wo *= w;
+                    const float Bu = B[u * L.vp32 + jl];
+                    y *= __expf(before ? Bt - Bu : u > t ? Bu - Bt : -INFINITY);
                 }
-                xv += wv, xo += wo;
+                xv += before ? 0.0f : y, xo += before ? y : 0.0f;
             }
             a.dv32[row * a.c.V + j] = scale * xv;
             if (gv) a.o32[row * a.c.V + j] = scale * xo;

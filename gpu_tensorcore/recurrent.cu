@@ -63,7 +63,7 @@ namespace {
 constexpr int CH = 16;       /* steps per chunk: one k step of the mma */
 constexpr int MAX_WARPS = 8; /* a block holds at most 16 * 8 = 128 state columns */
 constexpr int NTM = 16;      /* fragments of 8 state rows a warp holds: 128 rows (a pair of warps for K > 128) */
-constexpr int DIAG_BLOCKS = 3; /* diag_kernel blocks per SM: its warps wait on shared memory and exponentials */
+constexpr int DIAG_BLOCKS = 3; /* diag_kernel blocks per SM (its own plan allows it; the sweeps' allowed one) */
 
 /*
  * A strided input as the kernels read it, with whether its rows may go 16 bytes at a time (cp.async), and whether

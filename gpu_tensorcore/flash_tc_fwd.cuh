@@ -30,8 +30,8 @@ template <int HD, int HDV> struct fwd_cfg {
      * at 64, where two (218 registers: 2 blocks per SM) measured slower than the first version's one */
     static constexpr int MT = (HD > 64 || HDV > 64) && HD <= 128 && HDV <= 128 ? 2 : 1;
     static constexpr int WARPS = 4, THREADS = 32 * WARPS, BR = 16 * MT * WARPS;
-    /* keys per tile: 32 beside O's 128 fp32 registers per lane (MT = 2 at 128, or 256), so that S fits too
-     * (64 spilled at 128); the cpu rung's emulation rounds P per tile of the same size (the macro) */
+    /* keys per tile: 64 up to a head dim of 128 (at 128, S's 64 fp32 registers per lane beside O's 128: 255 in
+     * all, no spill); 32 above; the cpu rung's emulation rounds P per tile of the same size (the macro) */
     static constexpr int BC = LADDER_FLASH_TC_FWD_KEYS(HD, HDV);
     static constexpr int LDQ = HD + 8, LDV = HDV + 8;             /* shared-memory row strides, in elements */
     /* Q, K, V tiles; each row's key range [lo, hi) */

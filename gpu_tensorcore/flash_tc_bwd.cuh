@@ -11,9 +11,9 @@
  *      second buffer while the current one is used. Per tile: S = Q K^T and dP = dO V^T (each warp a 32 x 32
  *      part), P = exp(S - lse) and dS = P (dP - Delta) into shared memory in 16 bits, then dV += P^T dO and
  *      dK += dS^T Q (each warp 32 keys by half of the columns);
- *   3. dQ: by default the same block adds scale * dS K into an fp32 dQ accumulator with atomicAdd (each warp
- *      a 32-row part), and a last kernel rounds it to the output dtype; in deterministic mode a separate pass
- *      owns each query tile and streams the key tiles past in order, writing dQ once.
+ *   3. dQ: by default the same block adds dS K into an fp32 dQ accumulator with atomicAdd (each warp a 32-row
+ *      part), and a last kernel multiplies it by scale and rounds it to the output dtype; in deterministic mode a
+ *      separate pass owns each query tile and streams the key tiles past in order, writing dQ once.
  * Every product is ladder_mma_warp_tile (common/mma.cuh) over a warp tile of two m16 row blocks by 4 or more
  * n8 column blocks, so that each fragment loaded from shared memory feeds two or more mmas.
  */

@@ -298,12 +298,13 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
              * took about 14 instructions per atomic. */
             const int cols = (int)a.D - (qc + 2 * t); /* this lane's columns qc + 2t + nt*8 + e exist if < a.D */
             const bool whole = q.rows == BR && a.D == HD;
+            float *tile = a.dq_accum + q.row0 * a.D; /* the step's first row; r * D fits an int */
 #pragma unroll
             for (int mt = 0; mt < C::Q_MT; mt++)
 #pragma unroll
                 for (int k = 0; k < 2; k++) {
                     const int r = qr + mt * 16 + g + 8 * k;
-                    float *row = a.dq_accum + (q.row0 + r) * a.D + qc + 2 * t;
+                    float *row = tile + (r * (int)a.D + qc + 2 * t);
                     if (whole)
 #pragma unroll
                         for (int nt = 0; nt < C::Q_NT; nt++)

@@ -26,9 +26,9 @@ ladder_status flash_fwd_cpu(const ladder_flash_problem *p, const ladder_flash_ar
 ladder_status flash_bwd_cpu(const ladder_flash_problem *p, const ladder_flash_args *a);
 /**
  * Keys per tile of the tensor-core forward (flash_tc_fwd.cuh, fwd_cfg::BC, which is defined by it), whose P is
- * rounded per tile: 32 where a warp's O takes 128 fp32 registers per lane (head dims above 64).
+ * rounded per tile: 64 up to a head dim of 128, 32 above (where a warp's O and S would not fit in registers).
  */
-#define LADDER_FLASH_TC_FWD_KEYS(D, Dv) ((D) <= 64 && (Dv) <= 64 ? 64 : 32)
+#define LADDER_FLASH_TC_FWD_KEYS(D, Dv) ((D) <= 128 && (Dv) <= 128 ? 64 : 32)
 
 /**
  * The cpu forward with P rounded to @p round (bf16 or f16; f32: the plain cpu rung) as the tensor-core rung rounds

@@ -23,6 +23,18 @@ namespace flash_tc {
 /* log2(e): exp(x) = exp2(x * log2(e)), and ex2 is the instruction the GPU has */
 #define LADDER_LOG2E 1.4426950408889634f
 
+/*
+ * 2^x by the ex2 instruction alone, a result below 2^-126 flushed to zero: what exp2f becomes under
+ * --use_fast_math, as FlashAttention is built. Plain exp2f guards every call against subnormal results with a
+ * compare and two multiplies, three more instructions per score than the exponent itself (the profile of the
+ * forward showed them, chapter 3). A P below 2^-126 adds nothing next to the row's largest P, which is 1.
+ */
+__device__ __forceinline__ float ex2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* A strided rank-4 input of 16-bit elements [b, h, s, e]; rows16: each row may be copied 16 bytes at a time. */
 struct view4 {
     const uint16_t *p;
@@ -70,22 +82,39 @@ inline head_dims pick_head_dims(int64_t D, int64_t Dv) {
  * Rows [r0, r0 + n) of head h of batch row b of @p t, @p width real columns each, into smem[ROWS][ld] as
  * 16-bit elements, padded with zeros to COLS columns and to ROWS rows, by a block of THREADS threads. When
  * every row may be copied 16 bytes at a time and the width is a multiple of 8, each 16-byte chunk is one
- * cp.async (committed by the caller), a zero fill where it lies past the rows or the width: a loop with
- * compile-time bounds that unrolls into a few instructions per chunk (a loop over blockDim.x with a branch per
- * chunk cost the forward about as many instructions as its softmax). Any other layout goes element by element.
+ * cp.async (committed by the caller), a zero fill where it lies past the rows or the width, in a loop with
+ * compile-time bounds (a loop over blockDim.x with a branch per chunk cost the forward about as many
+ * instructions as its softmax). Where the threads cover whole rows (THREADS a multiple of COLS / 8), a thread
+ * keeps one column and steps down the rows: its first source address and the step between its rows are
+ * computed once, and each chunk costs a pointer add, a compare and the copy. Computing a 64-bit address per
+ * chunk from a signed x / CHUNKS took about 25 instructions a chunk, a quarter of the forward's key loop (the
+ * profile in chapter 3). Any other layout goes element by element.
  */
 template <int ROWS, int COLS, int THREADS>
 __device__ __forceinline__ void load_tile(uint16_t *smem, int ld, const view4 &t, int64_t b, int64_t h, int64_t r0,
                                           int64_t n, int64_t width) {
-    constexpr int CHUNKS = COLS / 8, TOTAL = ROWS * CHUNKS;
+    constexpr int CHUNKS = COLS / 8, TOTAL = ROWS * CHUNKS, STEP = THREADS / CHUNKS; /* STEP: rows per pass */
     const uint16_t *base = t.p + b * t.s[0] + h * t.s[1] + r0 * t.s[2];
     if (t.rows16 && width % 8 == 0) {
+        if constexpr (THREADS % CHUNKS == 0 && ROWS % STEP == 0) {
+            const unsigned x = threadIdx.x;
+            const int r = (int)(x / CHUNKS), c = (int)(x % CHUNKS) * 8, rows = n < ROWS ? (int)n : ROWS;
+            const bool col_in = c < width;
+            const uint16_t *src = base + r * t.s[2] + c;
+            const int64_t step = STEP * t.s[2];
 #pragma unroll
-        for (int x0 = 0; x0 < TOTAL; x0 += THREADS) {
-            const int x = x0 + (int)threadIdx.x, r = x / CHUNKS, c = x % CHUNKS * 8;
-            if (TOTAL % THREADS != 0 && x >= TOTAL) break;
-            const bool in = r < n && c < width;
-            ladder_cp_async16(smem + r * ld + c, in ? base + r * t.s[2] + c : base, in);
+            for (int i = 0; i < ROWS / STEP; i++, src += step) {
+                const bool in = col_in && r + i * STEP < rows;
+                ladder_cp_async16(smem + (r + i * STEP) * ld + c, in ? src : base, in);
+            }
+        } else {
+#pragma unroll
+            for (int x0 = 0; x0 < TOTAL; x0 += THREADS) {
+                const int x = x0 + (int)threadIdx.x, r = x / CHUNKS, c = x % CHUNKS * 8;
+                if (TOTAL % THREADS != 0 && x >= TOTAL) break;
+                const bool in = r < n && c < width;
+                ladder_cp_async16(smem + r * ld + c, in ? base + r * t.s[2] + c : base, in);
+            }
         }
         return;
     }
@@ -94,6 +123,12 @@ __device__ __forceinline__ void load_tile(uint16_t *smem, int ld, const view4 &t
         const uint16_t *src = base + r * t.s[2];
         for (int e = 0; e < 8; e++) smem[r * ld + c + e] = r < n && c + e < width ? src[(c + e) * t.s[3]] : (uint16_t)0;
     }
+}
+
+/* A row's key range [lo, hi) relative to a key tile that starts at j0, clamped to [0, BC]: int compares per score. */
+template <int BC> __device__ __forceinline__ int tile_offset(int64_t key, int64_t j0) {
+    const int64_t d = key - j0;
+    return d < 0 ? 0 : d > BC ? BC : (int)d;
 }
 
 /* Forward launchers, one per compiled (T, HD, HDV); defined in flash_fwd_*.cu. */

@@ -11,9 +11,9 @@
  *      second buffer while the current one is used. Per tile: S = Q K^T and dP = dO V^T (each warp a 32 x 32
  *      part), P = exp(S - lse) and dS = P (dP - Delta) into shared memory in 16 bits, then dV += P^T dO and
  *      dK += dS^T Q (each warp 32 keys by half of the columns);
- *   3. dQ: by default the same block adds scale * dS K into an fp32 dQ accumulator with atomicAdd (each warp
- *      a 32-row part), and a last kernel rounds it to the output dtype; in deterministic mode a separate pass
- *      owns each query tile and streams the key tiles past in order, writing dQ once.
+ *   3. dQ: by default the same block adds dS K into an fp32 dQ accumulator with atomicAdd (each warp a 32-row
+ *      part), and a last kernel multiplies it by scale and rounds it to the output dtype; in deterministic mode a
+ *      separate pass owns each query tile and streams the key tiles past in order, writing dQ once.
  * Every product is ladder_mma_warp_tile (common/mma.cuh) over a warp tile of two m16 row blocks by 4 or more
  * n8 column blocks, so that each fragment loaded from shared memory feeds two or more mmas.
  */
@@ -110,46 +110,72 @@ __device__ __forceinline__ bool all_seen(const args &a, const ladder_attn_seq &s
 }
 
 /*
- * S = Q K^T and dP = dO V^T for this warp's part of the BR x BC tile, then P = exp(S - lse) and dS = P (dP -
- * Delta), times the softcap's slope, into shared memory as 16-bit [row][key] tiles. As in the forward the
- * exponent is one FFMA: x * sl2 - lse * log2(e), x the raw q.k (without softcap). MASKED: keys outside a row's
- * range get P = 0 (FULL steps, most of them, skip the test).
+ * P = exp(S - lse) and dS = P (dP - Delta), times the softcap's slope when CAPPED, from this warp's S and dP
+ * fragments (rows r0.., keys c0..) into shared memory as 16-bit [row][key] tiles. As in the forward the exponent
+ * is one FFMA: x * sl2 - lse * log2(e), x the raw q.k (without softcap) or the capped S. MASKED: keys outside a
+ * row's range get P = 0 (FULL steps, most of them, skip the test).
  */
-template <class T, int HD, int HDV, bool MASKED>
-__device__ __forceinline__ void scores(const args &a, const bwd_smem<HD, HDV> &sm, const uint16_t *Qs, int st,
-                                       int64_t j0, int warp, int lane) {
+template <class T, int HD, int HDV, bool MASKED, bool CAPPED, int MT, int NT>
+__device__ __forceinline__ void p_and_ds(const args &a, const bwd_smem<HD, HDV> &sm, const float (&s)[MT][NT][4],
+                                         const float (&dp)[MT][NT][4], int st, int64_t j0, int r0, int c0, int lane) {
     using C = bwd_cfg<HD, HDV>;
-    constexpr int MT = C::S_MT, NT = C::S_NT, LDK = C::LDK, LDV = C::LDV, LDP = C::LDP;
-    const int r0 = warp / C::S_WN * MT * 16, c0 = warp % C::S_WN * NT * 8, g = lane / 4, t = lane % 4;
-    float s[MT][NT][4], dp[MT][NT][4];
-    ladder_zero_tile(s);
-    ladder_zero_tile(dp);
-    ladder_mma_warp_tile<T, MT, NT, HD / 16, false, false>(s, Qs + r0 * LDK, LDK, sm.K + c0 * LDK, LDK, lane);
-    ladder_mma_warp_tile<T, MT, NT, HDV / 16, false, false>(dp, sm.dO + r0 * LDV, LDV, sm.V + c0 * LDV, LDV, lane);
-    const float unit = a.softcap > 0.0f ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
+    constexpr int LDP = C::LDP;
+    const int g = lane / 4, t = lane % 4;
+    const float sl2 = (CAPPED ? 1.0f : a.scale) * LADDER_LOG2E; /* S = sl2 / log2(e) * x */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int k = 0; k < 2; k++) { /* row r; keys c, c + 1 of each n8 block */
             const int r = r0 + mt * 16 + g + 8 * k;
             const float L2 = ladder_attn_lse_for_bwd(sm.lse(st)[r]) * LADDER_LOG2E, Delta = sm.D(st)[r];
-            const int64_t lo = MASKED ? sm.range(st)[2 * r] - j0 : 0, hi = MASKED ? sm.range(st)[2 * r + 1] - j0 : 0;
+            const int lo = MASKED ? tile_offset<C::BC>(sm.range(st)[2 * r], j0) : 0;
+            const int hi = MASKED ? tile_offset<C::BC>(sm.range(st)[2 * r + 1], j0) : 0;
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 const int c = c0 + nt * 8 + 2 * t;
                 float P[2], dS[2];
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
-                    float x = s[mt][nt][2 * k + e];
-                    if (a.softcap > 0.0f) x = ladder_attn_softcap(a.scale * x, a.softcap); /* uniform branch */
-                    P[e] = exp2f(fmaf(x, sl2, -L2));
+                    const float x = s[mt][nt][2 * k + e];
+                    P[e] = ex2_ftz(fmaf(x, sl2, -L2));
                     if (MASKED && !(c + e >= lo && c + e < hi)) P[e] = 0.0f;
-                    dS[e] = P[e] * (dp[mt][nt][2 * k + e] - Delta) * ladder_attn_softcap_grad(x, a.softcap);
+                    dS[e] = P[e] * (dp[mt][nt][2 * k + e] - Delta);
+                    if (CAPPED) dS[e] *= ladder_attn_softcap_grad(x, a.softcap);
                 }
                 *(uint32_t *)(sm.P + r * LDP + c) = ladder_pack2_float<T>(P[0], P[1]);
                 *(uint32_t *)(sm.dS + r * LDP + c) = ladder_pack2_float<T>(dS[0], dS[1]);
             }
         }
+}
+
+/*
+ * S = Q K^T and dP = dO V^T for this warp's part of the BR x BC tile, then P and dS (p_and_ds). With softcap,
+ * S is capped for the whole tile behind one uniform branch, and P and dS come from their own copy of the loop:
+ * a branch per score (the first version's) put the tanh's code between the scores, and the forward's profile
+ * showed warps stalled on branches and instruction fetch more than on anything else.
+ */
+template <class T, int HD, int HDV, bool MASKED>
+__device__ __forceinline__ void scores(const args &a, const bwd_smem<HD, HDV> &sm, const uint16_t *Qs, int st,
+                                       int64_t j0, int warp, int lane) {
+    using C = bwd_cfg<HD, HDV>;
+    constexpr int MT = C::S_MT, NT = C::S_NT, LDK = C::LDK, LDV = C::LDV;
+    const int r0 = warp / C::S_WN * MT * 16, c0 = warp % C::S_WN * NT * 8;
+    float s[MT][NT][4], dp[MT][NT][4];
+    ladder_zero_tile(s);
+    ladder_zero_tile(dp);
+    ladder_mma_warp_tile<T, MT, NT, HD / 16, false, false>(s, Qs + r0 * LDK, LDK, sm.K + c0 * LDK, LDK, lane);
+    ladder_mma_warp_tile<T, MT, NT, HDV / 16, false, false>(dp, sm.dO + r0 * LDV, LDV, sm.V + c0 * LDV, LDV, lane);
+    if (a.softcap > 0.0f) {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) s[mt][nt][c] = ladder_attn_softcap(a.scale * s[mt][nt][c], a.softcap);
+        p_and_ds<T, HD, HDV, MASKED, true>(a, sm, s, dp, st, j0, r0, c0, lane);
+    } else {
+        p_and_ds<T, HD, HDV, MASKED, false>(a, sm, s, dp, st, j0, r0, c0, lane);
+    }
 }
 
 /* dq = dS K for this warp's part of the BR x HD tile (rows qr.., columns qc..), from the dS tile in shared memory. */
@@ -263,19 +289,34 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
         ladder_cp_async_commit();
         ladder_mma_warp_tile<T, 2, C::K_NT, BR / 16, true, true>(dk, sm.dS + kr, LDP, sm.Q(st) + kc, LDK, lane);
 
-        if (atomic_dq) { /* dQ += scale * dS K for rows qr.., columns qc.. */
+        if (atomic_dq) { /* dQ += dS K for rows qr.., columns qc.. (the scale is applied once, when it is rounded) */
             float dq[C::Q_MT][C::Q_NT][4];
             ladder_zero_tile(dq);
             dq_product<T, HD, HDV>(dq, sm, qr, qc, lane);
+            /* One address per row and compile-time offsets along it; in a whole tile (all rows, all columns, the
+             * common case) no test per element. A 64-bit address computed per element behind a branch of its own
+             * took about 14 instructions per atomic. */
+            const int cols = (int)a.D - (qc + 2 * t); /* this lane's columns qc + 2t + nt*8 + e exist if < a.D */
+            const bool whole = q.rows == BR && a.D == HD;
+            float *tile = a.dq_accum + q.row0 * a.D; /* the step's first row; r * D fits an int */
 #pragma unroll
             for (int mt = 0; mt < C::Q_MT; mt++)
 #pragma unroll
-                for (int nt = 0; nt < C::Q_NT; nt++)
+                for (int k = 0; k < 2; k++) {
+                    const int r = qr + mt * 16 + g + 8 * k;
+                    float *row = tile + (r * (int)a.D + qc + 2 * t);
+                    if (whole)
 #pragma unroll
-                    for (int c = 0; c < 4; c++) {
-                        const int r = qr + mt * 16 + g + 8 * (c / 2), col = qc + nt * 8 + 2 * t + (c & 1);
-                        if (r < q.rows && col < a.D) atomicAdd(a.dq_accum + (q.row0 + r) * a.D + col, a.scale * dq[mt][nt][c]);
-                    }
+                        for (int nt = 0; nt < C::Q_NT; nt++)
+#pragma unroll
+                            for (int e = 0; e < 2; e++) atomicAdd(row + nt * 8 + e, dq[mt][nt][2 * k + e]);
+                    else if (r < q.rows)
+#pragma unroll
+                        for (int nt = 0; nt < C::Q_NT; nt++)
+#pragma unroll
+                            for (int e = 0; e < 2; e++)
+                                if (nt * 8 + e < cols) atomicAdd(row + nt * 8 + e, dq[mt][nt][2 * k + e]);
+                }
         }
     }
     ladder_cp_async_wait_group<0>(); /* a block that saw no query tile still has its K, V copies in flight */
@@ -355,10 +396,10 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_
         }
 }
 
-/* After the atomic dQ: the fp32 accumulator rounded to the output dtype. */
+/* After the atomic dQ: scale times the fp32 accumulator, rounded to the output dtype. */
 template <class T> __global__ void flash_bwd_dq_convert_tc_kernel(args a) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < a.B * a.Hq * a.Sq * a.D) a.dq[i] = ladder_from_float<T>(a.dq_accum[i]);
+    if (i < a.B * a.Hq * a.Sq * a.D) a.dq[i] = ladder_from_float<T>(a.scale * a.dq_accum[i]);
 }
 
 template <class T, int HD, int HDV> ladder_status bwd_launch(const args &a, bool deterministic) {

@@ -14,7 +14,7 @@
  *
  * Measured in chapters/03-flash-attention.md, against the first version (16 rows per warp, 64 x 64 tiles,
  * loads waited for): the 32-row warp tile (each K and V fragment feeds two mmas), the loads overlapping the
- * products (the kernel's comment) and the exponent as one FFMA before ex2 (finish_scores), together.
+ * products (the kernel's comment) and the exponent as one FFMA before ex2 (softcap_scores), together.
  */
 #ifndef LADDER_GPU_TENSORCORE_FLASH_TC_FWD_CUH
 #define LADDER_GPU_TENSORCORE_FLASH_TC_FWD_CUH
@@ -30,8 +30,8 @@ template <int HD, int HDV> struct fwd_cfg {
      * at 64, where two (218 registers: 2 blocks per SM) measured slower than the first version's one */
     static constexpr int MT = (HD > 64 || HDV > 64) && HD <= 128 && HDV <= 128 ? 2 : 1;
     static constexpr int WARPS = 4, THREADS = 32 * WARPS, BR = 16 * MT * WARPS;
-    /* keys per tile: 32 beside O's 128 fp32 registers per lane (MT = 2 at 128, or 256), so that S fits too
-     * (64 spilled at 128); the cpu rung's emulation rounds P per tile of the same size (the macro) */
+    /* keys per tile: 64 up to a head dim of 128 (at 128, S's 64 fp32 registers per lane beside O's 128: 255 in
+     * all, no spill); 32 above; the cpu rung's emulation rounds P per tile of the same size (the macro) */
     static constexpr int BC = LADDER_FLASH_TC_FWD_KEYS(HD, HDV);
     static constexpr int LDQ = HD + 8, LDV = HDV + 8;             /* shared-memory row strides, in elements */
     /* Q, K, V tiles; each row's key range [lo, hi) */
@@ -39,30 +39,42 @@ template <int HD, int HDV> struct fwd_cfg {
 };
 
 /*
- * Softcap and (MASKED) mask the S fragments of one key tile, leaving each score as x, the number whose multiple
- * by sl2 = log2(e) * (softcap ? 1 : scale) is the exponent: without softcap x is the raw q.k, so that scale and
- * log2(e) fold into the one FFMA before ex2 (exp2f(x * sl2 - m * sl2)), the trick FlashAttention uses. The
- * masked tiles (few: the diagonal, a window's edges, the ends) read the key range of the lane's rows r0 + mt*16
- * + g (+ 8) from shared memory (@p range, [lo, hi) per row of the block) rather than keep it in registers.
+ * The scores of one key tile are left as x, the number whose multiple by sl2 = log2(e) * (softcap ? 1 : scale)
+ * is the exponent: without softcap x is the raw q.k, so that scale and log2(e) fold into the one FFMA before
+ * ex2 (ex2(x * sl2 - m * sl2)), the trick FlashAttention uses. With softcap, x is the capped S, computed here
+ * for the whole tile behind one uniform branch: a branch per score (the first version's) put 64 branches and
+ * the tanh's code between the scores of every tile, and the profile showed warps stalled on branches and on
+ * instruction fetch more than on anything else.
  */
-template <int MT, int BC, bool MASKED>
-__device__ __forceinline__ void finish_scores(const args &a, float (&s)[MT][BC / 8][4], const int64_t *range, int r0,
-                                              int64_t j0, int lane) {
+template <int MT, int BC> __device__ __forceinline__ void softcap_scores(const args &a, float (&s)[MT][BC / 8][4]) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nb = 0; nb < BC / 8; nb++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) s[mt][nb][c] = ladder_attn_softcap(a.scale * s[mt][nb][c], a.softcap);
+}
+
+/*
+ * -inf where a key lies outside its row's range. Only masked tiles (few: the diagonal, a window's edges, the
+ * ends) come here; they read the key range of the lane's rows r0 + mt*16 + g (+ 8) from shared memory (@p
+ * range, [lo, hi) per row of the block) rather than keep it in registers.
+ */
+template <int MT, int BC>
+__device__ __forceinline__ void mask_scores(float (&s)[MT][BC / 8][4], const int64_t *range, int r0, int64_t j0,
+                                            int lane) {
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int k = 0; k < 2; k++) {
             const int r = r0 + mt * 16 + lane / 4 + 8 * k;
-            const int64_t lo = MASKED ? range[2 * r] - j0 : 0, hi = MASKED ? range[2 * r + 1] - j0 : 0;
+            const int lo = tile_offset<BC>(range[2 * r], j0), hi = tile_offset<BC>(range[2 * r + 1], j0);
 #pragma unroll
             for (int nb = 0; nb < BC / 8; nb++)
 #pragma unroll
                 for (int c = 2 * k; c < 2 * k + 2; c++) {
                     const int j = nb * 8 + 2 * (lane % 4) + (c & 1);
-                    float v = s[mt][nb][c];
-                    if (a.softcap > 0.0f) v = ladder_attn_softcap(a.scale * v, a.softcap); /* uniform branch */
-                    if (MASKED && !(j >= lo && j < hi)) v = -INFINITY;
-                    s[mt][nb][c] = v;
+                    if (!(j >= lo && j < hi)) s[mt][nb][c] = -INFINITY;
                 }
         }
 }
@@ -117,8 +129,8 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
         ladder_zero_tile(sc);
         ladder_mma_warp_tile<T, MT, BC / 8, HD / 16, false, false>(sc, Qs + w0 * LDQ, LDQ, Ks, LDQ, lane);
 
-        if (j0 >= lo_last && j0 + BC <= hi_first) finish_scores<MT, BC, false>(a, sc, range, w0, j0, lane);
-        else finish_scores<MT, BC, true>(a, sc, range, w0, j0, lane);
+        if (a.softcap > 0.0f) softcap_scores<MT, BC>(a, sc);
+        if (!(j0 >= lo_last && j0 + BC <= hi_first)) mask_scores<MT, BC>(sc, range, w0, j0, lane);
 
         /* online softmax for rows g (k = 0) and g + 8 (k = 1) of each row block: a row's 4 lanes are 4g .. 4g+3.
          * P goes to 16 bits as soon as it is formed, as the A fragments of P V (two adjacent 8-key C tiles are
@@ -138,13 +150,13 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
                 const float m_new = fmaxf(m[mt][k], mx);
                 /* no key seen yet: m_new = -inf; subtracting 0 instead keeps exp2(-inf - -inf) = NaN out: P = 0 */
                 const float ms = m_new == -INFINITY ? 0.0f : m_new * sl2;
-                alpha[mt][k] = exp2f(m[mt][k] * sl2 - ms); /* exactly 1 where the max stayed */
+                alpha[mt][k] = ex2_ftz(m[mt][k] * sl2 - ms); /* exactly 1 where the max stayed */
                 grew |= m_new != m[mt][k];
                 float sum = 0.0f;
 #pragma unroll
                 for (int nb = 0; nb < BC / 8; nb++) {
-                    const float p0 = exp2f(fmaf(sc[mt][nb][2 * k], sl2, -ms));
-                    const float p1 = exp2f(fmaf(sc[mt][nb][2 * k + 1], sl2, -ms));
+                    const float p0 = ex2_ftz(fmaf(sc[mt][nb][2 * k], sl2, -ms));
+                    const float p1 = ex2_ftz(fmaf(sc[mt][nb][2 * k + 1], sl2, -ms));
                     sum += p0 + p1;
                     pa[mt][nb / 2][2 * (nb % 2) + k] = ladder_pack2_float<T>(p0, p1);
                 }

@@ -35,6 +35,20 @@ __device__ __forceinline__ float ex2_ftz(float x) {
     return y;
 }
 
+/*
+ * p[0] += x and p[1] += y, atomically, @p p 8-byte aligned in global memory: one vector atomic on sm_90 (CUDA's
+ * float2 atomicAdd, which exists from that architecture on), two scalar ones before it. Half the atomics means
+ * half the instructions that hold their registers until the memory system has taken them (chapter 3).
+ */
+__device__ __forceinline__ void atomic_add2(float *p, float x, float y) {
+#if __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float2 *>(p), make_float2(x, y));
+#else
+    atomicAdd(p, x);
+    atomicAdd(p + 1, y);
+#endif
+}
+
 /* A strided rank-4 input of 16-bit elements [b, h, s, e]; rows16: each row may be copied 16 bytes at a time. */
 struct view4 {
     const uint16_t *p;

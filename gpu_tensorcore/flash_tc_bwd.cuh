@@ -206,7 +206,7 @@ template <class Pred> __device__ __forceinline__ int64_t first_true(int64_t n, P
  * argument, not a template one: the branch is uniform, and one compiled kernel serves both modes.
  *
  * The steps and their barriers: Q_n and dO_n have landed | fetch Q_{n+1} (other buffer) and its rows' stats;
- * S, dP -> P, dS | dV += P^T dO | fetch dO_{n+1} (dO's one buffer is free now); dK += dS^T Q; dQ atomics.
+ * S, dP -> P, dS | dV += P^T dO | fetch dO_{n+1} (dO's one buffer is free now); dQ atomics; dK += dS^T Q.
  */
 template <class T, int HD, int HDV>
 __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_tc_kernel(args a, bool atomic_dq) {
@@ -279,7 +279,8 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
         else scores<T, HD, HDV, true>(a, sm, sm.Q(st), st, j0, warp, lane);
         __syncthreads(); /* P and dS are whole */
 
-        /* dV += P^T dO and dK += dS^T Q for keys kr.. (P^T, dS^T: the stored [row][key] tiles through .trans) */
+        /* dV += P^T dO (and below, dK += dS^T Q) for keys kr.. (P^T, dS^T: the stored [row][key] tiles through
+         * .trans) */
         ladder_mma_warp_tile<T, 2, C::V_NT, BR / 16, true, true>(dv, sm.P + kr, LDP, sm.dO + vc, LDV, lane);
         __syncthreads(); /* every warp is done with dO_n */
         if (more) {
@@ -287,15 +288,14 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
             load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, qn.h, seq.q0 + qn.i0, qn.rows, a.Dv);
         }
         ladder_cp_async_commit();
-        ladder_mma_warp_tile<T, 2, C::K_NT, BR / 16, true, true>(dk, sm.dS + kr, LDP, sm.Q(st) + kc, LDK, lane);
 
         if (atomic_dq) { /* dQ += dS K for rows qr.., columns qc.. (the scale is applied once, when it is rounded) */
             float dq[C::Q_MT][C::Q_NT][4];
             ladder_zero_tile(dq);
             dq_product<T, HD, HDV>(dq, sm, qr, qc, lane);
             /* One address per row and compile-time offsets along it; in a whole tile (all rows, all columns, the
-             * common case) no test per element. A 64-bit address computed per element behind a branch of its own
-             * took about 14 instructions per atomic. */
+             * common case) no test per element, and two columns per atomic. A 64-bit address computed per element
+             * behind a branch of its own took about 14 instructions per atomic. */
             const int cols = (int)a.D - (qc + 2 * t); /* this lane's columns qc + 2t + nt*8 + e exist if < a.D */
             const bool whole = q.rows == BR && a.D == HD;
             float *tile = a.dq_accum + q.row0 * a.D; /* the step's first row; r * D fits an int */
@@ -305,11 +305,10 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
                 for (int k = 0; k < 2; k++) {
                     const int r = qr + mt * 16 + g + 8 * k;
                     float *row = tile + (r * (int)a.D + qc + 2 * t);
-                    if (whole)
+                    if (whole) /* the pair of columns 2t, 2t + 1 at once: 8-byte aligned, since a.D = HD is even */
 #pragma unroll
                         for (int nt = 0; nt < C::Q_NT; nt++)
-#pragma unroll
-                            for (int e = 0; e < 2; e++) atomicAdd(row + nt * 8 + e, dq[mt][nt][2 * k + e]);
+                            atomic_add2(row + nt * 8, dq[mt][nt][2 * k], dq[mt][nt][2 * k + 1]);
                     else if (r < q.rows)
 #pragma unroll
                         for (int nt = 0; nt < C::Q_NT; nt++)
@@ -318,6 +317,9 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
                                 if (nt * 8 + e < cols) atomicAdd(row + nt * 8 + e, dq[mt][nt][2 * k + e]);
                 }
         }
+        /* dK after dQ, as FlashAttention-2 orders them: the atomics drain while dK's products run (issued last,
+         * they held their registers into the next step, whose first instructions waited for them) */
+        ladder_mma_warp_tile<T, 2, C::K_NT, BR / 16, true, true>(dk, sm.dS + kr, LDP, sm.Q(st) + kc, LDK, lane);
     }
     ladder_cp_async_wait_group<0>(); /* a block that saw no query tile still has its K, V copies in flight */
 

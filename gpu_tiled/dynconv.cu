@@ -25,7 +25,7 @@
  * every copy loop is cheap. So each staging thread keeps one column of the tile and walks down its rows (its
  * offsets computed once), a token's weights move as 16-byte units from global to shared memory and back
  * (stage_rows, write_dkernels), and the compute loops read V = 4, 2 or 1 weights per shared-memory load
- * (tap_unit: 4 or 2 where W is an odd number of such units, else 1), one instantiation per V.
+ * (taps_per_load), one instantiation per V.
  *
  * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
  * 128-byte lines. 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
@@ -37,8 +37,9 @@
  * channel's weights sit Ws floats apart (weight_pitch: an odd number of V-wide units), so the V-wide loads of
  * a warp, lane c on channel c, hit different banks: no bank conflicts for any W. The registers are held to
  * 40 a thread forward and 48 backward (FWD_BLOCKS, BWD_BLOCKS), so that small tiles keep six and five blocks per SM.
- * Past W = 32 the backward stages its weights in chunks of WC = 32 taps (chunk_taps), summing dx over them:
- * at W = 64 that takes its tile from 83 KB to 51 KB of shared memory, and from two blocks per SM to four.
+ * From W = 32 on the backward, bound by instruction issue there, reads its weights 4 at a time where W % 4 == 0
+ * (a pitch of 36: taps_per_load), and past W = 32 it stages them in chunks of WC = 32 taps (chunk_taps), summing
+ * dx over the chunks: at W = 64 that takes its tile from 83 KB to 54 KB, and from two blocks per SM to four.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (f32, device pointers,
  * any input strides, contiguous outputs). Three 16-byte paths, each taken when
@@ -73,7 +74,7 @@ struct tiled_args {
     int64_t sx[4], sk[4], sg[4];   /* x and dout as [B,T,D,1] */
     float *out, *dx, *dk;
     int64_t B, T, D;
-    int W, WC, Ws, TT;             /* kernel width, taps staged at a time, their pitch in shared memory, tokens per tile */
+    int W, WC, V, Ws, TT; /* kernel width; taps staged at a time, read V at a time, their pitch; tokens per tile */
     int64_t n_dtiles, n_ttiles;    /* tiles along D and along T */
     const int32_t *cu_seqlens;     /* nullptr: every batch row is one sequence */
     int n_seqs;
@@ -279,7 +280,7 @@ __device__ void stage_kernels_sheared(float *ks, const tiled_args &a, const tile
 template <int V>
 __device__ float tap_sum(const float *k, const float *v, int v_step, int i_lo, int n, float acc) {
     int i = i_lo;
-    for (; i % V != 0; i++) acc += k[i] * v[i * v_step];
+    for (; i < n && i % V != 0; i++) acc += k[i] * v[i * v_step]; /* i_lo may lie past a chunk's n taps */
 #pragma unroll 2
     for (; i < n; i += V) {
         float kv[V];
@@ -291,7 +292,7 @@ __device__ float tap_sum(const float *k, const float *v, int v_step, int i_lo, i
 }
 
 /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b,t+w-W+1,d]: one block per tile, each thread TT/8 outputs.
- * V: taps per shared-memory load of the weights (tap_unit). */
+ * V: taps per shared-memory load of the weights (taps_per_load). */
 template <int V>
 __global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
@@ -324,6 +325,7 @@ __device__ void write_dkernels(const float *ks, const tiled_args &a, const tile 
     if (r0 >= row_step) return;
     const int rows_in = (int)min((int64_t)a.TT, a.T - tl.t0);
     const int64_t pitch = a.D * W; /* elements from one token's dkernels row to the next */
+    const bool packed = a.Ws == n || a.Ws % 4 == 0 && n % 4 == 0; /* a unit is 16-byte aligned in ks too */
     float *dk_tile = a.dk + ((tl.b * a.T + tl.t0) * a.D + tl.d0) * W + w0;
     for (int f = V * (threadIdx.x % per_row); f < n_valid; f += V * per_row) {
         const float *src = ks + f / n * a.Ws + f % n;
@@ -331,7 +333,7 @@ __device__ void write_dkernels(const float *ks, const tiled_args &a, const tile 
         for (int r = r0; r < rows_in; r += row_step) {
             if (VEC && f + V <= n_valid) {
                 const float *q = src + r * DT * a.Ws;
-                *(float4 *)(dst + r * pitch) = a.Ws == n ? *(const float4 *)q : make_float4(q[0], q[1], q[2], q[3]);
+                *(float4 *)(dst + r * pitch) = packed ? *(const float4 *)q : make_float4(q[0], q[1], q[2], q[3]);
                 continue;
             }
             for (int e = f; e < f + V && e < n_valid; e++)
@@ -358,23 +360,22 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
 
     const int c = threadIdx.x % 32, tt0 = threadIdx.x / 32;
     const int64_t d = tl.d0 + c;
-    float acc[TT_MAX / WARPS] = {}; /* dx of this thread's tile rows tt0, tt0+8, .., summed over the chunks */
     for (int w0 = 0; w0 < a.W; w0 += a.WC) {
         const int n = min(a.WC, a.W - w0); /* this chunk's taps: w0 .. w0+n-1 */
         if (a.vk && a.W % 4 == 0) stage_kernels_sheared<4>(ks, a, tl, w0, n); /* the window's 16-byte units */
         else if (a.vk && a.W % 2 == 0) stage_kernels_sheared<2>(ks, a, tl, w0, n);
         else stage_kernels_sheared<1>(ks, a, tl, w0, n);
         __syncthreads(); /* each output reads rows and bounds that other threads staged */
-        if (d < a.D) /* no early return: every thread must reach the barriers below */
-#pragma unroll
-            for (int i = 0; i < TT_MAX / WARPS; i++) {
-                const int tt = tt0 + i * WARPS;
-                if (tt >= a.TT || tl.t0 + tt >= a.T) break;
+        if (d < a.D) {   /* no early return: every thread must reach the barriers below */
+            float *dx = a.dx + (tl.b * a.T + tl.t0 + tt0) * a.D + d;
+            for (int tt = tt0; tt < a.TT && tl.t0 + tt < a.T; tt += WARPS, dx += WARPS * a.D) {
                 float *k_sd = ks + (tt * DT + c) * a.Ws; /* k_sd[w-w0] = kernels[b, s+W-1-w, d, w], s = t0+tt */
                 const float *g_d = gs + tt * DT + c;     /* g_d[j*DT] = dout[b, s+j, d] */
                 const float *x_d = xs + tt * DT + c;     /* x_d[w*DT] = x[b, s+w-W+1, d] */
-                /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w]: dx[s] sums dout * kernels there */
-                acc[i] = tap_sum<V>(k_sd, g_d + (a.W - 1 - w0) * DT, -DT, max(w_lo_g[tt] - w0, 0), n, acc[i]);
+                /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w], so dx[s] sums dout * kernels
+                 * there; over the chunks in turn (in dx itself, which only this thread writes) */
+                const float before = w0 == 0 ? 0.0f : *dx;
+                *dx = tap_sum<V>(k_sd, g_d + (a.W - 1 - w0) * DT, -DT, max(w_lo_g[tt] - w0, 0), n, before);
                 /* forward: out[s] += kernels[s,w] * x[s+w-W+1], so dkernels[s,w] = dout[s] * x[s+w-W+1]. This
                  * thread alone read k_sd, so it may overwrite those slots with dkernels for the write below. */
                 const float g = g_d[0];
@@ -387,46 +388,45 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
                 }
                 for (int w = 0; w < w_lo_x[tt] - w0 && w < n; w++) k_sd[w] = 0.0f; /* met the zero padding */
             }
+        }
         __syncthreads(); /* the write-out reads dkernels that other threads computed */
         if (a.vdk && (a.WC == a.W || a.WC % 4 == 0 && a.W % 4 == 0)) write_dkernels<true>(ks, a, tl, w0, n);
         else write_dkernels<false>(ks, a, tl, w0, n);
         if (w0 + a.WC < a.W) __syncthreads(); /* the next chunk's staging overwrites ks */
     }
-    if (d < a.D) {
-        float *dx = a.dx + (tl.b * a.T + tl.t0 + tt0) * a.D + d;
-#pragma unroll
-        for (int i = 0; i < TT_MAX / WARPS; i++) {
-            const int tt = tt0 + i * WARPS;
-            if (tt >= a.TT || tl.t0 + tt >= a.T) break;
-            dx[i * WARPS * a.D] = acc[i];
-        }
-    }
 }
 
-/* Taps per shared-memory load of the weights, V: 4 when W is 4 times an odd number, 2 when it is 2 times one,
- * else 1. Then the pitch W is an odd number of V-wide units, and the V-wide loads of a warp's 32 lanes (each its
- * own channel) hit different banks in every phase of the access. */
-int tap_unit(int W) { return W % 8 == 4 ? 4 : W % 4 == 2 ? 2 : 1; }
-
-/* Weight pitch: W where it is an odd number of units (tap_unit); else the odd W+1, read one tap at a time (a pad
- * of 4 would keep 16-byte loads conflict-free at W = 8, 16, .., but the larger tile would cost occupancy). */
-int weight_pitch(int W) { return tap_unit(W) > 1 ? W : W | 1; }
-
 /* Taps of each weight a tile stages at a time, WC: the forward all W; the backward all up to W = 32 and chunks of
- * 32 past it, so that at W = 64 its tile takes 51 KB (four blocks per SM) instead of 83 KB (two). */
+ * 32 past it, so that at W = 64 its tile takes 54 KB (four blocks per SM) instead of 83 KB (two). */
 int chunk_taps(int W, int n_row_tiles) { return n_row_tiles == 2 ? min(W, WC_MAX) : W; }
 
+/* Taps per shared-memory load of the weights, V, for a tile of n taps per weight: 4 when n is 4 times an odd
+ * number, 2 when it is 2 times one, else 1. Then the pitch n is an odd number of V-wide units, and the V-wide
+ * loads of a warp's 32 lanes (each its own channel) hit different banks in every phase of the access. */
+int tap_unit(int n) { return n % 8 == 4 ? 4 : n % 4 == 2 ? 2 : 1; }
+
+/* V of a pass: tap_unit of its WC taps, except the backward's chunks of 32 taps where W % 4 == 0: those are read
+ * 4 at a time, with a pad (weight_pitch 36), since past W = 32 the backward is bound by instruction issue and its
+ * 8-token tile has room for the pad. */
+int taps_per_load(int W, int n_row_tiles) {
+    const int WC = chunk_taps(W, n_row_tiles);
+    return n_row_tiles == 2 && WC == WC_MAX && W % 4 == 0 ? 4 : tap_unit(WC);
+}
+
+/* Weight pitch for n taps read V at a time: an odd number of V-wide units (n itself where tap_unit(n) == V > 1),
+ * or odd (n or n+1) for V = 1. */
+int weight_pitch(int n, int V) { return V > 1 ? V * ((n / V) | 1) : n | 1; }
+
 /* Dynamic shared memory of a tile: bounds, kernels, and n_row_tiles [TT+W-1][DT] row tiles (x; x and dout). */
-size_t smem_bytes(int TT, int W, int n_row_tiles) {
-    const size_t floats = (size_t)TT * DT * weight_pitch(chunk_taps(W, n_row_tiles)) +
-                          (size_t)n_row_tiles * (TT + W - 1) * DT;
+size_t smem_bytes(int TT, int W, int Ws, int n_row_tiles) {
+    const size_t floats = (size_t)TT * DT * Ws + (size_t)n_row_tiles * (TT + W - 1) * DT;
     return sizeof(float) * (BOUNDS + floats);
 }
 
 /* The largest TT (32, 16, 8) whose tile fits the default 48 KB; W = 64 needs TT = 8 and an opt-in above it. */
-int pick_tokens_per_tile(int W, int n_row_tiles) {
+int pick_tokens_per_tile(int W, int Ws, int n_row_tiles) {
     int TT = TT_MAX;
-    while (TT > WARPS && smem_bytes(TT, W, n_row_tiles) > LADDER_DEFAULT_SMEM) TT /= 2;
+    while (TT > WARPS && smem_bytes(TT, W, Ws, n_row_tiles) > LADDER_DEFAULT_SMEM) TT /= 2;
     return TT;
 }
 
@@ -443,8 +443,9 @@ ladder_status pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     n->dk = (float *)a->dkernels.data;
     n->B = p->B, n->T = p->T, n->D = p->D, n->W = p->W;
     n->WC = chunk_taps(p->W, n_row_tiles);
-    n->Ws = weight_pitch(n->WC);
-    n->TT = pick_tokens_per_tile(p->W, n_row_tiles);
+    n->V = taps_per_load(p->W, n_row_tiles);
+    n->Ws = weight_pitch(n->WC, n->V);
+    n->TT = pick_tokens_per_tile(p->W, n->Ws, n_row_tiles);
     n->n_dtiles = (p->D + DT - 1) / DT;
     n->n_ttiles = (p->T + n->TT - 1) / n->TT;
     n->cu_seqlens = (const int32_t *)a->cu_seqlens.data;
@@ -466,9 +467,9 @@ ladder_status launch(void (*kernel)(tiled_args), const char *name, const tiled_a
     return LADDER_OK;
 }
 
-/* The instantiation for the tap unit of WC taps: V = 1, 2, 4 at index 0, 1, 2. */
+/* The instantiation for V = 1, 2, 4 (taps_per_load), at index 0, 1, 2. */
 using kernel_fn = void (*)(tiled_args);
-kernel_fn pick(const kernel_fn (&by_unit)[3], int WC) { return by_unit[tap_unit(WC) / 2]; }
+kernel_fn pick(const kernel_fn (&by_unit)[3], int V) { return by_unit[V / 2]; }
 
 } // namespace
 
@@ -480,7 +481,7 @@ extern "C" ladder_status dynconv_fwd_gpu_tiled(const ladder_dynconv_problem *p, 
     n.vk = ladder_rows16(&a->kernels, 2); /* a row: a token's channels, W taps each */
     const kernel_fn kernels[3] = {dynconv_fwd_tiled_kernel<1>, dynconv_fwd_tiled_kernel<2>,
                                   dynconv_fwd_tiled_kernel<4>};
-    return launch(pick(kernels, n.WC), "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 1));
+    return launch(pick(kernels, n.V), "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, n.Ws, 1));
 }
 
 extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
@@ -492,5 +493,5 @@ extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, 
     n.vdk = ladder_rows16(&a->dkernels, 2);
     const kernel_fn kernels[3] = {dynconv_bwd_tiled_kernel<1>, dynconv_bwd_tiled_kernel<2>,
                                   dynconv_bwd_tiled_kernel<4>};
-    return launch(pick(kernels, n.WC), "dynconv_bwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, 2));
+    return launch(pick(kernels, n.V), "dynconv_bwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, n.Ws, 2));
 }

@@ -2,9 +2,9 @@
  * @file mma.cuh
  * @brief Tensor-core helpers shared by the gpu_tensorcore rungs: the warp-wide
  *        mma.sync m16n8k8 and m16n8k16 (bf16 or fp16 in, fp32 accumulate) and
- *        their fragment layouts, ldmatrix (x1, x4, plain and transposed), the
- *        16- and 4-byte cp.async that stage tiles with their commit and wait, and the
- *        16-bit packing and conversion helpers around them.
+ *        their fragment layouts, ldmatrix (x1, x4, plain and transposed), and the
+ *        16-bit packing and conversion helpers around them. The cp.async copies that stage
+ *        the tiles are in cp_async.cuh, included here.
  *
  * Elements travel as raw 16-bit patterns (uint16_t) so that loads, stores and
  * shared-memory tiles need no knowledge of the format; only the two places
@@ -19,6 +19,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+
+#include "cp_async.cuh"
 
 // clang-format off
 /*
@@ -94,31 +96,6 @@ __device__ __forceinline__ uint32_t ladder_ldsm_x1_trans(const uint16_t *row) {
 }
 
 /**
- * Copy 16 bytes from global to shared memory without passing through registers (cp.async, sm_80+),
- * or, when @p valid is false, write 16 zero bytes there and read nothing. Both addresses 16-byte
- * aligned. The copy is complete for this thread after ladder_cp_async_wait_all(), and for the block
- * after a __syncthreads() that follows it.
- */
-__device__ __forceinline__ void ladder_cp_async16(void *smem, const void *global, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
-                 "l"(__cvta_generic_to_global(global)), "r"(valid ? 16 : 0)
-                 : "memory");
-}
-
-/**
- * The same for 4 bytes (one f32 element, any 4-byte-aligned address): cp.async.ca, which may keep the line in L1
- * (the 16-byte form must bypass it). When @p valid is false, 4 zero bytes are written and nothing is read.
- */
-__device__ __forceinline__ void ladder_cp_async4(void *smem, const void *global, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
-                 "l"(__cvta_generic_to_global(global)), "r"(valid ? 4 : 0)
-                 : "memory");
-}
-
-/** Wait until every cp.async this thread issued has landed. */
-__device__ __forceinline__ void ladder_cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-
-/**
  * D = A * B + D on the tensor cores, one warp-wide m16n8k8 step with fp32
  * accumulation. Every lane of the warp must call it together (it is .sync and
  * .aligned), each passing its own fragments in the layout drawn above.
@@ -181,14 +158,6 @@ __device__ __forceinline__ void ladder_ldsm_x4_trans(uint32_t (&r)[4], const uin
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"((unsigned)__cvta_generic_to_shared(row))
                  : "memory");
-}
-
-/** Close the group of cp.async copies this thread issued since the last commit. */
-__device__ __forceinline__ void ladder_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-/** Wait until at most @p N committed groups of this thread are still in flight (N = 0: all landed). */
-template <int N> __device__ __forceinline__ void ladder_cp_async_wait_group() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 /**

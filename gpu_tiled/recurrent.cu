@@ -27,7 +27,7 @@
  * Run it:  build/bin/ladder run recurrent --rung gpu_tiled
  */
 #include "cuda_check.cuh"
-#include "mma.cuh"
+#include "cp_async.cuh"
 #include "recurrent_gpu.cuh"
 #include "recurrent_rungs.h"
 

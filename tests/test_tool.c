@@ -278,3 +278,19 @@ Test(tool, run_in_creates_out_and_refuses_long_paths) {
     snprintf(args, sizeof args, "run dynconv --in %s --out %s/%s", dir, dir, longdir);
     cr_assert_eq(run_ladder(args), 2, "a path longer than the program's buffer must be refused, not cut short");
 }
+
+/* bench times both precisions of the tensor-core rung unless --dtype names one. */
+Test(tool, bench_dtype_picks_one_precision) {
+    if (ladder_rung_available(LADDER_RUNG_GPU_TENSORCORE) != LADDER_OK) cr_skip_test("gpu_tensorcore cannot run here");
+    char args[512];
+    snprintf(args, sizeof args, "bench dynconv --rung gpu_tensorcore --dtype fp16 --B 1 --T 64 --D 32 --W 4 --out %s/b", dir);
+    cr_assert_eq(run_ladder(args), 0);
+    char out[8192], path[128];
+    snprintf(path, sizeof path, "%s/stdout", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    out[fread(out, 1, sizeof out - 1, f)] = '\0';
+    fclose(f);
+    cr_assert_not_null(strstr(out, "| gpu_tensorcore | f16 |"), "stdout '%s' should time fp16", out);
+    cr_assert_null(strstr(out, "| bf16 |"), "stdout '%s' should not time bf16", out);
+}

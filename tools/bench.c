@@ -27,6 +27,12 @@ static const struct {
 };
 #define N_PLAN (int)(sizeof plan / sizeof plan[0])
 
+/* Is plan entry i asked for: its rung (--rung), and for the tensor-core rung its precision (--dtype, else both)? */
+static bool plan_wanted(const tool_opts *o, int i) {
+    const bool precision = plan[i].dtype == LADDER_F32 || !o->dtype_chosen || plan[i].dtype == o->dtype;
+    return tool_rung_wanted(o, plan[i].rung) && precision;
+}
+
 static void progress(const char *algo, const char *shape, int step, int steps, const char *what, double t0) {
     fprintf(stderr, "bench %s [%s] %d/%d %s (%.1f s)\n", algo, shape, step, steps, what, (tool_now_ms() - t0) * 1e-3);
 }
@@ -79,7 +85,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     const bool ref_is_cpu = ref == LADDER_RUNG_CPU;
     int steps = 2, step = 0, failures = 0;
     for (int i = 1; i < N_PLAN; i++)
-        steps += tool_rung_wanted(o, plan[i].rung) && ladder_algo_rung_available(algo, plan[i].rung) == LADDER_OK &&
+        steps += plan_wanted(o, i) && ladder_algo_rung_available(algo, plan[i].rung) == LADDER_OK &&
                  !(plan[i].rung == ref && plan[i].dtype == LADDER_F32) && !((algo->bench_skip >> plan[i].rung) & 1u);
 
     progress(algo->name, shape, ++step, steps, "random inputs", t0);
@@ -109,7 +115,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     for (int i = 1; i < N_PLAN && *n_rows + 2 <= max_rows; i++) {
         ladder_rung rung = plan[i].rung;
         ladder_dtype dt = plan[i].dtype;
-        if (!tool_rung_wanted(o, rung) || ladder_algo_rung_available(algo, rung) != LADDER_OK) continue;
+        if (!plan_wanted(o, i) || ladder_algo_rung_available(algo, rung) != LADDER_OK) continue;
         if (rung == ref && dt == LADDER_F32) continue; /* timed above, as the reference */
         if ((algo->bench_skip >> rung) & 1u) continue;  /* too slow at the bench sizes */
         snprintf(what, sizeof what, "%s %s", ladder_rung_name(rung), ladder_dtype_name(dt));

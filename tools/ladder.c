@@ -82,8 +82,9 @@ static void run_usage(FILE *f) {
             "options:\n"
             "  --rung R          cpu, gpu_naive, gpu_tiled or gpu_tensorcore; repeat to pick several\n"
             "                    (default: every available rung; with --in: cpu)\n"
-            "  --dtype bf16|fp16 input precision of the gpu_tensorcore rung (default bf16); the fp32 rungs\n"
-            "                    ignore it. With --in, the inputs are rounded to it for that rung\n"
+            "  --dtype bf16|fp16 input precision of the gpu_tensorcore rung (default bf16; bench: both unless\n"
+            "                    given); the fp32 rungs ignore it. With --in, the inputs are rounded to it\n"
+            "                    for that rung\n"
             "  --seed N          seed of the input generator (default 1)\n"
             "  --with A,B        include these optional tensors (inputs, or outputs asked for)\n"
             "  --in DIR          read the inputs from DIR/<name>.npy: float tensors as float32 or float16,\n"
@@ -161,6 +162,7 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
                 fprintf(stderr, "ladder: --dtype must be bf16 or fp16, not '%s'\n", v);
                 return TOOL_USAGE;
             }
+            o->dtype_chosen = true;
         } else if (!strcmp(a, "--seed")) {
             if (parse_int(a, v, 0, 1LL << 62, &x)) return TOOL_USAGE;
             o->seed = (uint64_t)x;

@@ -27,6 +27,7 @@ typedef struct tool_opts {
     const char *varlen2;                 /* --varlen2 7,3,0,9: their lengths along a second index (flash: keys) */
     const char *with;                    /* --with NAME,...: optional tensors to include */
     ladder_dtype dtype;                  /* --dtype bf16|fp16: the tensor-core rung's input precision */
+    bool dtype_chosen;                   /* --dtype given: bench times only that precision, not both */
     uint64_t seed;                       /* --seed N */
     const char *in_dir, *out_dir;        /* --in DIR, --out DIR */
     int warmup, reps;                    /* --warmup N, --reps N (bench) */

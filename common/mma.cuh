@@ -186,6 +186,17 @@ __device__ __forceinline__ void ladder_mma_m16n8k16<__half>(float (&d)[4], const
 }
 
 /**
+ * The two m16n8k16 steps that one ldmatrix.x4 B operand feeds: @p b holds two n8 halves (b[0], b[1] and b[2],
+ * b[3]), multiplied by the same A fragment @p a into @p d0 and @p d1, a 16 x 16 block of the product.
+ */
+template <class T>
+__device__ __forceinline__ void ladder_mma_m16n16k16(float (&d0)[4], float (&d1)[4], const uint32_t (&a)[4],
+                                                     const uint32_t (&b)[4]) {
+    ladder_mma_m16n8k16<T>(d0, a, b[0], b[1]);
+    ladder_mma_m16n8k16<T>(d1, a, b[2], b[3]);
+}
+
+/**
  * acc += A B for one warp over a tile of MT*16 rows, NT*8 columns (NT even) and K16*16 k's, A and B 16-bit in
  * shared memory, acc fp32 in C fragments (acc[mt][nt] is rows mt*16.., columns nt*8..). @p A points at the
  * tile's first (row, k) and is stored [m][k] (row-major, stride @p lda) or, with A_KM, [k][m] (read through

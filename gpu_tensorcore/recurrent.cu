@@ -375,16 +375,11 @@ __device__ __forceinline__ void state_times(float (&acc)[2][4], const float (&S)
         const uint32_t a[4] = {s0.x, s1.x, s2.x, s3.x}, al[4] = {s0.y, s1.y, s2.y, s3.y};
         uint32_t b[4]; /* X rows = n (steps), columns = k (state rows): B without .trans */
         ladder_ldsm_x4(b, X + off + kk * 16);
-        ladder_mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
-        ladder_mma_m16n8k16<T>(acc[1], a, b[2], b[3]);
-        if (split) {
-            ladder_mma_m16n8k16<T>(acc[0], al, b[0], b[1]);
-            ladder_mma_m16n8k16<T>(acc[1], al, b[2], b[3]);
-        }
+        ladder_mma_m16n16k16<T>(acc[0], acc[1], a, b);
+        if (split) ladder_mma_m16n16k16<T>(acc[0], acc[1], al, b);
         if (Xl) {
             ladder_ldsm_x4(b, Xl + off + kk * 16);
-            ladder_mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
-            ladder_mma_m16n8k16<T>(acc[1], a, b[2], b[3]);
+            ladder_mma_m16n16k16<T>(acc[0], acc[1], a, b);
         }
     }
 }
@@ -407,16 +402,11 @@ __device__ __forceinline__ void state_update(float (&S)[NTM][4], const uint16_t 
         if (p >= npair) break;
         uint32_t b[4]; /* Y stored [k][n]: .trans */
         ladder_ldsm_x4_trans(b, Y + yoff + p * 16);
-        ladder_mma_m16n8k16<T>(S[2 * p], a, b[0], b[1]);
-        ladder_mma_m16n8k16<T>(S[2 * p + 1], a, b[2], b[3]);
-        if (Xl) {
-            ladder_mma_m16n8k16<T>(S[2 * p], al, b[0], b[1]);
-            ladder_mma_m16n8k16<T>(S[2 * p + 1], al, b[2], b[3]);
-        }
+        ladder_mma_m16n16k16<T>(S[2 * p], S[2 * p + 1], a, b);
+        if (Xl) ladder_mma_m16n16k16<T>(S[2 * p], S[2 * p + 1], al, b);
         if (Yl) {
             ladder_ldsm_x4_trans(b, Yl + yoff + p * 16);
-            ladder_mma_m16n8k16<T>(S[2 * p], a, b[0], b[1]);
-            ladder_mma_m16n8k16<T>(S[2 * p + 1], a, b[2], b[3]);
+            ladder_mma_m16n16k16<T>(S[2 * p], S[2 * p + 1], a, b);
         }
     }
 }
@@ -435,17 +425,14 @@ __device__ __forceinline__ void rows_times_state(float (&acc)[2][4], const uint1
         uint32_t a[4], b[4], c[4];
         ladder_ldsm_x4(a, X + xoff + kk * 16);
         ladder_ldsm_x4_trans(b, Sx + soff + kk * 16 * sp);
-        ladder_mma_m16n8k16<T>(acc[0], a, b[0], b[1]);
-        ladder_mma_m16n8k16<T>(acc[1], a, b[2], b[3]);
+        ladder_mma_m16n16k16<T>(acc[0], acc[1], a, b);
         if (Sxl) {
             ladder_ldsm_x4_trans(c, Sxl + soff + kk * 16 * sp);
-            ladder_mma_m16n8k16<T>(acc[0], a, c[0], c[1]);
-            ladder_mma_m16n8k16<T>(acc[1], a, c[2], c[3]);
+            ladder_mma_m16n16k16<T>(acc[0], acc[1], a, c);
         }
         if (Xl) {
             ladder_ldsm_x4(c, Xl + xoff + kk * 16);
-            ladder_mma_m16n8k16<T>(acc[0], c, b[0], b[1]);
-            ladder_mma_m16n8k16<T>(acc[1], c, b[2], b[3]);
+            ladder_mma_m16n16k16<T>(acc[0], acc[1], c, b);
         }
     }
 }
@@ -676,8 +663,7 @@ template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) sw
                 ladder_ldsm_x4_trans(x, v + (((lane >> 4) << 3) + (lane & 7)) * L.vp16 + j0 + (((lane >> 3) & 1) << 3));
                 ladder_ldsm_x4(y, (const uint16_t *)(sm + L.P16) + ((lane & 7) + ((lane >> 4) << 3)) * (CH + 8) +
                                       (((lane >> 3) & 1) << 3));
-                ladder_mma_m16n8k16<M>(acc[0], x, y[0], y[1]);
-                ladder_mma_m16n8k16<M>(acc[1], x, y[2], y[3]);
+                ladder_mma_m16n16k16<M>(acc[0], acc[1], x, y);
             }
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)

@@ -36,14 +36,17 @@ static int run_ladder(const char *args) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void read_stderr(char *buf, size_t n) {
+/* What the last run_ladder() wrote to @p stream ("stdout" or "stderr"), as a string (cut at @p n - 1 bytes). */
+static void read_output(const char *stream, char *buf, size_t n) {
     char path[128];
-    snprintf(path, sizeof path, "%s/stderr", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, stream);
     FILE *f = fopen(path, "r");
-    size_t got = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[got] = '\0';
-    if (f) fclose(f);
+    cr_assert_not_null(f, "%s is missing", path);
+    buf[fread(buf, 1, n - 1, f)] = '\0';
+    fclose(f);
 }
+
+static void read_stderr(char *buf, size_t n) { read_output("stderr", buf, n); }
 
 static void write_random(const char *name, ladder_dtype dtype, int rank, const int64_t *shape, uint64_t seed) {
     ladder_tensor t;
@@ -230,12 +233,8 @@ Test(tool, bad_flags_exit_2) {
 /* --varlen2 gives the keys their own lengths: a sequence with queries and no keys, and one with keys and no queries. */
 Test(tool, run_varlen2_packs_keys_apart) {
     cr_assert_eq(run_ladder("run flash --rung cpu --varlen 3,0,5 --varlen2 7,2,0 --D 8 --Dv 8 --Hq 2 --Hkv 1"), 0);
-    char path[128], out[4096] = {0};
-    snprintf(path, sizeof path, "%s/stdout", dir);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f);
-    out[fread(out, 1, sizeof out - 1, f)] = '\0';
-    fclose(f);
+    char out[4096];
+    read_output("stdout", out, sizeof out);
     cr_assert_not_null(strstr(out, "Sq=8 Sk=9"), "stdout '%s' should show Sq = 3+0+5 and Sk = 7+2+0", out);
     cr_assert_not_null(strstr(out, "varlen2 7,2,0"), "stdout '%s' should name the key lengths", out);
 }
@@ -253,12 +252,8 @@ Test(tool, an_unavailable_requested_rung_exits_2) {
 Test(tool, skipped_gpu_rungs_are_all_named) {
     if (ladder_gpu_count() > 0) cr_skip_test("a GPU is present here");
     cr_assert_eq(run_ladder("run dynconv --T 8 --D 4"), 0);
-    char out[4096], path[128];
-    snprintf(path, sizeof path, "%s/stdout", dir);
-    FILE *f = fopen(path, "r");
-    size_t got = f ? fread(out, 1, sizeof out - 1, f) : 0;
-    out[got] = '\0';
-    if (f) fclose(f);
+    char out[4096];
+    read_output("stdout", out, sizeof out);
     cr_assert_not_null(strstr(out, "skipped gpu_naive, gpu_tiled, gpu_tensorcore: "), "stdout: %s", out);
 }
 
@@ -285,12 +280,8 @@ Test(tool, bench_dtype_picks_one_precision) {
     char args[512];
     snprintf(args, sizeof args, "bench dynconv --rung gpu_tensorcore --dtype fp16 --B 1 --T 64 --D 32 --W 4 --out %s/b", dir);
     cr_assert_eq(run_ladder(args), 0);
-    char out[8192], path[128];
-    snprintf(path, sizeof path, "%s/stdout", dir);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f);
-    out[fread(out, 1, sizeof out - 1, f)] = '\0';
-    fclose(f);
+    char out[8192];
+    read_output("stdout", out, sizeof out);
     cr_assert_not_null(strstr(out, "| gpu_tensorcore | f16 |"), "stdout '%s' should time fp16", out);
     cr_assert_null(strstr(out, "| bf16 |"), "stdout '%s' should not time bf16", out);
 }

@@ -193,15 +193,23 @@ __device__ __forceinline__ void dq_product(float (&dq)[bwd_cfg<HD, HDV>::Q_MT][b
 }
 
 /*
- * The first t in [0, n) with pred(t), for a pred that is false and then true as t grows (n if none): a binary
- * search, since a block would otherwise walk every query tile of a long sequence to find its own.
+ * The first t in [0, n) with pred(t), for a pred that is false and then true as t grows (n if none), found by
+ * the 32 lanes of a warp together: they test 32 evenly spaced t at once and keep the gap where pred turns
+ * true, so each round divides the interval by 32 (two rounds for 64 tiles, where a binary search took six
+ * dependent ones, each a 64-bit key range). Every lane of the warp calls it and gets the same answer.
  */
 template <class Pred> __device__ __forceinline__ int first_true(int n, Pred pred) {
+    const int lane = threadIdx.x % 32;
     int lo = 0, hi = n; /* pred false below lo, true from hi */
     while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-        if (pred(mid)) hi = mid;
-        else lo = mid + 1;
+        const int step = (hi - lo + 31) / 32; /* the probes lo + lane * step reach past hi - step */
+        const int x = lo + lane * step;
+        const unsigned yes = __ballot_sync(0xffffffffu, x >= hi || pred(x));
+        const int f = yes ? __ffs(yes) - 1 : 32; /* the first probe where pred holds (32: none did) */
+        if (f == 0) return lo;
+        const int next_hi = lo + f * step; /* pred holds there (or it is past hi), and fails at the probe before */
+        lo += (f - 1) * step + 1;
+        hi = next_hi < hi ? next_hi : hi;
     }
     return lo;
 }
@@ -349,14 +357,35 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
     }
     ladder_cp_async_wait_group<0>(); /* a block that saw no query tile still has its K, V copies in flight */
 
-    /* dK = scale * sum dS^T Q and dV, rounded to T: keys kr + mt*16 + g (+8), this warp's columns */
+    /* dK = scale * sum dS^T Q and dV, rounded to T: keys kr + mt*16 + g (+8), this warp's columns. A whole tile
+     * (every key, unpadded head dims, 4-byte aligned outputs, the common case) stores the pair of columns 2t,
+     * 2t + 1 as one 32-bit word, each at one base address plus a compile-time offset; otherwise element by
+     * element, a test each. */
+    const int64_t key0 = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0; /* the tile's first key, as a row of dK and dV */
+    if (keys == BC && a.D == HD && a.Dv == HDV && (((uintptr_t)a.dk | (uintptr_t)a.dv) & 3) == 0) {
+        uint16_t *dk0 = a.dk + (key0 + kr + g) * HD + kc + 2 * t, *dv0 = a.dv + (key0 + kr + g) * HDV + vc + 2 * t;
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+            for (int k = 0; k < 2; k++) { /* rows g and g + 8 of the m16 block */
+#pragma unroll
+                for (int nt = 0; nt < C::K_NT; nt++)
+                    *(uint32_t *)(dk0 + (mt * 16 + 8 * k) * HD + nt * 8) =
+                        ladder_pack2_float<T>(a.scale * dk[mt][nt][2 * k], a.scale * dk[mt][nt][2 * k + 1]);
+#pragma unroll
+                for (int nt = 0; nt < C::V_NT; nt++)
+                    *(uint32_t *)(dv0 + (mt * 16 + 8 * k) * HDV + nt * 8) =
+                        ladder_pack2_float<T>(dv[mt][nt][2 * k], dv[mt][nt][2 * k + 1]);
+            }
+        return;
+    }
 #pragma unroll
     for (int mt = 0; mt < 2; mt++)
 #pragma unroll
         for (int c = 0; c < 4; c++) {
             const int key = kr + mt * 16 + g + 8 * (c / 2);
             if (key >= keys) continue;
-            const int64_t at = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0 + key;
+            const int64_t at = key0 + key;
 #pragma unroll
             for (int nt = 0; nt < C::K_NT; nt++) {
                 const int col = kc + nt * 8 + 2 * t + (c & 1);

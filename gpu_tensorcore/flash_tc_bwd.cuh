@@ -243,9 +243,9 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
      * move right with the row (a tile sees them if its last row's range ends past j0 and its first row's starts
      * before j0 + keys). Among them the tiles that need no mask, [u0, u1), contiguous for the same reason: whole
      * tiles of rows and keys whose first row's range ends at or past j0 + BC and whose last row's starts at or
-     * before j0. Found here once, they let each step choose its path with two int compares; a step that tested
-     * its own first and last rows spent about 40 instructions of 64-bit arithmetic on it. Tile indices are ints:
-     * a sequence has fewer than 2^31 tiles. */
+     * before j0. Found here once, they let each step choose its path with two int compares, where each step
+     * found its own first and last rows' key ranges in 64-bit arithmetic. Tile indices are ints: a sequence has
+     * fewer than 2^31 tiles. */
     const int tiles = (int)((seq.Lq + BR - 1) / BR);
     auto lo_of = [=](int64_t i) {
         int64_t lo, hi;

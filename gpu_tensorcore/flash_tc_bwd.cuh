@@ -7,10 +7,10 @@
  *   1. preprocess: Delta_i = rowsum(dO_i * O_i) - dlse_i (fp32), one warp per row;
  *   2. dK, dV: a block of 8 warps owns Bc = 128 keys of one key/value head (64 above a head dim of 128): K, V
  *      in shared memory, dK, dV in fp32 fragments spread over the 8 warps. It streams the tiles of Br = 64
- *      query rows (32 above 128) of each head of the group that see its keys, the next Q tile fetched into a
- *      second buffer while the current one is used. Per tile: S = Q K^T and dP = dO V^T (each warp a 32 x 32
- *      part), P = exp(S - lse) and dS = P (dP - Delta) into shared memory in 16 bits, then dV += P^T dO and
- *      dK += dS^T Q (each warp 32 keys by half of the columns);
+ *      query rows (128 at a head dim of 64, 32 above 128) of each head of the group that see its keys, the next
+ *      Q and dO tiles fetched into second buffers while the current ones are used. Per tile: S = Q K^T and
+ *      dP = dO V^T (each warp a Br/2 x 32 part), P = exp(S - lse) and dS = P (dP - Delta) into shared memory in
+ *      16 bits, then dV += P^T dO and dK += dS^T Q (each warp 32 keys by half of the columns);
  *   3. dQ: by default the same block adds dS K into an fp32 dQ accumulator with atomicAdd (each warp a 32-row
  *      part), and a last kernel multiplies it by scale and rounds it to the output dtype; in deterministic mode a
  *      separate pass owns each query tile and streams the key tiles past in order, writing dQ once.
@@ -27,7 +27,8 @@ namespace flash_tc {
 template <int HD, int HDV> struct bwd_cfg {
     static constexpr bool WIDE = HD > 128 || HDV > 128; /* half the keys and rows, so that dK and dV fit */
     static constexpr int WARPS = 8, THREADS = 32 * WARPS;
-    static constexpr int BC = WIDE ? 64 : 128, BR = WIDE ? 32 : 64; /* keys per block, query rows per step */
+    /* keys per block, query rows per step: at head dim 64, 128 rows, twice the products per step and per barrier */
+    static constexpr int BC = WIDE ? 64 : 128, BR = WIDE ? 32 : HD <= 64 && HDV <= 64 ? 128 : 64;
     /* Each product's warp grid and warp tile (MT m16 row blocks by NT n8 column blocks):
      * S, dP (BR x BC): 2 x 4 warps; dK, dV (BC x HD, BC x HDV): BC/32 x KV_WN warps, 32 keys each;
      * dQ (BR x HD): 2 x 4 warps */
@@ -35,9 +36,9 @@ template <int HD, int HDV> struct bwd_cfg {
     static constexpr int KV_WN = WARPS / (BC / 32), KV_MT = 2, K_NT = HD / KV_WN / 8, V_NT = HDV / KV_WN / 8;
     static constexpr int Q_WN = 4, Q_MT = BR / 2 / 16, Q_NT = HD / Q_WN / 8;
     static constexpr int LDK = HD + 8, LDV = HDV + 8, LDP = BC + 8; /* row strides in elements (16-byte pads) */
-    /* K, V; Q twice (the next tile lands while this one is used), dO; P and dS, 16-bit; per row of the two Q
+    /* K, V; Q and dO twice (the next tile lands while this one is used); P and dS, 16-bit; per row of the two
      * buffers: the key range (int64 pairs), lse and Delta (fp32) */
-    static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)(BC * (LDK + LDV) + 2 * BR * LDK + BR * LDV + 2 * BR * LDP) +
+    static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)(BC * (LDK + LDV) + 2 * BR * (LDK + LDV) + 2 * BR * LDP) +
                                    (2 * sizeof(int64_t) + 2 * sizeof(float)) * 2 * BR;
 };
 
@@ -48,16 +49,17 @@ template <int HD, int HDV> struct bwd_cfg {
  */
 template <int HD, int HDV> struct bwd_smem {
     using C = bwd_cfg<HD, HDV>;
-    uint16_t *K, *V, *Q0, *dO, *P, *dS;
+    uint16_t *K, *V, *Q0, *dO0, *P, *dS;
     int64_t *range0; /* [lo, hi) of each row */
     float *lse0, *D0;
     __device__ explicit bwd_smem(uint16_t *base) {
         K = base, V = K + C::BC * C::LDK, Q0 = V + C::BC * C::LDV;
-        dO = Q0 + 2 * C::BR * C::LDK, P = dO + C::BR * C::LDV, dS = P + C::BR * C::LDP;
+        dO0 = Q0 + 2 * C::BR * C::LDK, P = dO0 + 2 * C::BR * C::LDV, dS = P + C::BR * C::LDP;
         range0 = (int64_t *)(dS + C::BR * C::LDP); /* 16-byte aligned: every tile above is a multiple of 16 bytes */
         lse0 = (float *)(range0 + 2 * 2 * C::BR), D0 = lse0 + 2 * C::BR;
     }
     __device__ uint16_t *Q(int st) const { return Q0 + st * C::BR * C::LDK; }
+    __device__ uint16_t *dO(int st) const { return dO0 + st * C::BR * C::LDV; }
     __device__ int64_t *range(int st) const { return range0 + st * 2 * C::BR; }
     __device__ float *lse(int st) const { return lse0 + st * C::BR; }
     __device__ float *D(int st) const { return D0 + st * C::BR; }
@@ -84,17 +86,20 @@ struct qtile {
 
 /*
  * Each row of @p q into shared memory: its lse and Delta by cp.async (committed by the caller; zero past the
- * tile's end, where the steps are masked), and the keys [lo, hi) it sees (none past the end). Fetched without
- * registers, the next step's stats land while this step's products run; loaded and stored by the threads of
- * the rows, they stalled those 2 warps on the loads each step while the other 6 waited at the next barrier.
+ * tile's end, where the steps are masked), and, for a MASKED step, the keys [lo, hi) it sees (none past the
+ * end). Fetched without registers, the next step's stats land while this step's products run; loaded and
+ * stored by the threads of the rows, they stalled those 2 warps on the loads each step while the other 6
+ * waited at the next barrier. The unmasked steps, most of them, never read the ranges, so they skip the
+ * 64-bit arithmetic that finds them.
  */
 template <int BR>
-__device__ __forceinline__ void fetch_rows(const args &a, const ladder_attn_seq &seq, const qtile &q, int64_t *range,
-                                           float *lse, float *D) {
+__device__ __forceinline__ void fetch_rows(const args &a, const ladder_attn_seq &seq, const qtile &q, bool masked,
+                                           int64_t *range, float *lse, float *D) {
     for (int r = threadIdx.x; r < BR; r += blockDim.x) {
         const bool in = r < q.rows;
         ladder_cp_async4(lse + r, a.lse + (in ? q.row0 + r : 0), in);
         ladder_cp_async4(D + r, a.delta + (in ? q.row0 + r : 0), in);
+        if (!masked) continue;
         range[2 * r] = range[2 * r + 1] = 0;
         if (in) ladder_attn_key_range(q.i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &range[2 * r], &range[2 * r + 1]);
     }
@@ -164,7 +169,7 @@ __device__ __forceinline__ void scores(const args &a, const bwd_smem<HD, HDV> &s
     ladder_zero_tile(s);
     ladder_zero_tile(dp);
     ladder_mma_warp_tile<T, MT, NT, HD / 16, false, false>(s, Qs + r0 * LDK, LDK, sm.K + c0 * LDK, LDK, lane);
-    ladder_mma_warp_tile<T, MT, NT, HDV / 16, false, false>(dp, sm.dO + r0 * LDV, LDV, sm.V + c0 * LDV, LDV, lane);
+    ladder_mma_warp_tile<T, MT, NT, HDV / 16, false, false>(dp, sm.dO(st) + r0 * LDV, LDV, sm.V + c0 * LDV, LDV, lane);
     if (a.softcap > 0.0f) {
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
@@ -188,15 +193,23 @@ __device__ __forceinline__ void dq_product(float (&dq)[bwd_cfg<HD, HDV>::Q_MT][b
 }
 
 /*
- * The first t in [0, n) with pred(t), for a pred that is false and then true as t grows (n if none): a binary
- * search, since a block would otherwise walk every query tile of a long sequence to find its own.
+ * The first t in [0, n) with pred(t), for a pred that is false and then true as t grows (n if none), found by
+ * the 32 lanes of a warp together: they test 32 evenly spaced t at once and keep the gap where pred turns
+ * true, so each round divides the interval by 32 (two rounds for 64 tiles, where a binary search took six
+ * dependent ones, each a 64-bit key range). Every lane of the warp calls it and gets the same answer.
  */
-template <class Pred> __device__ __forceinline__ int64_t first_true(int64_t n, Pred pred) {
-    int64_t lo = 0, hi = n; /* pred false below lo, true from hi */
+template <class Pred> __device__ __forceinline__ int first_true(int n, Pred pred) {
+    const int lane = threadIdx.x % 32;
+    int lo = 0, hi = n; /* pred false below lo, true from hi */
     while (lo < hi) {
-        const int64_t mid = (lo + hi) / 2;
-        if (pred(mid)) hi = mid;
-        else lo = mid + 1;
+        const int step = (hi - lo + 31) / 32; /* the probes lo + lane * step reach past hi - step */
+        const int x = lo + lane * step;
+        const unsigned yes = __ballot_sync(0xffffffffu, x >= hi || pred(x));
+        const int f = yes ? __ffs(yes) - 1 : 32; /* the first probe where pred holds (32: none did) */
+        if (f == 0) return lo;
+        const int next_hi = lo + f * step; /* pred holds there (or it is past hi), and fails at the probe before */
+        lo += (f - 1) * step + 1;
+        hi = next_hi < hi ? next_hi : hi;
     }
     return lo;
 }
@@ -205,8 +218,10 @@ template <class Pred> __device__ __forceinline__ int64_t first_true(int64_t n, P
  * 2. (and 3. with atomic_dq) one block per (key tile, key/value head hk, batch row b). atomic_dq is a kernel
  * argument, not a template one: the branch is uniform, and one compiled kernel serves both modes.
  *
- * The steps and their barriers: Q_n and dO_n have landed | fetch Q_{n+1} (other buffer) and its rows' stats;
- * S, dP -> P, dS | dV += P^T dO | fetch dO_{n+1} (dO's one buffer is free now); dQ atomics; dK += dS^T Q.
+ * The steps and their two barriers: Q_n and dO_n have landed, and every warp is done with step n - 1 | fetch
+ * Q_{n+1} and dO_{n+1} into the other buffers, and their rows' stats; S, dP -> P, dS | dV += P^T dO; dQ
+ * atomics; dK += dS^T Q. With one dO buffer, a third barrier after dV waited for every warp before dO_{n+1}
+ * could be fetched.
  */
 template <class T, int HD, int HDV>
 __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_tc_kernel(args a, bool atomic_dq) {
@@ -216,7 +231,8 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
     const bwd_smem<HD, HDV> sm(smem);
     int64_t s, j0;
     if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, blockIdx.x, &s, &j0)) return; /* the whole block */
-    const int64_t hk = blockIdx.y, b = blockIdx.z, group = a.Hq / a.Hkv;
+    const int64_t hk = blockIdx.y, b = blockIdx.z;
+    const int group = (int)(a.Hq / a.Hkv);
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
     const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -225,25 +241,37 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
 
     /* The query tiles whose rows see some of the keys: [t0, t1), contiguous since both ends of a row's key range
      * move right with the row (a tile sees them if its last row's range ends past j0 and its first row's starts
-     * before j0 + keys). The steps run over them for each query head of the group. */
-    const int64_t tiles = (seq.Lq + BR - 1) / BR;
-    auto range_of = [=](int64_t i, int64_t *lo, int64_t *hi) {
-        ladder_attn_key_range(i, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, lo, hi);
+     * before j0 + keys). Among them the tiles that need no mask, [u0, u1), contiguous for the same reason: whole
+     * tiles of rows and keys whose first row's range ends at or past j0 + BC and whose last row's starts at or
+     * before j0. Found here once, they let each step choose its path with two int compares, where each step
+     * found its own first and last rows' key ranges in 64-bit arithmetic. Tile indices are ints: a sequence has
+     * fewer than 2^31 tiles. */
+    const int tiles = (int)((seq.Lq + BR - 1) / BR);
+    auto lo_of = [=](int64_t i) {
+        int64_t lo, hi;
+        ladder_attn_key_range(i, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+        return lo;
     };
-    const int64_t t0 = first_true(tiles, [=](int64_t tt) {
+    auto hi_of = [=](int64_t i) {
         int64_t lo, hi;
-        range_of((tt + 1) * BR < seq.Lq ? (tt + 1) * BR - 1 : seq.Lq - 1, &lo, &hi);
-        return hi > j0;
+        ladder_attn_key_range(i, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+        return hi;
+    };
+    const int t0 = first_true(tiles, [=](int tt) {
+        const int64_t end = (int64_t)(tt + 1) * BR;
+        return hi_of((end < seq.Lq ? end : seq.Lq) - 1) > j0;
     });
-    const int64_t t1 = first_true(tiles, [=](int64_t tt) {
-        int64_t lo, hi;
-        range_of(tt * BR, &lo, &hi);
-        return lo >= j0 + keys;
+    const int t1 = first_true(tiles, [=](int tt) { return lo_of((int64_t)tt * BR) >= j0 + keys; });
+    const int u0 = first_true(tiles, [=](int tt) { return hi_of((int64_t)tt * BR) >= j0 + BC; });
+    const int u1 = keys < BC ? u0 : first_true(tiles, [=](int tt) {
+        const int64_t end = (int64_t)(tt + 1) * BR;
+        return end > seq.Lq || lo_of(end - 1) > j0;
     });
-    const int64_t per_head = t1 > t0 ? t1 - t0 : 0, steps = group * per_head;
-    auto step = [=](int64_t n) {
+    auto masked = [=](int tt) { return tt < u0 || tt >= u1; };
+    /* query tile tt of head hh of the group */
+    auto tile_at = [=](int hh, int tt) {
         qtile q;
-        q.h = hk * group + n / per_head, q.i0 = (t0 + n % per_head) * BR;
+        q.h = hk * group + hh, q.i0 = (int64_t)tt * BR;
         q.rows = seq.Lq - q.i0 < BR ? seq.Lq - q.i0 : BR;
         q.row0 = (b * a.Hq + q.h) * a.Sq + seq.q0 + q.i0;
         return q;
@@ -251,86 +279,113 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
 
     load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
     load_tile<BC, HDV, C::THREADS>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
-    if (steps > 0) {
-        const qtile q = step(0);
+    if (t0 < t1) {
+        const qtile q = tile_at(0, t0);
         load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, q.h, seq.q0 + q.i0, q.rows, a.D);
-        load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, q.h, seq.q0 + q.i0, q.rows, a.Dv);
-        fetch_rows<BR>(a, seq, q, sm.range(0), sm.lse(0), sm.D(0));
+        load_tile<BR, HDV, C::THREADS>(sm.dO(0), LDV, a.dout, b, q.h, seq.q0 + q.i0, q.rows, a.Dv);
+        fetch_rows<BR>(a, seq, q, masked(t0), sm.range(0), sm.lse(0), sm.D(0));
     }
     ladder_cp_async_commit();
     float dk[2][C::K_NT][4], dv[2][C::V_NT][4];
     ladder_zero_tile(dk);
     ladder_zero_tile(dv);
 
-    for (int64_t n = 0; n < steps; n++) {
-        const int st = (int)(n % 2);
-        const qtile q = step(n);
+    /* The steps: the tiles [t0, t1) of each query head hh of the group, counted up without a division (a 64-bit
+     * n / per_head and n % per_head per step were calls to a division routine). st: the step's buffers. */
+    for (int hh = t0 < t1 ? 0 : group, tt = t0, st = 0; hh < group; st ^= 1) {
+        const qtile q = tile_at(hh, tt);
+        const bool mask = masked(tt);
+        int hn = hh, tn = tt + 1; /* the next step's */
+        if (tn == t1) tn = t0, hn++;
         ladder_cp_async_wait_group<0>(); /* Q_n, dO_n (and K, V at first) */
         __syncthreads();                 /* ... for every thread; and every warp is done with step n - 1 */
-        const bool more = n + 1 < steps;
-        if (more) {
-            const qtile qn = step(n + 1);
+        if (hn < group) {
+            const qtile qn = tile_at(hn, tn);
             load_tile<BR, HD, C::THREADS>(sm.Q(1 - st), LDK, a.q, b, qn.h, seq.q0 + qn.i0, qn.rows, a.D);
-            fetch_rows<BR>(a, seq, qn, sm.range(1 - st), sm.lse(1 - st), sm.D(1 - st));
+            load_tile<BR, HDV, C::THREADS>(sm.dO(1 - st), LDV, a.dout, b, qn.h, seq.q0 + qn.i0, qn.rows, a.Dv);
+            fetch_rows<BR>(a, seq, qn, masked(tn), sm.range(1 - st), sm.lse(1 - st), sm.D(1 - st));
         }
         ladder_cp_async_commit();
 
-        if (all_seen<BR, BC>(a, seq, q, j0, keys)) scores<T, HD, HDV, false>(a, sm, sm.Q(st), st, j0, warp, lane);
-        else scores<T, HD, HDV, true>(a, sm, sm.Q(st), st, j0, warp, lane);
+        if (mask) scores<T, HD, HDV, true>(a, sm, sm.Q(st), st, j0, warp, lane);
+        else scores<T, HD, HDV, false>(a, sm, sm.Q(st), st, j0, warp, lane);
         __syncthreads(); /* P and dS are whole */
 
         /* dV += P^T dO (and below, dK += dS^T Q) for keys kr.. (P^T, dS^T: the stored [row][key] tiles through
          * .trans) */
-        ladder_mma_warp_tile<T, 2, C::V_NT, BR / 16, true, true>(dv, sm.P + kr, LDP, sm.dO + vc, LDV, lane);
-        __syncthreads(); /* every warp is done with dO_n */
-        if (more) {
-            const qtile qn = step(n + 1);
-            load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, qn.h, seq.q0 + qn.i0, qn.rows, a.Dv);
-        }
-        ladder_cp_async_commit();
+        ladder_mma_warp_tile<T, 2, C::V_NT, BR / 16, true, true>(dv, sm.P + kr, LDP, sm.dO(st) + vc, LDV, lane);
 
         if (atomic_dq) { /* dQ += dS K for rows qr.., columns qc.. (the scale is applied once, when it is rounded) */
             float dq[C::Q_MT][C::Q_NT][4];
             ladder_zero_tile(dq);
             dq_product<T, HD, HDV>(dq, sm, qr, qc, lane);
-            /* One address per row and compile-time offsets along it; in a whole tile (all rows, all columns, the
-             * common case) no test per element, and two columns per atomic. A 64-bit address computed per element
-             * behind a branch of its own took about 14 instructions per atomic. */
-            const int cols = (int)a.D - (qc + 2 * t); /* this lane's columns qc + 2t + nt*8 + e exist if < a.D */
-            const bool whole = q.rows == BR && a.D == HD;
-            float *tile = a.dq_accum + q.row0 * a.D; /* the step's first row; r * D fits an int */
+            if (q.rows == BR && a.D == HD) {
+                /* A whole tile, the common case: every atomic's address is one base plus a compile-time offset,
+                 * and each adds the pair of columns 2t, 2t + 1 (8-byte aligned: HD is even). A 64-bit address
+                 * computed per element behind a branch of its own took about 14 instructions per atomic. */
+                float *base = a.dq_accum + (q.row0 + qr + g) * HD + qc + 2 * t;
 #pragma unroll
-            for (int mt = 0; mt < C::Q_MT; mt++)
+                for (int mt = 0; mt < C::Q_MT; mt++)
 #pragma unroll
-                for (int k = 0; k < 2; k++) {
-                    const int r = qr + mt * 16 + g + 8 * k;
-                    float *row = tile + (r * (int)a.D + qc + 2 * t);
-                    if (whole) /* the pair of columns 2t, 2t + 1 at once: 8-byte aligned, since a.D = HD is even */
+                    for (int k = 0; k < 2; k++)
 #pragma unroll
                         for (int nt = 0; nt < C::Q_NT; nt++)
-                            atomic_add2(row + nt * 8, dq[mt][nt][2 * k], dq[mt][nt][2 * k + 1]);
-                    else if (r < q.rows)
+                            atomic_add2(base + (mt * 16 + 8 * k) * HD + nt * 8, dq[mt][nt][2 * k],
+                                        dq[mt][nt][2 * k + 1]);
+            } else { /* the last rows of a sequence, or padded head dims: one address per row, a test per element */
+                const int cols = (int)a.D - (qc + 2 * t); /* this lane's columns qc + 2t + nt*8 + e exist if < a.D */
+                float *tile = a.dq_accum + q.row0 * a.D;  /* the step's first row; r * D fits an int */
 #pragma unroll
-                        for (int nt = 0; nt < C::Q_NT; nt++)
+                for (int mt = 0; mt < C::Q_MT; mt++)
 #pragma unroll
-                            for (int e = 0; e < 2; e++)
-                                if (nt * 8 + e < cols) atomicAdd(row + nt * 8 + e, dq[mt][nt][2 * k + e]);
-                }
+                    for (int k = 0; k < 2; k++) {
+                        const int r = qr + mt * 16 + g + 8 * k;
+                        float *row = tile + (r * (int)a.D + qc + 2 * t);
+                        if (r < q.rows)
+#pragma unroll
+                            for (int nt = 0; nt < C::Q_NT; nt++)
+#pragma unroll
+                                for (int e = 0; e < 2; e++)
+                                    if (nt * 8 + e < cols) atomicAdd(row + nt * 8 + e, dq[mt][nt][2 * k + e]);
+                    }
+            }
         }
         /* dK after dQ, as FlashAttention-2 orders them: the atomics drain while dK's products run (issued last,
          * they held their registers into the next step, whose first instructions waited for them) */
         ladder_mma_warp_tile<T, 2, C::K_NT, BR / 16, true, true>(dk, sm.dS + kr, LDP, sm.Q(st) + kc, LDK, lane);
+        hh = hn, tt = tn;
     }
     ladder_cp_async_wait_group<0>(); /* a block that saw no query tile still has its K, V copies in flight */
 
-    /* dK = scale * sum dS^T Q and dV, rounded to T: keys kr + mt*16 + g (+8), this warp's columns */
+    /* dK = scale * sum dS^T Q and dV, rounded to T: keys kr + mt*16 + g (+8), this warp's columns. A whole tile
+     * (every key, unpadded head dims, 4-byte aligned outputs, the common case) stores the pair of columns 2t,
+     * 2t + 1 as one 32-bit word, each at one base address plus a compile-time offset; otherwise element by
+     * element, a test each. */
+    const int64_t key0 = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0; /* the tile's first key, as a row of dK and dV */
+    if (keys == BC && a.D == HD && a.Dv == HDV && (((uintptr_t)a.dk | (uintptr_t)a.dv) & 3) == 0) {
+        uint16_t *dk0 = a.dk + (key0 + kr + g) * HD + kc + 2 * t, *dv0 = a.dv + (key0 + kr + g) * HDV + vc + 2 * t;
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+            for (int k = 0; k < 2; k++) { /* rows g and g + 8 of the m16 block */
+#pragma unroll
+                for (int nt = 0; nt < C::K_NT; nt++)
+                    *(uint32_t *)(dk0 + (mt * 16 + 8 * k) * HD + nt * 8) =
+                        ladder_pack2_float<T>(a.scale * dk[mt][nt][2 * k], a.scale * dk[mt][nt][2 * k + 1]);
+#pragma unroll
+                for (int nt = 0; nt < C::V_NT; nt++)
+                    *(uint32_t *)(dv0 + (mt * 16 + 8 * k) * HDV + nt * 8) =
+                        ladder_pack2_float<T>(dv[mt][nt][2 * k], dv[mt][nt][2 * k + 1]);
+            }
+        return;
+    }
 #pragma unroll
     for (int mt = 0; mt < 2; mt++)
 #pragma unroll
         for (int c = 0; c < 4; c++) {
             const int key = kr + mt * 16 + g + 8 * (c / 2);
             if (key >= keys) continue;
-            const int64_t at = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0 + key;
+            const int64_t at = key0 + key;
 #pragma unroll
             for (int nt = 0; nt < C::K_NT; nt++) {
                 const int col = kc + nt * 8 + 2 * t + (c & 1);
@@ -364,8 +419,8 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_
     ladder_attn_key_range(i0 + q.rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &khi);
 
     load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, h, seq.q0 + i0, q.rows, a.D);
-    load_tile<BR, HDV, C::THREADS>(sm.dO, LDV, a.dout, b, h, seq.q0 + i0, q.rows, a.Dv);
-    fetch_rows<BR>(a, seq, q, sm.range(0), sm.lse(0), sm.D(0));
+    load_tile<BR, HDV, C::THREADS>(sm.dO(0), LDV, a.dout, b, h, seq.q0 + i0, q.rows, a.Dv);
+    fetch_rows<BR>(a, seq, q, true, sm.range(0), sm.lse(0), sm.D(0));
     ladder_cp_async_commit();
     float dq[C::Q_MT][C::Q_NT][4];
     ladder_zero_tile(dq);

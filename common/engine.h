@@ -137,13 +137,13 @@ typedef struct ladder_algo {
     int n_bench_problems;       /**< how many */
     uint32_t rungs_missing;     /**< bit r: the algorithm has no rung r yet (skipped, like a rung not built) */
     /**
-     * The rung `ladder bench` checks every other rung against (0: cpu). An algorithm whose bench problems would
-     * take the cpu rung minutes names a GPU rung here; the cpu rung is then not run at those sizes, and the
-     * speedup column stays empty. Without a GPU the cpu rung is the reference after all.
+     * Per bench problem, the rungs `ladder bench` runs at it (bit r: rung r), or NULL: every rung. The lowest rung
+     * of the set that is available here is the reference every other rung is checked against; the "x cpu" column
+     * is filled where that is the cpu rung. So the sizes a peer is measured at leave out the rungs that would take
+     * minutes (the cpu rung) or hours (flash's gpu_naive) there, and a small problem beside them climbs the whole
+     * ladder. A problem with no rung available here is left out, and the bench says so.
      */
-    ladder_rung bench_reference;
-    /** bit r: `ladder bench` leaves rung r out (it would take hours at the bench sizes: flash's gpu_naive) */
-    uint32_t bench_skip;
+    const uint32_t *bench_rungs;
     const uint32_t *bench_with; /**< per bench problem, the optional tensors it includes (bit i: tensor i), or NULL */
     uint32_t run_with;          /**< the optional tensors `ladder run` includes when --with is not given */
 } ladder_algo;

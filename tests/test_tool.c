@@ -285,3 +285,18 @@ Test(tool, bench_dtype_picks_one_precision) {
     cr_assert_not_null(strstr(out, "| gpu_tensorcore | f16 |"), "stdout '%s' should time fp16", out);
     cr_assert_null(strstr(out, "| bf16 |"), "stdout '%s' should not time bf16", out);
 }
+
+/* Each bench problem runs the rungs of its own set: only flash's first, small problem has the cpu rung (the sweep's
+ * sizes would take it many minutes), so `--rung cpu` times that one problem, both passes, and nothing else. */
+Test(tool, bench_runs_each_problem_at_its_rungs) {
+    char args[512];
+    snprintf(args, sizeof args, "bench flash --rung cpu --out %s/b", dir);
+    cr_assert_eq(run_ladder(args), 0);
+    char out[8192];
+    read_output("stdout", out, sizeof out);
+    cr_assert_not_null(strstr(out, "| flash | fwd | cpu | f32 | B=1 Hq=8 Hkv=8 Sq=1024 "), "stdout: %s", out);
+    cr_assert_not_null(strstr(out, "| flash | bwd | cpu | f32 | B=1 Hq=8 Hkv=8 Sq=1024 "), "stdout: %s", out);
+    int rows = 0;
+    for (const char *p = out; (p = strstr(p, "| flash |")) != NULL; p++) rows++;
+    cr_assert_eq(rows, 2, "stdout '%s' should hold the small problem's two cpu rows and no other", out);
+}

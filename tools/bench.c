@@ -5,10 +5,10 @@
  * rung's dtype; the cpu reference of the tensor-core rung also rounds what that rung rounds, ladder_run_tc_reference;
  * a GPU reference cannot, and where the algorithm has such roundings (flash) only the L2 rule decides), then the
  * rung function alone, timed: --warmup untimed runs, then --reps runs, each bracketed by CUDA events with L2
- * flushed before it, median reported. The reference is the cpu rung, whose one validated call per pass is also its
- * timing (it is the reference, not the subject), unless the algorithm names another in
- * ladder_algo::bench_reference (then that rung is timed like the other GPU rungs, the cpu rung does not run, and
- * there is no speedup over cpu to report).
+ * flushed before it, median reported. Each bench problem runs the rungs of its set (ladder_algo::bench_rungs), and
+ * the lowest of them that is available is the reference. Where that is the cpu rung, its one validated call per
+ * pass is also its timing (it is the reference, not the subject), and the other rungs get their speedup over it; a
+ * problem too large for the cpu rung has a GPU rung as its reference, timed like the others, and no speedup.
  */
 #include <string.h>
 
@@ -69,8 +69,15 @@ static void with_str(const ladder_algo *algo, uint32_t with, char *shape, size_t
     }
 }
 
-/* One bench problem: every planned rung, checked and timed. */
-static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void *base, uint32_t with,
+/* The reference of a problem whose rung set is @p rungs: its lowest rung available here (LADDER_RUNG_COUNT: none). */
+static ladder_rung reference_rung(const ladder_algo *algo, uint32_t rungs) {
+    for (int r = 0; r < LADDER_RUNG_COUNT; r++)
+        if ((rungs >> r) & 1u && ladder_algo_rung_available(algo, (ladder_rung)r) == LADDER_OK) return (ladder_rung)r;
+    return LADDER_RUNG_COUNT;
+}
+
+/* One bench problem: every planned rung of its set @p rungs, checked and timed. */
+static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void *base, uint32_t with, uint32_t rungs,
                          bench_row *rows, int max_rows, int *n_rows) {
     _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
@@ -80,13 +87,21 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     ladder_problem_str(algo, problem, shape, sizeof shape);
     with_str(algo, co.with, shape, sizeof shape);
     const double t0 = tool_now_ms();
-    ladder_rung ref = algo->bench_reference;
-    if (ladder_algo_rung_available(algo, ref) != LADDER_OK) ref = LADDER_RUNG_CPU;
+    const ladder_rung ref = reference_rung(algo, rungs);
+    if (ref == LADDER_RUNG_COUNT) { /* a size only GPU rungs run at, on a machine without one */
+        fprintf(stderr, "bench %s [%s] left out: none of its rungs can run here\n", algo->name, shape);
+        return TOOL_OK;
+    }
     const bool ref_is_cpu = ref == LADDER_RUNG_CPU;
     int steps = 2, step = 0, failures = 0;
-    for (int i = 1; i < N_PLAN; i++)
-        steps += plan_wanted(o, i) && ladder_algo_rung_available(algo, plan[i].rung) == LADDER_OK &&
-                 !(plan[i].rung == ref && plan[i].dtype == LADDER_F32) && !((algo->bench_skip >> plan[i].rung) & 1u);
+    bool any_wanted = false; /* a problem none of whose rungs --rung asks for is not run, not even its reference */
+    for (int i = 0; i < N_PLAN; i++) {
+        const bool runs = plan_wanted(o, i) && (rungs >> plan[i].rung) & 1u &&
+                          ladder_algo_rung_available(algo, plan[i].rung) == LADDER_OK;
+        any_wanted |= runs;
+        steps += i > 0 && runs && !(plan[i].rung == ref && plan[i].dtype == LADDER_F32);
+    }
+    if (!any_wanted) return TOOL_OK;
 
     progress(algo->name, shape, ++step, steps, "random inputs", t0);
     ladder_case c;
@@ -101,28 +116,28 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     progress(algo->name, shape, ++step, steps, what, t0);
     const ladder_run_opts cpu_opts = {.reps = CPU_REPS};
     const ladder_run_opts gpu_opts = {.warmup = o->warmup, .reps = o->reps, .flush_l2 = true};
-    ladder_result cpu;
+    ladder_result ref_res;
     const ladder_run_opts once = {0}; /* a reference that is not itself asked for is run, not timed */
     const ladder_run_opts *ref_opts = ref_is_cpu ? &cpu_opts : tool_rung_wanted(o, ref) ? &gpu_opts : &once;
-    if (ladder_run(ref, LADDER_F32, &c, ref_opts, &cpu) != LADDER_OK) {
+    if (ladder_run(ref, LADDER_F32, &c, ref_opts, &ref_res) != LADDER_OK) {
         fprintf(stderr, "ladder: %s rung: %s\n", ladder_rung_name(ref), ladder_last_error());
         ladder_case_free(&c);
         return TOOL_FAIL;
     }
-    const ladder_result *speedup_base = ref_is_cpu ? &cpu : NULL;
+    const ladder_result *speedup_base = ref_is_cpu ? &ref_res : NULL;
     if (tool_rung_wanted(o, ref) && *n_rows + 2 <= max_rows)
-        add_rows(algo, &c, shape, ref, LADDER_F32, &cpu, speedup_base, rows, n_rows);
+        add_rows(algo, &c, shape, ref, LADDER_F32, &ref_res, speedup_base, rows, n_rows);
     for (int i = 1; i < N_PLAN && *n_rows + 2 <= max_rows; i++) {
         ladder_rung rung = plan[i].rung;
         ladder_dtype dt = plan[i].dtype;
         if (!plan_wanted(o, i) || ladder_algo_rung_available(algo, rung) != LADDER_OK) continue;
+        if (!((rungs >> rung) & 1u)) continue;         /* not run at this size (minutes or hours) */
         if (rung == ref && dt == LADDER_F32) continue; /* timed above, as the reference */
-        if ((algo->bench_skip >> rung) & 1u) continue;  /* too slow at the bench sizes */
         snprintf(what, sizeof what, "%s %s", ladder_rung_name(rung), ladder_dtype_name(dt));
         progress(algo->name, shape, ++step, steps, what, t0);
         ladder_result res, rounded = {0};
         ladder_status st = ladder_run(rung, dt, &c, &gpu_opts, &res);
-        const ladder_result *want = &cpu;
+        const ladder_result *want = &ref_res;
         /* a GPU reference cannot round what the tensor-core rung rounds (ladder_algo::call_emulating) */
         const bool inexact_ref = dt != LADDER_F32 && ref != LADDER_RUNG_CPU && algo->call_emulating;
         if (st == LADDER_OK && dt != LADDER_F32 && ref == LADDER_RUNG_CPU) {
@@ -155,7 +170,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
         ladder_result_free(&rounded);
     }
     fprintf(stderr, "bench %s [%s] done in %.1f s\n", algo->name, shape, (tool_now_ms() - t0) * 1e-3);
-    ladder_result_free(&cpu);
+    ladder_result_free(&ref_res);
     ladder_case_free(&c);
     return failures ? TOOL_FAIL : TOOL_OK;
 }
@@ -186,7 +201,9 @@ int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int
     for (int i = 0; i < algo->n_bench_problems && rc != TOOL_USAGE; i++) {
         if (repeats_earlier(algo, o, i)) continue;
         const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;
-        int r = bench_problem(algo, o, base, algo->bench_with ? algo->bench_with[i] : 0, rows, max_rows, n_rows);
+        const uint32_t with = algo->bench_with ? algo->bench_with[i] : 0;
+        const uint32_t rungs = algo->bench_rungs ? algo->bench_rungs[i] : (1u << LADDER_RUNG_COUNT) - 1;
+        int r = bench_problem(algo, o, base, with, rungs, rows, max_rows, n_rows);
         if (r > rc) rc = r;
     }
     return rc;

@@ -95,7 +95,8 @@ void ladder_problem_str(const ladder_algo *algo, const void *problem, char *buf,
         const ladder_param *p = &algo->params[i];
         double v = ladder_param_get(algo, problem, i);
         const char *sep = used ? " " : "";
-        int k = p->type == LADDER_PARAM_BOOL     ? (v ? snprintf(buf + used, n - used, "%s%s", sep, p->name) : 0)
+        /* a flag that is set reads name=1 (as its command-line flag takes it), so a shape is NAME=VALUE pairs */
+        int k = p->type == LADDER_PARAM_BOOL     ? (v ? snprintf(buf + used, n - used, "%s%s=1", sep, p->name) : 0)
                 : p->type == LADDER_PARAM_DOUBLE ? snprintf(buf + used, n - used, "%s%s=%g", sep, p->name, v)
                                                  : snprintf(buf + used, n - used, "%s%s=%.0f", sep, p->name, v);
         used += k > 0 ? (size_t)k : 0;

@@ -95,10 +95,10 @@ void ladder_problem_str(const ladder_algo *algo, const void *problem, char *buf,
         const ladder_param *p = &algo->params[i];
         double v = ladder_param_get(algo, problem, i);
         const char *sep = used ? " " : "";
-        /* a flag that is set reads name=1 (as its command-line flag takes it), so a shape is NAME=VALUE pairs */
-        int k = p->type == LADDER_PARAM_BOOL     ? (v ? snprintf(buf + used, n - used, "%s%s=1", sep, p->name) : 0)
-                : p->type == LADDER_PARAM_DOUBLE ? snprintf(buf + used, n - used, "%s%s=%g", sep, p->name, v)
-                                                 : snprintf(buf + used, n - used, "%s%s=%.0f", sep, p->name, v);
+        /* a flag reads name=0 or name=1, as its command-line flag takes it: a shape is NAME=VALUE pairs, every
+         * param named, so that a filter of tools/bench_tables.py can pick either value */
+        int k = p->type == LADDER_PARAM_DOUBLE ? snprintf(buf + used, n - used, "%s%s=%g", sep, p->name, v)
+                                               : snprintf(buf + used, n - used, "%s%s=%.0f", sep, p->name, v);
         used += k > 0 ? (size_t)k : 0;
     }
 }

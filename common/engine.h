@@ -176,7 +176,7 @@ double ladder_param_get(const ladder_algo *algo, const void *problem, int i);
 void ladder_param_set(const ladder_algo *algo, void *problem, int i, double v);
 /** Fill @p problem with every param's run default. */
 void ladder_problem_defaults(const ladder_algo *algo, void *problem);
-/** "B=2 T=1024 D=512 W=4" (sizes and options, in param order; a bool as NAME=1, only when true). */
+/** "B=2 T=1024 D=512 W=4" (every size and option, in param order; a bool as NAME=0 or NAME=1). */
 void ladder_problem_str(const ladder_algo *algo, const void *problem, char *buf, size_t n);
 /**
  * The shape of tensor @p i for @p problem (@p index: the case's index tensor, for derived dims).

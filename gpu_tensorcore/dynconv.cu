@@ -32,13 +32,18 @@
  *     [token][channel] for x and dout, [token][channel][tap] for kernels (taps padded to an even count), so
  *     staging is a copy. B comes from the [token][channel] tile with one ldmatrix.trans per k step: its
  *     8 rows are 8 consecutive tokens of the 8 channels, and the transposing load hands each lane its two
- *     tokens of one channel. Row pitches carry 16 bytes of padding so those loads hit distinct banks.
+ *     tokens of one channel. Row pitches carry 16 bytes of padding so those loads hit distinct banks, and in
+ *     the backward a channel's slot of We % 32 == 0 taps carries 16 more, so that the A loads of the 8 channels
+ *     of an mma do too (at W = 64 they were 8-way conflicted).
  *  4. Sequences end inside a tile only with cu_seqlens. Then the taps that would reach across a sequence
  *     start are zeroed in the staged kernels tile (mask_kernels), one rule for the forward and for dx.
  *     Past W = 32 the backward stages its kernels sheared instead (stage_sheared): each dx token's W weights
  *     side by side, as the forward has its own, so that dx is the forward's product (fwd_mma) and the tile
- *     needs TT rows of weights, not the TT + W that dx_mma's k steps reach (at W = 64 two blocks per SM
- *     instead of one). That copy is a transpose, done through registers; it zeroes the masked taps itself.
+ *     needs TT rows of weights, not the TT + W that dx_mma's k steps reach. That copy is a transpose, done
+ *     through registers, two taps of two neighbouring rows to a 32-bit store; it zeroes the masked taps itself.
+ *     Where even the narrowest sheared tile misses the shared-memory target (from W = 45), a block covers
+ *     TT_SHEAR = 32 tokens: at W = 64 four blocks per SM instead of two. The tile size is a template argument
+ *     of the backward kernel, so the fixed-size loops stay unrolled.
  *  5. Coalesced output: the useful entry of C goes to a [token][channel] tile in shared memory, and the tile
  *     leaves as 16-byte rows (store_tokens).
  *  6. Few instructions per element. In the bf16 forward at W = 4 an output moves 12 bytes. At the copy rate
@@ -74,6 +79,7 @@ namespace {
 constexpr int NT = 256;                 // threads per block
 constexpr int NWARPS = NT / 32;
 constexpr int TT = 64;                  // tokens per block
+constexpr int TT_SHEAR = 32;            // ... in a sheared backward whose tiles miss SMEM_TARGET (plan)
 constexpr int NCH = 8;                  // channels per mma: the 8 columns of B
 constexpr int UNIT = 4;                 // mma products a warp carries through the k loop together
 constexpr int SMEM_TARGET = 56 * 1024;  // per block, when picking the channel tile: several blocks per SM
@@ -88,16 +94,18 @@ struct tc_args {
     int64_t sx[4], sk[4], sg[4]; // input strides; x and dout as [B,T,D,1]
     int64_t T, D;
     int W, We;                   // taps, and taps per staged kernels slot (W rounded up to even)
+    int KS;                      // pitch of a channel's slot in the kernels tile: We, or We + 8 (layout)
     int S, lgS, NK;              // token distance of rows g and g+8 of A (S = 2^lgS); k steps (of 8) per mma
     const int32_t *cu_seqlens;   // nullptr: every batch row is one sequence
     int n_seqs;
     int DT, lg_oct;              // channels per block, DT = NCH * 2^lg_oct
-    int KR, krows;               // kernels tile [krows][DT][We]: row pitch, rows
+    int KR, krows;               // kernels tile [krows][DT][KS]: row pitch, rows
     int CR;                      // row pitch of the [token][channel] tiles: x, dout, and the output
     int xrows, grows;            // x and dout tile rows
     int off_x, off_k, off_g, off_o, off_b;
     bool vec_x, vec_k, vec_g, vec_out, vec_dk; // 16-byte path per tensor
     bool shear;                  // backward, W > SHEAR_W: the kernels tile is sheared, dx is fwd_mma's product
+    int tt;                      // tokens per block, the kernel's template argument TB: TT or TT_SHEAR
 };
 
 /* The block's place: batch row b, first token t0, first channel d0, Dv channels inside D. */
@@ -107,25 +115,26 @@ struct tile {
 };
 
 /* The grid is (token tiles, channel tiles, batch rows). */
-__device__ tile tile_of(const tc_args &a) {
+template <int TB> __device__ tile tile_of(const tc_args &a) {
     tile tl;
     tl.b = blockIdx.z;
-    tl.t0 = (int64_t)blockIdx.x * TT;
+    tl.t0 = (int64_t)blockIdx.x * TB;
     tl.d0 = (int)blockIdx.y * a.DT;
     tl.Dv = (int)min((int64_t)a.DT, a.D - tl.d0);
     return tl;
 }
 
 /*
- * Stage rows tok0 .. tok0+rows-1 of a [B,T,D,nw]-strided input into dst[row * ld + c * nw + w] = src[b,
- * tok0+row, d0+c, w] for w < w_real. Zero where w >= w_real (padding taps), c >= Dv, row >= live, or the
- * token lies outside [0,T): the mma multiplies them by zero weights, and 0 * 0 is harmless where 0 * garbage
- * might be NaN. x and dout are the case nw = w_real = 1. A row is DT*nw elements, copied 8 at a time: one
- * 16-byte cp.async where the input is contiguous and aligned (vec), element loads otherwise. Each thread keeps
- * the same 8-element chunk of every row it copies, so the 16-byte path divides nothing per chunk.
+ * Stage rows tok0 .. tok0+rows-1 of a [B,T,D,nw]-strided input into dst[row * ld + c * slot + w] = src[b,
+ * tok0+row, d0+c, w] for w < w_real (slot = nw, or slot > nw with nw % 8 == 0: a chunk then stays in one
+ * slot). Zero where w >= w_real (padding taps), c >= Dv, row >= live, or the token lies outside [0,T): the mma
+ * multiplies them by zero weights, and 0 * 0 is harmless where 0 * garbage might be NaN. x and dout are the case
+ * nw = slot = w_real = 1. A row is DT*nw elements, copied 8 at a time: one 16-byte cp.async where the input is
+ * contiguous and aligned (vec), element loads otherwise. Each thread keeps the same 8-element chunk of every row
+ * it copies, so the 16-byte path divides nothing per chunk.
  */
 __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t *src, const int64_t *st, int nw,
-                      int w_real, bool vec, const tc_args &a, const tile &tl, int64_t tok0) {
+                      int slot, int w_real, bool vec, const tc_args &a, const tile &tl, int64_t tok0) {
     const int cpr = a.DT * nw / 8, nv = tl.Dv * nw;        // chunks per row, valid elements per row
     const int per_row = min(cpr, NT), row_step = NT / per_row; // threads per row, rows per pass
     const int r0 = threadIdx.x / per_row;
@@ -134,15 +143,16 @@ __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t 
     // rows holding input: tokens in [0, T), rows below live
     const int row_lo = (int)max((int64_t)0, -tok0), row_hi = (int)min((int64_t)live, a.T - tok0);
     for (int f0 = 8 * (threadIdx.x % per_row); f0 < 8 * cpr; f0 += 8 * per_row) {
+        const int fd = slot == nw ? f0 : f0 / nw * slot + f0 % nw; // where the chunk lands in a tile row
         if (vec && f0 + 8 <= nv) { // each chunk of this column is 16 bytes of input, or a zero row
             for (int row = r0; row < rows; row += row_step) {
                 const bool in = row >= row_lo && row < row_hi;
-                ladder_cp_async16(dst + row * ld + f0, in ? base + (tok0 + row) * st[1] + f0 : src, in);
+                ladder_cp_async16(dst + row * ld + fd, in ? base + (tok0 + row) * st[1] + f0 : src, in);
             }
             continue;
         }
         for (int row = r0; row < rows; row += row_step) {
-            uint16_t *d = dst + row * ld + f0;
+            uint16_t *d = dst + row * ld + fd;
             const bool in = row >= row_lo && row < row_hi && f0 < nv;
             uint16_t e[8];
 #pragma unroll
@@ -170,56 +180,97 @@ __device__ void stage_bounds(int *wmin, int rows, const tc_args &a, const tile &
 /*
  * Past W = SHEAR_W the backward stages its kernels tile sheared: sK[j][c][p] = kernels[t0+j+p][c][W-1-p], the
  * weight through which dout[t0+j+p] reaches dx[t0+j]. Then dx[j] = sum_p sK[j][p] * dout[j+p] is the forward's
- * product (fwd_mma, with the dout tile as its x), and the tile holds TT rows of weights where the plain layout
- * holds every row the k steps reach, TT - S + 8*NK (128 at W = 64: twice the shared memory, one block per SM).
- * The copy is a transpose: tap w of source row s goes to row j = s - d, d = W-1-w, one 2-byte store each, so it
- * runs through registers, not cp.async. Taps that cross a sequence start (w < wmin[s]) are stored as zeros,
- * mask_kernels' rule. Each thread keeps one chunk of CW taps of one channel (CW = 8, 16 bytes, when the kernels
- * take the 16-byte path and W % 8 == 0; else CW = 1), works out once where they land, and walks down only the
- * rows that have a tap in the tile, SHEAR_ROWS loads in flight.
+ * product (fwd_mma, with the dout tile as its x), and the tile holds TB rows of weights where the plain layout
+ * holds every row the k steps reach, TB - S + 8*NK (128 at W = 64: twice the shared memory, one block per SM).
+ * The copy is a transpose: tap w of source row s goes to row j = s - d, d = W-1-w, so it runs through
+ * registers, not cp.async. Taps that cross a sequence start (w < wmin[s]) are stored as zeros, mask_kernels'
+ * rule. Each thread keeps one chunk of taps of one channel, works out once where they land, and walks down only
+ * the rows that have a tap in the tile, SHEAR_ROWS loads in flight.
+ *
+ * Where the kernels take the 16-byte path and W % 8 == 0, a chunk is 8 taps (one 16-byte load), and a thread
+ * walks down consecutive rows: slots d and d+1 of row j (d even) are tap W-1-d of source row j+d and tap W-2-d
+ * of row j+d+1, so two neighbouring source rows give 4 whole 32-bit words of the tile (their odd and even taps,
+ * one byte_perm each). Half the stores of one tap at a time, and half the shared-memory wavefronts: the 8 chunks
+ * of a warp's row land 16 bytes apart in the banks, so every store instruction of a warp is 4-way conflicted,
+ * whatever its width. Else (odd W, strided kernels) a chunk is one tap, stored alone.
  */
-template <int CW>
+template <int TB>
 __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, const tile &tl) {
-    const int W = a.W, rows = TT + W - 1, len = a.DT * W, nv = tl.Dv * W; // a source row's taps; present
-    const int per_row = min(len / CW, NT), row_step = NT / per_row, r0 = threadIdx.x / per_row;
+    const int W = a.W, rows = TB + W - 1, row_hi = (int)min((int64_t)rows, a.T - tl.t0); // rows inside [0, T)
+    const uint16_t *base = a.k + tl.b * a.sk[0] + tl.t0 * a.sk[1] + (int64_t)tl.d0 * a.sk[2];
+    const int len = a.DT * W, nv = tl.Dv * W; // a source row's taps; those of channels inside D
+    if (a.vec_k && W % 8 == 0) {
+        const int per_row = min(len / 8, NT), row_step = NT / per_row, r0 = threadIdx.x / per_row;
+        if (r0 >= row_step) return;
+        for (int e0 = 8 * (threadIdx.x % per_row); e0 < len; e0 += 8 * per_row) {
+            const int c = e0 / W, w0 = e0 % W, d0 = W - 1 - w0; // taps w0 .. w0+7: slots d0 .. d0-7
+            // pair (r, r+1), word i: taps w0+2i+1 of row r and w0+2i of row r+1, slot d = d0-1-2i of row r-d,
+            // at sK[r*KR + dst + 2i*(KR-1)]
+            const int dst = c * a.KS + (d0 - 1) * (1 - a.KR);
+            const bool present = e0 < nv;                 // a channel of the tile inside D
+            const int lo = d0 - 7, hi = min(rows, d0 + TB); // pairs r, r+1 with r in [lo, hi-1) reach the tile
+            constexpr int NP = 6; // pairs per batch, from NP + 1 rows
+            for (int s = lo + NP * r0; s < hi - 1; s += NP * row_step) { // pairs s .. s+NP-1
+                uint4 q[NP + 1];
+#pragma unroll
+                for (int u = 0; u <= NP; u++) { // all loads first: rows s .. s+NP
+                    const int su = s + u;
+                    q[u] = make_uint4(0, 0, 0, 0);
+                    if (present && su < row_hi) q[u] = *reinterpret_cast<const uint4 *>(base + su * a.sk[1] + e0);
+                }
+#pragma unroll
+                for (int u = 0; u <= NP; u++) { // taps before the row's sequence start: zeros (rare)
+                    const int su = s + u, lead = su < hi ? wmin[su] - w0 : 0;
+                    if (lead > 0) {
+                        uint32_t qw[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            qw[i] &= (2 * i + 1 < lead ? 0u : 0xFFFF0000u) | (2 * i < lead ? 0u : 0xFFFFu);
+                        q[u] = make_uint4(qw[0], qw[1], qw[2], qw[3]);
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < NP; u++) {
+                    const int r = s + u;
+                    if (r >= hi - 1) break;
+                    const uint32_t lo_w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+                    const uint32_t hi_w[4] = {q[u + 1].x, q[u + 1].y, q[u + 1].z, q[u + 1].w};
+#pragma unroll
+                    for (int i = 0; i < 4; i++) // tap w0+2i+1 of row r (high half) below tap w0+2i of row r+1
+                        if ((unsigned)(r - d0 + 1 + 2 * i) < (unsigned)TB)
+                            *reinterpret_cast<uint32_t *>(sK + r * a.KR + dst + 2 * i * (a.KR - 1)) =
+                                __byte_perm(lo_w[i], hi_w[i], 0x5432);
+                }
+            }
+        }
+        return;
+    }
+    const int per_row = min(len, NT), row_step = NT / per_row, r0 = threadIdx.x / per_row;
     if (r0 < row_step) {
-        const int row_hi = (int)min((int64_t)rows, a.T - tl.t0); // rows inside [0, T)
-        const uint16_t *base = a.k + tl.b * a.sk[0] + tl.t0 * a.sk[1] + (int64_t)tl.d0 * a.sk[2];
-        for (int e0 = CW * (threadIdx.x % per_row); e0 < len; e0 += CW * per_row) {
-            const int c = e0 / W, w0 = e0 % W, d0 = W - 1 - w0; // tap w0+k lands on row s - (d0-k), slot d0-k
-            const int dst = c * a.We + d0 - d0 * a.KR;              // ... at sK[s*KR + dst + k*(KR-1)]
-            const int64_t col = CW == 8 ? e0 : c * a.sk[2] + w0 * a.sk[3]; // CW == 8: contiguous taps
-            const bool present = e0 < nv;                          // a channel of the tile inside D
-            const int lo = max(0, d0 - (CW - 1)), hi = min(rows, d0 + TT); // rows with a tap in the tile
-            for (int s = lo + (r0 - lo % row_step + row_step) % row_step; s < hi; s += SHEAR_ROWS * row_step) {
-                uint4 q[SHEAR_ROWS];
+        for (int e0 = threadIdx.x % per_row; e0 < len; e0 += per_row) {
+            const int c = e0 / W, w = e0 % W, d = W - 1 - w; // tap w lands on row s - d, slot d
+            const int dst = c * a.KS + d - d * a.KR;          // ... at sK[s*KR + dst]
+            const int64_t col = c * a.sk[2] + w * a.sk[3];
+            const bool present = e0 < nv;                     // a channel of the tile inside D
+            const int hi = min(rows, d + TB);                 // rows d .. hi-1 have this tap in the tile
+            for (int s = d + (r0 - d % row_step + row_step) % row_step; s < hi; s += SHEAR_ROWS * row_step) {
+                uint16_t q[SHEAR_ROWS];
 #pragma unroll
                 for (int u = 0; u < SHEAR_ROWS; u++) { // all loads first
                     const int su = s + u * row_step;
-                    const uint16_t *p = base + su * a.sk[1] + col;
-                    q[u] = make_uint4(0, 0, 0, 0);
-                    if (present && su < row_hi) {
-                        if constexpr (CW == 8) q[u] = *reinterpret_cast<const uint4 *>(p);
-                        else q[u].x = p[0];
-                    }
+                    q[u] = present && su < row_hi ? base[su * a.sk[1] + col] : 0;
                 }
 #pragma unroll
                 for (int u = 0; u < SHEAR_ROWS; u++) {
                     const int su = s + u * row_step;
                     if (su >= hi) break;
-                    const uint32_t qw[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
-#pragma unroll
-                    for (int k = 0; k < CW; k++) {
-                        const uint16_t v = (uint16_t)(qw[k / 2] >> (16 * (k % 2)));
-                        if ((unsigned)(su - d0 + k) < (unsigned)TT)
-                            sK[su * a.KR + dst + k * (a.KR - 1)] = w0 + k >= wmin[su] ? v : 0;
-                    }
+                    sK[su * a.KR + dst] = w >= wmin[su] ? q[u] : 0;
                 }
             }
         }
     }
     if (a.We > W) // odd W: the pad tap p = W, which the mma reads beside tap W-1
-        for (int i = threadIdx.x; i < TT * a.DT; i += NT) sK[i / a.DT * a.KR + i % a.DT * a.We + W] = 0;
+        for (int i = threadIdx.x; i < TB * a.DT; i += NT) sK[i / a.DT * a.KR + i % a.DT * a.KS + W] = 0;
 }
 
 /*
@@ -231,12 +282,12 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
 __device__ void mask_kernels(uint16_t *sK, const int *wmin, int rows, const tc_args &a) {
     for (int i = threadIdx.x; i < rows * a.DT; i += NT) {
         const int r = i / a.DT, c = i % a.DT;
-        for (int w = 0; w < wmin[r]; w++) sK[r * a.KR + c * a.We + w] = 0;
+        for (int w = 0; w < wmin[r]; w++) sK[r * a.KR + c * a.KS + w] = 0;
     }
 }
 
 /*
- * The mma work of a block, per 8-channel octet: TT/2 row pairs (r, r+S), pair m having r = 2S*(m/S) + m%S
+ * The mma work of a block, per 8-channel octet: TB/2 row pairs (r, r+S), pair m having r = 2S*(m/S) + m%S
  * (the first S rows of each run of 2S). A warp keeps one octet (NWARPS is a multiple of the DT/8 octets) and
  * takes UNIT consecutive pairs at a time, carrying all of them through the k loop together, so that what
  * depends only on the lane and the k step (which word to load, which halves to keep) is worked out once per
@@ -258,8 +309,9 @@ __device__ warp_plan plan_warp(const tc_args &a) {
     return w;
 }
 
-/* Units per block (UNIT pairs of one octet each); unit u is octet u % octets, and its first pair's tile row: */
-__device__ int n_units(const tc_args &a) { return (TT / 2 / UNIT) << a.lg_oct; }
+/* Units per block (UNIT pairs of one octet each); unit u is octet u % octets, and its first pair's tile row.
+ * (TB = TT_SHEAR with one octet: 4 units, so half the warps wait; the SM's other blocks fill the issue slots.) */
+template <int TB> __device__ int n_units(const tc_args &a) { return (TB / 2 / UNIT) << a.lg_oct; }
 __device__ int unit_row(int u, const tc_args &a) { return pair_row(UNIT * (u >> a.lg_oct), a); }
 
 /*
@@ -286,13 +338,13 @@ __device__ void store_diagonal(uint16_t *o, const tc_args &a, const warp_plan &w
  * For W <= 8 the two ranges do not overlap, so each lane loads one word per k step and product, and masks
  * it into the register(s) it belongs to.
  */
-template <class T>
+template <class T, int TB>
 __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK, uint16_t *sO) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
     const warp_plan wp = plan_warp(a);
-    const uint16_t *kl = sK + (wp.c0 + g) * a.We;       // kernels row 0, channel c0+g
+    const uint16_t *kl = sK + (wp.c0 + g) * a.KS;       // kernels row 0, channel c0+g
     const uint16_t *xl = sX + (lane % 8) * a.CR + wp.c0; // B: x-tile row r+p is token r-W+1+p
-    for (int u = threadIdx.x / 32; u < n_units(a); u += NWARPS) {
+    for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
         const int r0 = unit_row(u, a);
         const uint16_t *kb = kl + r0 * a.KR, *xb = xl + r0 * a.CR;
         float acc[UNIT][4] = {};
@@ -322,13 +374,13 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
  * for row g+8 (q = p-S) when S <= p < S+W. Each register joins two 16-bit loads from two kernels rows: row
  * r+p, tap W-1-q, and row r+p+1, tap W-2-q (masked away when that tap is -1).
  */
-template <class T>
+template <class T, int TB>
 __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK, uint16_t *sO) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
     const warp_plan wp = plan_warp(a);
-    const uint16_t *kl = sK + (wp.c0 + g) * a.We;       // kernels row 0, channel c0+g
+    const uint16_t *kl = sK + (wp.c0 + g) * a.KS;       // kernels row 0, channel c0+g
     const uint16_t *gl = sG + (lane % 8) * a.CR + wp.c0; // B: dout-tile row r+p
-    for (int u = threadIdx.x / 32; u < n_units(a); u += NWARPS) {
+    for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
         const int r0 = unit_row(u, a);
         const uint16_t *kb = kl + r0 * a.KR, *gb = gl + r0 * a.CR;
         float acc[UNIT][4] = {};
@@ -357,15 +409,15 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
 /* dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
  * each, rounded to T. One thread per (row, channel), writing its taps in pairs into the dkernels tile sD, laid
  * out as the kernels tile (dx_mma is done with that by now); store_dkernels sends it out in 16-byte rows. */
-template <class T>
+template <class T, int TB>
 __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_t *sG, const int *wmin,
                              uint16_t *sD) {
     const int lgDT = a.lg_oct + 3, c = threadIdx.x & (a.DT - 1); // DT = 2^lgDT; the thread's channel
-    for (int row = threadIdx.x >> lgDT; row < TT; row += NT >> lgDT) {
+    for (int row = threadIdx.x >> lgDT; row < TB; row += NT >> lgDT) {
         const int w_lo = wmin[row];
         const float gv = ladder_to_float<T>(sG[row * a.CR + c]);
         const uint16_t *xs = sX + row * a.CR + c; // x-tile row row+w is token t0+row+w-W+1
-        uint16_t *d = sD + row * a.KR + c * a.We;
+        uint16_t *d = sD + row * a.KR + c * a.KS;
         for (int w = 0; w < a.We; w += 2, xs += 2 * a.CR) { // taps from w_lo on are inside the sequence
             const float v0 = w >= w_lo ? gv * ladder_to_float<T>(xs[0]) : 0.0f;
             const float v1 = w + 1 >= w_lo && w + 1 < a.W ? gv * ladder_to_float<T>(xs[a.CR]) : 0.0f; // W: pad
@@ -374,33 +426,35 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
     }
 }
 
-/* The dkernels tile [TT][KR] (channel slots of We taps) -> rows t0.. of the contiguous [B,T,D,W] output, 8
- * elements per thread (the same 8 in every row it writes): 16-byte copies where the slots have no padding
- * (W even) and the output is aligned, element copies otherwise. */
-__device__ void store_dkernels(const uint16_t *sD, const tc_args &a, const tile &tl) {
+/* The dkernels tile [TB][KR] (channel slots of KS) -> rows t0.. of the contiguous [B,T,D,W] output, 8 elements
+ * per thread (the same 8 in every row it writes): 16-byte copies where a slot holds no padding tap (W even) and
+ * the output is aligned, element copies otherwise. */
+template <int TB> __device__ void store_dkernels(const uint16_t *sD, const tc_args &a, const tile &tl) {
     const int cpr = a.DT * a.W / 8, nv = tl.Dv * a.W;
     const int per_row = min(cpr, NT), row_step = NT / per_row, r0 = threadIdx.x / per_row;
     if (r0 >= row_step) return;
     const bool vec = a.vec_dk && a.We == a.W;
     for (int f0 = 8 * (threadIdx.x % per_row); f0 < nv; f0 += 8 * per_row) {
-        for (int row = r0; row < TT && tl.t0 + row < a.T; row += row_step) {
+        const int fs = a.KS == a.W ? f0 : f0 / a.W * a.KS + f0 % a.W; // KS > W only where W % 8 == 0
+        for (int row = r0; row < TB && tl.t0 + row < a.T; row += row_step) {
             uint16_t *p = a.dk + ((tl.b * a.T + tl.t0 + row) * a.D + tl.d0) * a.W + f0;
             const uint16_t *q = sD + row * a.KR;
             if (vec && f0 + 8 <= nv) {
-                *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(q + f0);
+                *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(q + fs);
                 continue;
             }
-            for (int k = 0; k < 8 && f0 + k < nv; k++) p[k] = q[(f0 + k) / a.W * a.We + (f0 + k) % a.W];
+            for (int k = 0; k < 8 && f0 + k < nv; k++) p[k] = q[(f0 + k) / a.W * a.KS + (f0 + k) % a.W];
         }
     }
 }
 
-/* The staged [TT][CR] tile -> rows t0.. of a contiguous [B,T,D] output, 8 channels per thread (the same 8
+/* The staged [TB][CR] tile -> rows t0.. of a contiguous [B,T,D] output, 8 channels per thread (the same 8
  * in every row it writes). */
+template <int TB>
 __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a, const tile &tl, bool vec) {
     const int cpr = a.DT / 8, c = 8 * (threadIdx.x % cpr);
     if (c >= tl.Dv) return;
-    for (int row = threadIdx.x / cpr; row < TT && tl.t0 + row < a.T; row += NT / cpr) {
+    for (int row = threadIdx.x / cpr; row < TB && tl.t0 + row < a.T; row += NT / cpr) {
         uint16_t *p = dst + (tl.b * a.T + tl.t0 + row) * a.D + tl.d0 + c;
         const uint16_t *q = sO + row * a.CR + c;
         if (vec && c + 8 <= tl.Dv) {
@@ -417,10 +471,10 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(c
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [TT][KR]: kernels rows t0 ..
     uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TT][CR]
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT]
-    const tile tl = tile_of(a);
+    const tile tl = tile_of<TT>(a);
 
-    stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
-    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.W, a.vec_k, a, tl, tl.t0);
+    stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
+    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, a, tl, tl.t0);
     if (a.cu_seqlens) stage_bounds(wmin, TT, a, tl);
     ladder_cp_async_wait_all();
     __syncthreads(); // every tile is complete before it is masked or read
@@ -428,30 +482,29 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(c
         mask_kernels(sK, wmin, TT, a);
         __syncthreads();
     }
-    fwd_mma<T>(a, sX, sK, sO);
+    fwd_mma<T, TT>(a, sX, sK, sO);
     __syncthreads(); // sO holds every warp's outputs before the rows go out
-    store_tokens(a.out, sO, a, tl, a.vec_out);
+    store_tokens<TT>(a.out, sO, a, tl, a.vec_out);
 }
 
-template <class T> __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) {
+template <class T, int TB> __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
-    uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 .. t0+TT-1
+    uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 .. t0+TB-1
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [krows][KR]: kernels rows t0 .. (or sheared),
                                                                  // then dkernels
     uint16_t *sG = reinterpret_cast<uint16_t *>(smem + a.off_g); // [grows][CR]: dout rows t0 ..
-    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TT][CR]: dx
-    int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT+W-1]
-    const tile tl = tile_of(a);
-    const int halo = TT + a.W - 1; // dx[t] reads dout and kernels up to token t+W-1
+    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TB][CR]: dx
+    int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TB+W-1]
+    const tile tl = tile_of<TB>(a);
+    const int halo = TB + a.W - 1; // dx[t] reads dout and kernels up to token t+W-1
 
-    stage(sX, a.CR, a.xrows, halo, a.x, a.sx, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
-    stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, a.vec_g, a, tl, tl.t0);
-    if (!a.shear) stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.W, a.vec_k, a, tl, tl.t0);
+    stage(sX, a.CR, a.xrows, halo, a.x, a.sx, 1, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
+    stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, 1, a.vec_g, a, tl, tl.t0);
+    if (!a.shear) stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, a, tl, tl.t0);
     stage_bounds(wmin, halo, a, tl);
     if (a.shear) {       // while x and dout are on their way
         __syncthreads(); // wmin is complete before the sheared staging reads it
-        if (a.vec_k && a.W % 8 == 0) stage_sheared<8>(sK, wmin, a, tl);
-        else stage_sheared<1>(sK, wmin, a, tl);
+        stage_sheared<TB>(sK, wmin, a, tl);
     }
     ladder_cp_async_wait_all();
     __syncthreads();
@@ -459,13 +512,13 @@ template <class T> __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kerne
         mask_kernels(sK, wmin, halo, a);
         __syncthreads();
     }
-    if (a.shear) fwd_mma<T>(a, sG, sK, sO); // dx[r] = sum_p sK[r][p] * dout[r+p]: the forward's product
-    else dx_mma<T>(a, sG, sK, sO);
+    if (a.shear) fwd_mma<T, TB>(a, sG, sK, sO); // dx[r] = sum_p sK[r][p] * dout[r+p]: the forward's product
+    else if constexpr (TB == TT) dx_mma<T, TB>(a, sG, sK, sO); // TT_SHEAR: always sheared
     __syncthreads(); // dx_mma is done with sK: dkernels takes its place
-    dkernels_mul<T>(a, sX, sG, wmin, sK);
-    store_tokens(a.dx, sO, a, tl, a.vec_out);
+    dkernels_mul<T, TB>(a, sX, sG, wmin, sK);
+    store_tokens<TB>(a.dx, sO, a, tl, a.vec_out);
     __syncthreads();
-    store_dkernels(sK, a, tl);
+    store_dkernels<TB>(sK, a, tl);
 }
 
 /* -------------------------------------------------------------------------------------------------------- */
@@ -481,20 +534,24 @@ int layout(tc_args *a, bool bwd) {
     a->lgS = a->We <= 2 ? 1 : a->We <= 4 ? 2 : 3;
     a->S = 1 << a->lgS;
     a->NK = (a->S + a->We + 7) / 8;
-    const int window_rows = TT - a->S + 8 * a->NK; // tile rows the k steps reach: r + p < TT - S + 8 NK
-    a->xrows = bwd ? TT + W - 1 : window_rows;      // (>= TT + W - 1: the rows past the input are zero)
-    a->krows = bwd && !a->shear ? window_rows : TT;
+    const int TB = a->tt, window_rows = TB - a->S + 8 * a->NK; // tile rows the k steps reach: r + p < TB - S + 8 NK
+    a->xrows = bwd ? TB + W - 1 : window_rows;      // (>= TB + W - 1: the rows past the input are zero)
+    a->krows = bwd && !a->shear ? window_rows : TB;
     a->grows = window_rows;
     // 16 bytes of padding per row: the 8 row addresses of an ldmatrix then fall in 8 different groups of 4
     // banks, and for W = 4 the two tokens of an A load (rows r and r+4) in different halves of the banks
     a->CR = a->DT + 8;
-    a->KR = a->DT * a->We + 8;
+    // a slot of We % 32 == 0 taps (64 or 128 bytes) puts the 8 channels of an mma's A loads (lane g on channel
+    // c0+g) on the same 4 or 2 banks: 8 more taps move each channel's slot 16 bytes along them. The backward
+    // only: the forward keeps its blocks per SM that way
+    a->KS = bwd && a->We % 32 == 0 ? a->We + 8 : a->We;
+    a->KR = a->DT * a->KS + 8;
     int off = 0;
     a->off_x = off, off += round_up(a->xrows * a->CR * 2, 16);
     a->off_k = off, off += round_up(a->krows * a->KR * 2, 16);
     a->off_g = off, off += bwd ? round_up(a->grows * a->CR * 2, 16) : 0;
-    a->off_o = off, off += round_up(TT * a->CR * 2, 16);
-    a->off_b = off, off += (TT + W - 1) * 4;
+    a->off_o = off, off += round_up(TB * a->CR * 2, 16);
+    a->off_b = off, off += (TB + W - 1) * 4;
     return off;
 }
 
@@ -512,6 +569,7 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     for (int i = 0; i < 4; i++) a->sk[i] = args->kernels.strides[i];
     a->T = p->T, a->D = p->D, a->W = p->W;
     a->shear = bwd && p->W > SHEAR_W;
+    a->tt = TT;
     a->cu_seqlens = (const int32_t *)args->cu_seqlens.data;
     a->n_seqs = args->cu_seqlens.data ? (int)args->cu_seqlens.shape[0] - 1 : 0;
 
@@ -520,11 +578,14 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     a->DT = 64;
     while (a->DT > NCH && a->DT / 2 >= p->D) a->DT /= 2;
     while (a->DT > NCH && layout(a, bwd) > SMEM_TARGET) a->DT /= 2;
+    // a sheared backward that misses the target even so takes TT_SHEAR tokens a block: at W = 64, 46 KB and
+    // four blocks per SM (as many as the registers allow) instead of 85 KB and two
+    if (a->shear && layout(a, bwd) > SMEM_TARGET) a->tt = TT_SHEAR;
     *smem = layout(a, bwd);
     if (*smem > SMEM_MAX)
         return ladder_fail(LADDER_ERR_UNSUPPORTED, "gpu_tensorcore: W = %d needs %d bytes of shared memory", p->W,
                            *smem);
-    const long long t_tiles = (p->T + TT - 1) / TT, d_tiles = (p->D + a->DT - 1) / a->DT;
+    const long long t_tiles = (p->T + a->tt - 1) / a->tt, d_tiles = (p->D + a->DT - 1) / a->DT;
     if (t_tiles > INT_MAX || d_tiles > 65535 || p->B > 65535)
         return ladder_fail(LADDER_ERR_UNSUPPORTED,
                            "gpu_tensorcore: grid too large (%lld token tiles, %lld channel tiles, B = %lld)",
@@ -544,7 +605,9 @@ template <class T> ladder_status launch(const ladder_dynconv_problem *p, const l
     int smem;
     dim3 grid;
     LADDER_TRY(plan(p, args, bwd, &a, &smem, &grid));
-    auto kernel = bwd ? dynconv_bwd_tc_kernel<T> : dynconv_fwd_tc_kernel<T>;
+    auto kernel = !bwd         ? dynconv_fwd_tc_kernel<T>
+                  : a.tt == TT ? dynconv_bwd_tc_kernel<T, TT>
+                               : dynconv_bwd_tc_kernel<T, TT_SHEAR>;
     LADDER_TRY(ladder_allow_smem(kernel, smem));
     kernel<<<grid, NT, smem>>>(a);
     LADDER_LAUNCH_CHECK(bwd ? "dynconv_bwd_tc_kernel" : "dynconv_fwd_tc_kernel");

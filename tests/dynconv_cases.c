@@ -33,6 +33,7 @@ static int grid(test_case *out, int max, bool small) {
         ADD(dc(3, 1, 7, 3, true));
         ADD(dc_varlen(7, 64, false, EDGE8, 8));
         ADD(dc(3, 64, 128, 5, false));
+        ADD(dc(2, 65, 64, 32, true)); /* padded channel slots, staged by elements */
         return n;
     }
     /*
@@ -59,6 +60,8 @@ static int grid(test_case *out, int max, bool small) {
     ADD(dc_varlen(129, 8, true, EDGE8, 8));
     ADD(dc_varlen(1000, 31, false, (const int64_t[]){1, 0}, 2));
     ADD(dc(3, 65, 129, 64, true));
+    ADD(dc(2, 65, 129, 63, false)); /* odd W in the backward's 32-token tiles, the last one token long */
+    ADD(dc_varlen(129, 48, false, EDGE8, 8)); /* the same tiles, 16-byte staged, across sequence starts */
     ADD(dc(1, 1000, 1000, 64, false)); /* 64M kernel weights */
     return n;
 }

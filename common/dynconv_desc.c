@@ -51,13 +51,20 @@ static double flops(const void *problem, ladder_pass pass) {
     return (pass == LADDER_PASS_FWD ? 2.0 : 3.0) * p->W * (double)p->B * (double)p->T * (double)p->D;
 }
 
-/* The headline shape, then the sweep over W that chapter 01's chart shows (% of copy against W). */
+/* The headline shape, every rung (the cpu rung the reference), then the sweep over W that chapter 01's chart shows
+ * (% of copy against W), where the cpu rung would take most of the sweep's minute (half a minute at W = 64 alone):
+ * there gpu_naive is the reference. */
 static const ladder_dynconv_problem bench_problems[] = {
     {.B = 8, .T = 4096, .D = 2048, .W = 4},  {.B = 2, .T = 4096, .D = 2048, .W = 2},
     {.B = 2, .T = 4096, .D = 2048, .W = 4},  {.B = 2, .T = 4096, .D = 2048, .W = 8},
     {.B = 2, .T = 4096, .D = 2048, .W = 16}, {.B = 2, .T = 4096, .D = 2048, .W = 32},
     {.B = 2, .T = 4096, .D = 2048, .W = 64},
 };
+#define GPU_RUNGS (1u << LADDER_RUNG_GPU_NAIVE | 1u << LADDER_RUNG_GPU_TILED | 1u << LADDER_RUNG_GPU_TENSORCORE)
+static const uint32_t bench_rungs[] = {(1u << LADDER_RUNG_COUNT) - 1, GPU_RUNGS, GPU_RUNGS, GPU_RUNGS,
+                                       GPU_RUNGS,                     GPU_RUNGS, GPU_RUNGS};
+_Static_assert(sizeof bench_rungs / sizeof bench_rungs[0] == sizeof bench_problems / sizeof bench_problems[0],
+               "one rung set per bench problem");
 
 const ladder_algo ladder_dynconv_algo = {
     .name = "dynconv",
@@ -77,4 +84,5 @@ const ladder_algo ladder_dynconv_algo = {
     .flops = flops,
     .bench_problems = bench_problems,
     .n_bench_problems = sizeof bench_problems / sizeof bench_problems[0],
+    .bench_rungs = bench_rungs,
 };

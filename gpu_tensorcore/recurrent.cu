@@ -226,20 +226,22 @@ __device__ void stage_chunk(unsigned char *sm, const smem_plan &L, int buf, cons
 /*
  * The cumulative sums of a chunk's log gates, in place over the staged tile: x[r][i] becomes the sum over steps
  * 0..r of (gk + g) + g_gamma (rec_row_gate's order; without gk, g + g_gamma in every column), 0 past the
- * sequence's end (ROWS of them: a chunk, or the split forward's 64 steps). One thread per column; its loads go
- * out before the chain of adds.
+ * sequence's end (ROWS of them: a chunk, or the split forward's 64 steps). One thread per column; the loads of
+ * 16 rows go out before their chain of adds.
  */
 template <int ROWS = CH>
 __device__ void cumsum(float *x, int pitch, int width, bool staged, const float *g, float gamma, int rows) {
     for (int i = threadIdx.x; i < width; i += blockDim.x) {
-        float y[ROWS];
-#pragma unroll
-        for (int r = 0; r < ROWS; r++) y[r] = (staged ? x[r * pitch + i] : 0.0f) + (g ? g[r] : 0.0f);
         float acc = 0.0f;
+        for (int r0 = 0; r0 < ROWS; r0 += CH) { /* CH rows' loads at a time: 64 would take 64 registers */
+            float y[CH];
 #pragma unroll
-        for (int r = 0; r < ROWS; r++) {
-            acc += r < rows ? y[r] + gamma : 0.0f;
-            x[r * pitch + i] = acc;
+            for (int r = 0; r < CH; r++) y[r] = (staged ? x[(r0 + r) * pitch + i] : 0.0f) + (g ? g[r0 + r] : 0.0f);
+#pragma unroll
+            for (int r = 0; r < CH; r++) {
+                acc += r0 + r < rows ? y[r] + gamma : 0.0f;
+                x[(r0 + r) * pitch + i] = acc;
+            }
         }
     }
 }
@@ -826,7 +828,7 @@ template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) re
  */
 constexpr int SC = 64;   /* steps per chunk of the split forward */
 constexpr int SKB = 64;  /* state rows (K channels) per tile, both kernels */
-constexpr int SVB = 64;  /* state columns per states_kernel block (4 warps of 16 rows x 64 columns) */
+constexpr int SVB = 128; /* state columns per states_kernel block (8 warps of 16 rows x 64 columns) */
 constexpr int OVB = 128; /* output columns per out_kernel block (8 warps of 16 steps x 64 columns) */
 constexpr int SK16 = SKB + 8, SK32 = SKB + 4, SV16 = SVB + 8, OV16 = OVB + 8; /* padded row pitches */
 
@@ -845,11 +847,12 @@ __device__ __forceinline__ int64_t split_slot(const tc_call &a, const rec_seq &s
 }
 
 /*
- * One block per (sequence x head, SVB state columns, SKB state rows), 4 warps: warp w holds rows 16w.. of the
- * tile as the fp32 C fragments of S (not S^T: the update S += Kt^T v is ladder_mma_warp_tile's A = X^T form).
+ * One block per (sequence x head, SVB state columns, SKB state rows), 8 warps: warp w holds rows 16 (w & 3).. and
+ * columns 64 (w >> 2).. of the tile as the fp32 C fragments of S (not S^T: the update S += Kt^T v is
+ * ladder_mma_warp_tile's A = X^T form). At the benchmark's shape that is 256 blocks, one wave of two per SM.
  * Writes S_c for every chunk c into @p store ([slot][H][K][vpitch], 16-bit) and the final state into ht.
  */
-template <class T> __global__ void __launch_bounds__(128, 2) states_kernel(tc_call a, uint16_t *store, int64_t vpitch) {
+template <class T> __global__ void __launch_bounds__(256, 2) states_kernel(tc_call a, uint16_t *store, int64_t vpitch) {
     extern __shared__ __align__(16) unsigned char sm[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
     const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, c0 = blockIdx.y * SVB, i0 = blockIdx.z * SKB;
@@ -868,21 +871,23 @@ template <class T> __global__ void __launch_bounds__(128, 2) states_kernel(tc_ca
         }
         ladder_cp_async_commit();
     };
-    float S[1][SVB / 8][4]; /* fragment nt, element e: row 16 warp + g + 8 (e >> 1), column 8 nt + 2 tq + (e & 1) */
+    const int r0 = 16 * (warp & 3), j0 = 64 * (warp >> 2); /* the warp's first row and column in the tile */
+    float S[1][8][4]; /* fragment nt, element e: row r0 + g + 8 (e >> 1), column j0 + 8 nt + 2 tq + (e & 1) */
 #pragma unroll
-    for (int nt = 0; nt < SVB / 8; nt++)
+    for (int nt = 0; nt < 8; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const int64_t i = 16 * warp + g + 8 * (e >> 1), j = 8 * nt + 2 * tq + (e & 1);
+            const int64_t i = r0 + g + 8 * (e >> 1), j = j0 + 8 * nt + 2 * tq + (e & 1);
             S[0][nt][e] = i < nk && j < nv ? rec_ld(a.c.h0, n, h, i0 + i, c0 + j) : 0.0f;
         }
+    /* write(i, j, x0, x1, pair): state rows and columns (i, j) and (i, j + 1), the second one only where pair */
     const auto put = [&](auto &&write) {
 #pragma unroll
-        for (int nt = 0; nt < SVB / 8; nt++)
+        for (int nt = 0; nt < 8; nt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int64_t i = 16 * warp + g + 8 * (e >> 1), j = 8 * nt + 2 * tq + (e & 1);
-                if (i < nk && j < nv) write(i0 + i, c0 + j, S[0][nt][e]);
+            for (int e = 0; e < 4; e += 2) {
+                const int64_t i = r0 + g + 8 * (e >> 1), j = j0 + 8 * nt + 2 * tq;
+                if (i < nk && j < nv) write(i0 + i, c0 + j, S[0][nt][e], S[0][nt][e + 1], j + 1 < nv);
             }
     };
     uint16_t *Kt = (uint16_t *)(sm + ST_KT);
@@ -890,7 +895,12 @@ template <class T> __global__ void __launch_bounds__(128, 2) states_kernel(tc_ca
     if (nch > 0) stage(0, 0);
     for (int64_t ch = 0; ch < nch; ch++) {
         uint16_t *out = store + (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
-        put([&](int64_t i, int64_t j, float x) { out[i * vpitch + j] = ladder_from_float<T>(x); });
+        put([&](int64_t i, int64_t j, float x0, float x1, bool pair) { /* vpitch is even: 4-byte pairs */
+            if (pair)
+                *(uint32_t *)(out + i * vpitch + j) = ladder_pack2_float<T>(x0, x1);
+            else
+                out[i * vpitch + j] = ladder_from_float<T>(x0);
+        });
         const unsigned char *b = sm + (ch & 1) * ST_BUF;
         if (ch + 1 < nch) {
             stage((ch + 1) & 1, ch + 1);
@@ -916,12 +926,17 @@ template <class T> __global__ void __launch_bounds__(128, 2) states_kernel(tc_ca
 #pragma unroll
         for (int nt = 0; nt < SVB / 8; nt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) S[0][nt][e] *= EA[16 * warp + g + 8 * (e >> 1)];
-        ladder_mma_warp_tile<T, 1, SVB / 8, SC / 16, true, true>(S, Kt + 16 * warp, SK16,
-                                                                 (const uint16_t *)(b + ST_V), SV16, lane);
+            for (int e = 0; e < 4; e++) S[0][nt][e] *= EA[r0 + g + 8 * (e >> 1)];
+        ladder_mma_warp_tile<T, 1, 8, SC / 16, true, true>(S, Kt + r0, SK16, (const uint16_t *)(b + ST_V) + j0, SV16,
+                                                           lane);
         __syncthreads(); /* every warp is done with this buffer, Kt and EA before they are refilled */
     }
-    if (a.ht) put([&](int64_t i, int64_t j, float x) { a.ht[((n * a.c.H + h) * K + i) * V + j] = x; });
+    if (a.ht)
+        put([&](int64_t i, int64_t j, float x0, float x1, bool pair) {
+            float *out = a.ht + ((n * a.c.H + h) * K + i) * V + j;
+            out[0] = x0;
+            if (pair) out[1] = x1;
+        });
 }
 
 /*
@@ -1002,17 +1017,22 @@ template <class T> __global__ void __launch_bounds__(256, 2) out_kernel(tc_call 
             for (int d = 0; d < 4; d++) { /* diagonal sub-block d, entry (t, u) = (threadIdx / 16, threadIdx % 16) */
                 const int t = 16 * d + threadIdx.x / 16, u = 16 * d + threadIdx.x % 16;
                 if (u > t) continue;
-                float p = 0.0f;
+                float p = 0.0f; /* without gk the decay is the same in every channel: one exponential a pair */
                 for (int i0c = 0; i0c < SKB; i0c += 8) {
 #pragma unroll
                     for (int i = i0c; i < i0c + 8; i += 2) {
                         const uint32_t q2 = ladder_lds32(q + t * SK16 + i), k2 = ladder_lds32(k + u * SK16 + i);
-                        const float2 At = *(const float2 *)(A + t * SK32 + i), Au = *(const float2 *)(A + u * SK32 + i);
-                        p += ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff) * __expf(At.x - Au.x) +
-                             ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16) * __expf(At.y - Au.y);
+                        float x0 = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff);
+                        float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
+                        if (a.gk.p) {
+                            const float2 At = *(const float2 *)(A + t * SK32 + i);
+                            const float2 Au = *(const float2 *)(A + u * SK32 + i);
+                            x0 *= __expf(At.x - Au.x), x1 *= __expf(At.y - Au.y);
+                        }
+                        p += x0 + x1;
                     }
                 }
-                pd[d] += p;
+                pd[d] += a.gk.p ? p : p * __expf(A[t * SK32] - A[u * SK32]);
             }
             __syncthreads();
             ladder_mma_warp_tile<T, 1, OVB / 16, SKB / 16, false, true>(acc, Qe + 16 * (warp & 3) * SK16, SK16,
@@ -1256,7 +1276,7 @@ template <class T> ladder_status split_fwd(const tc_call &a) {
     LADDER_TRY(ladder_allow_smem(states_kernel<T>, ST_TOTAL));
     LADDER_TRY(ladder_allow_smem(out_kernel<T>, OT_TOTAL));
     const dim3 sg((unsigned)(c.N * c.H), (unsigned)((c.V + SVB - 1) / SVB), (unsigned)((c.K + SKB - 1) / SKB));
-    states_kernel<T><<<sg, 128, ST_TOTAL>>>(a, store, vpitch);
+    states_kernel<T><<<sg, 256, ST_TOTAL>>>(a, store, vpitch);
     LADDER_LAUNCH_CHECK("states_kernel");
     const int64_t chunks = min(max((c.T + SC - 1) / SC, (int64_t)1), (int64_t)65535);
     const dim3 og((unsigned)(c.N * c.H), (unsigned)((c.V + OVB - 1) / OVB), (unsigned)chunks);

@@ -835,11 +835,11 @@ constexpr int SK16 = SKB + 8, SK32 = SKB + 4, SV16 = SVB + 8, OV16 = OVB + 8; /*
 /* states_kernel's shared memory (bytes): two buffers of k, v, gk (then A), g; then Kt and EA. */
 constexpr int ST_K = 0, ST_V = ST_K + SC * SK16 * 2, ST_G = ST_V + SC * SV16 * 2, ST_GS = ST_G + SC * SK32 * 4;
 constexpr int ST_BUF = ST_GS + SC * 4, ST_KT = 2 * ST_BUF, ST_EA = ST_KT + SC * SK16 * 2, ST_TOTAL = ST_EA + SKB * 4;
-/* out_kernel's: q, k, gk (then A), g, the state tile, v, the operands Qe, Qi, Kr, the rows; P16 lies over q. */
+/* out_kernel's: q, k, gk (then A), g, the state tile, v, the operands Qe, Qi, Kr, the rows, P_tt; P16 over q. */
 constexpr int OT_Q = 0, OT_K = OT_Q + SC * SK16 * 2, OT_G = OT_K + SC * SK16 * 2, OT_GS = OT_G + SC * SK32 * 4;
 constexpr int OT_S = OT_GS + SC * 4, OT_V = OT_S + SKB * OV16 * 2, OT_QE = OT_V + SC * OV16 * 2;
 constexpr int OT_QI = OT_QE + SC * SK16 * 2, OT_KR = OT_QI + SC * SK16 * 2, OT_R = OT_KR + 96 * SK16 * 2;
-constexpr int OT_TOTAL = OT_R + SC * 8;
+constexpr int OT_PT = OT_R + SC * 8, OT_TOTAL = OT_PT + SC * 4; /* OT_PT: P's diagonal, P_tt = q_t . k_t */
 
 /* Where chunk @p chunk (of SC steps) of sequence @p n keeps its starting state: as chunk_slot(), per SC steps. */
 __device__ __forceinline__ int64_t split_slot(const tc_call &a, const rec_seq &s, int64_t n, int64_t chunk) {
@@ -918,8 +918,8 @@ template <class T> __global__ void __launch_bounds__(256, 2) states_kernel(tc_ca
             const int r = id / (SKB / 2), i = id % (SKB / 2) * 2;
             const uint32_t k2 = ladder_lds32(k + r * SK16 + i);
             *(uint32_t *)(Kt + r * SK16 + i) =
-                ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * expf(Ac[i] - A[r * SK32 + i]),
-                                      ladder_to_float<T>(k2 >> 16) * expf(Ac[i + 1] - A[r * SK32 + i + 1]));
+                ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * __expf(Ac[i] - A[r * SK32 + i]),
+                                      ladder_to_float<T>(k2 >> 16) * __expf(Ac[i + 1] - A[r * SK32 + i + 1]));
         }
         for (int i = threadIdx.x; i < SKB; i += blockDim.x) EA[i] = expf(Ac[i]);
         __syncthreads();
@@ -958,8 +958,10 @@ template <class T> __global__ void __launch_bounds__(256, 2) out_kernel(tc_call 
     uint16_t *Kr = (uint16_t *)(sm + OT_KR), *P16 = q; /* P16 [t][s], over q once the last tile is done */
     float *A = (float *)(sm + OT_G);
     int64_t *R = (int64_t *)(sm + OT_R);
+    float *Ptt = (float *)(sm + OT_PT);
     /* warp w < 6 owns P's sub-block (si, sj), si > sj; Kr holds sub-chunk si's keys at row 8 si (si - 1) */
     const int si = warp < 1 ? 1 : warp < 3 ? 2 : 3, sj = warp < 1 ? 0 : warp < 3 ? warp - 1 : warp - 3;
+    const int tl = threadIdx.x / 16, ul = threadIdx.x % 16; /* the thread's entry in the diagonal sub-blocks */
     for (int64_t ch = blockIdx.z; ch < nch; ch += gridDim.z) {
         const int64_t step0 = ch * SC;
         const int rows = (int)min((int64_t)SC, s.len - step0);
@@ -968,8 +970,9 @@ template <class T> __global__ void __launch_bounds__(256, 2) out_kernel(tc_call 
         if (threadIdx.x < SC) {
             const int64_t t = token_of(a, s, step0 + threadIdx.x);
             R[threadIdx.x] = t >= 0 ? rec_row(a.c, s.b, t, h) : -1;
+            Ptt[threadIdx.x] = 0.0f;
         }
-        float acc[1][OVB / 16][4] = {}, pacc[1][2][4] = {}, pd[4] = {};
+        float acc[1][OVB / 16][4] = {}, pacc[1][2][4] = {}, pd[2] = {};
         for (int64_t i0 = 0; i0 < K; i0 += SKB) {
             const int64_t nk = min((int64_t)SKB, K - i0);
             stage_tile<uint16_t, SC>(q, SK16, SKB, a.q, a, s, h, step0, i0, nk);
@@ -995,14 +998,22 @@ template <class T> __global__ void __launch_bounds__(256, 2) out_kernel(tc_call 
             __syncthreads();
             cumsum<SC>(A, SK32, SKB, a.gk.p, (const float *)(sm + OT_GS), gamma, rows);
             __syncthreads();
-            for (int id = threadIdx.x; id < SC * SKB / 2; id += blockDim.x) { /* Qe = q ⊙ exp(A_t), Qi */
+            /* Qe = q ⊙ exp(A_t); Qi for t >= 16; and P_tt (no decay: exp(A_t - A_t) = 1), a warp per row */
+            for (int id = threadIdx.x; id < SC * SKB / 2; id += blockDim.x) {
                 const int t = id / (SKB / 2), i = id % (SKB / 2) * 2;
                 const float2 At = *(const float2 *)(A + t * SK32 + i);
-                const float2 Ab = t >= 16 ? *(const float2 *)(A + (t / 16 * 16 - 1) * SK32 + i) : At;
-                const uint32_t q2 = ladder_lds32(q + t * SK16 + i);
+                const uint32_t q2 = ladder_lds32(q + t * SK16 + i), k2 = ladder_lds32(k + t * SK16 + i);
                 const float x0 = ladder_to_float<T>(q2 & 0xffff), x1 = ladder_to_float<T>(q2 >> 16);
-                *(uint32_t *)(Qe + t * SK16 + i) = ladder_pack2_float<T>(x0 * expf(At.x), x1 * expf(At.y));
-                *(uint32_t *)(Qi + t * SK16 + i) = ladder_pack2_float<T>(x0 * expf(At.x - Ab.x), x1 * expf(At.y - Ab.y));
+                *(uint32_t *)(Qe + t * SK16 + i) = ladder_pack2_float<T>(x0 * __expf(At.x), x1 * __expf(At.y));
+                if (t >= 16) {
+                    const float2 Ab = *(const float2 *)(A + (t / 16 * 16 - 1) * SK32 + i);
+                    *(uint32_t *)(Qi + t * SK16 + i) =
+                        ladder_pack2_float<T>(x0 * __expf(At.x - Ab.x), x1 * __expf(At.y - Ab.y));
+                }
+                float dot = x0 * ladder_to_float<T>(k2 & 0xffff) + x1 * ladder_to_float<T>(k2 >> 16);
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                if (lane == 0) Ptt[t] += dot;
             }
             for (int id = threadIdx.x; id < 96 * SKB / 2; id += blockDim.x) { /* Kr: k_s ⊙ exp(A_b - A_s), s <= b */
                 const int r = id / (SKB / 2), i = id % (SKB / 2) * 2;
@@ -1010,13 +1021,14 @@ template <class T> __global__ void __launch_bounds__(256, 2) out_kernel(tc_call 
                 const float2 As = *(const float2 *)(A + sr * SK32 + i), Ab = *(const float2 *)(A + b * SK32 + i);
                 const uint32_t k2 = ladder_lds32(k + sr * SK16 + i);
                 *(uint32_t *)(Kr + r * SK16 + i) =
-                    ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * expf(Ab.x - As.x),
-                                          ladder_to_float<T>(k2 >> 16) * expf(Ab.y - As.y));
+                    ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * __expf(Ab.x - As.x),
+                                          ladder_to_float<T>(k2 >> 16) * __expf(Ab.y - As.y));
             }
-#pragma unroll
-            for (int d = 0; d < 4; d++) { /* diagonal sub-block d, entry (t, u) = (threadIdx / 16, threadIdx % 16) */
-                const int t = 16 * d + threadIdx.x / 16, u = 16 * d + threadIdx.x % 16;
-                if (u > t) continue;
+            /* The diagonal sub-blocks' entries below their diagonal, 4 x 120, two per thread: thread (tl, ul) takes
+             * (tl, ul) in sub-blocks 0 and 2 when ul < tl, (ul, tl) in 1 and 3 when ul > tl (one in four entries
+             * a thread, half the threads idle, was the first plan); the 16 threads tl == ul have P_tt above. */
+            for (int m = 0; tl != ul && m < 2; m++) {
+                const int d = 2 * m + (ul > tl), t = 16 * d + max(tl, ul), u = 16 * d + min(tl, ul);
                 float p = 0.0f; /* without gk the decay is the same in every channel: one exponential a pair */
                 for (int i0c = 0; i0c < SKB; i0c += 8) {
 #pragma unroll
@@ -1032,7 +1044,7 @@ template <class T> __global__ void __launch_bounds__(256, 2) out_kernel(tc_call 
                         p += x0 + x1;
                     }
                 }
-                pd[d] += a.gk.p ? p : p * __expf(A[t * SK32] - A[u * SK32]);
+                pd[m] += a.gk.p ? p : p * __expf(A[t * SK32] - A[u * SK32]);
             }
             __syncthreads();
             ladder_mma_warp_tile<T, 1, OVB / 16, SKB / 16, false, true>(acc, Qe + 16 * (warp & 3) * SK16, SK16,
@@ -1053,9 +1065,12 @@ template <class T> __global__ void __launch_bounds__(256, 2) out_kernel(tc_call 
                     P16[(16 * sj + t) * SK16 + 16 * si + u] = 0;
                 }
 #pragma unroll
-        for (int d = 0; d < 4; d++) {
-            const int t = threadIdx.x / 16, u = threadIdx.x % 16;
-            P16[(16 * d + t) * SK16 + 16 * d + u] = u <= t ? ladder_from_float<T>(pd[d]) : uint16_t(0);
+        for (int d = 0; d < 4; d++) { /* the diagonal sub-blocks: P_tt, zeros above, the entries below by their holder */
+            const int at = (16 * d + tl) * SK16 + 16 * d + ul;
+            if (tl == ul) P16[at] = ladder_from_float<T>(Ptt[16 * d + tl]);
+            if (ul > tl) P16[at] = 0;
+            if (tl != ul && (d & 1) == (ul > tl))
+                P16[(16 * d + max(tl, ul)) * SK16 + 16 * d + min(tl, ul)] = ladder_from_float<T>(pd[d / 2]);
         }
         __syncthreads();
         ladder_mma_warp_tile<T, 1, OVB / 16, SC / 16, false, true>(acc, P16 + 16 * (warp & 3) * SK16, SK16,
@@ -1063,10 +1078,19 @@ template <class T> __global__ void __launch_bounds__(256, 2) out_kernel(tc_call 
 #pragma unroll
         for (int nt = 0; nt < OVB / 16; nt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
+            for (int e = 0; e < 4; e += 2) { /* columns j, j + 1: one 4-byte store where both exist and it aligns */
                 const int t = 16 * (warp & 3) + g + 8 * (e >> 1);
-                const int64_t j = c0 + 64 * (warp >> 2) + 8 * nt + 2 * tq + (e & 1);
-                if (t < rows && j < V) a.o[R[t] * V + j] = ladder_from_float<T>(a.c.scale * acc[0][nt][e]);
+                const int64_t j = c0 + 64 * (warp >> 2) + 8 * nt + 2 * tq;
+                if (t >= rows || j >= V) continue;
+                uint16_t *out = a.o + R[t] * V + j;
+                const uint16_t x0 = ladder_from_float<T>(a.c.scale * acc[0][nt][e]);
+                const uint16_t x1 = ladder_from_float<T>(a.c.scale * acc[0][nt][e + 1]);
+                if (j + 1 < V && (uintptr_t)out % 4 == 0) {
+                    *(uint32_t *)out = ladder_pack2(x0, x1);
+                } else {
+                    out[0] = x0;
+                    if (j + 1 < V) out[1] = x1;
+                }
             }
         __syncthreads(); /* v, R and P16 are done with before the next chunk is staged */
     }

@@ -45,6 +45,12 @@
  *    recurrent.h with what cancels kept apart (each step's own diagonal term; dht's part, from a second reverse
  *    sweep), summed in double, then rec_finish_gates(). A reverse cumulative sum splits into segments (a warp
  *    each) that start from the totals of the segments after them (gate_sums).
+ * 7. The forward split in two (split_fwd: states_kernel, out_kernel), without gv: the sweep of 1. is a chain of
+ *    T/16 links whose block fills an SM's registers, so nothing hides its latency. Instead a kernel carries the
+ *    state alone, 64 steps a link, writing the state at every chunk's start (16-bit), and a second computes every
+ *    chunk's o in parallel from it: the state part as one product, the pairs inside the chunk as a 64 x 64
+ *    matrix P from 16-step sub-chunks (the off-diagonal ones on the mma, factored around the step before the
+ *    query's sub-chunk; the diagonal ones in fp32 as in 2.), then P V. The price is the states' bytes.
  *
  * Preconditions: validated by ladder_recurrent_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all f16; gates,
  * states and their gradients f32; device pointers; any input strides; contiguous outputs; K, V <= 256).
@@ -617,7 +623,7 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS, DIAG_BLOCKS
 
 /*
  * The forward sweep, one block per (sequence x head, column block): o (the state part from the registers, the
- * diagonal part from the staged P) and ht. In the backward (a.bwd) the same sweep adds the state parts of dq (this
+ * diagonal part from the staged P) and ht; the forward takes it with gv only (else split_fwd()). In the backward (a.bwd) the same sweep adds the state parts of dq (this
  * block's columns) and, with gv, of o in fp32 to diag_kernel's diagonal parts.
  */
 template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kernel(tc_call a) {
@@ -942,8 +948,8 @@ template <class T> __global__ void __launch_bounds__(256, 2) states_kernel(tc_ca
 /*
  * One block per (sequence x head, OVB output columns, chunk of SC steps), chunks striding by gridDim.z; 8 warps,
  * warp w holding steps 16 (w & 3).. and columns 64 (w >> 2).. of o. The state rows come SKB at a time: each
- * tile adds to the state part and to P, whose off-diagonal sub-blocks (warps 0..5, one each) stay in fragments
- * and whose diagonal entries stay in each thread's registers until the last tile.
+ * tile adds to the state part and to P, whose off-diagonal sub-blocks (warps 0..5, one each) stay in fragments,
+ * the diagonal sub-blocks' entries in registers (P_tt in shared memory), until the last tile.
  */
 template <class T> __global__ void __launch_bounds__(256, 2) out_kernel(tc_call a, const uint16_t *store, int64_t vpitch) {
     extern __shared__ __align__(16) unsigned char sm[];

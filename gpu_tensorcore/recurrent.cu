@@ -45,6 +45,13 @@
  *    recurrent.h with what cancels kept apart (each step's own diagonal term; dht's part, from a second reverse
  *    sweep), summed in double, then rec_finish_gates(). A reverse cumulative sum splits into segments (a warp
  *    each) that start from the totals of the segments after them (gate_sums).
+ * 7. The forward split in two (recurrent_split.cu: states_kernel, out_kernel), without gv: the sweep of 1. is a
+ *    chain of T/16 links whose block fills an SM's registers, so nothing hides its latency. Instead a kernel
+ *    carries the state alone, 64 steps a link, writing the state at every chunk's start (16-bit), and a second
+ *    computes every chunk's o in parallel from it: the state part as one product, the pairs inside the chunk as
+ *    a 64 x 64 matrix P from 16-step sub-chunks (the off-diagonal ones on the mma, factored around the step
+ *    before the query's sub-chunk; the diagonal ones in fp32 as in 2.), then P V. The price is the states' bytes.
+ *    What the two files share (the call, the staging, the cumulative sums) is in recurrent_tc.cuh.
  *
  * Preconditions: validated by ladder_recurrent_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all f16; gates,
  * states and their gradients f32; device pointers; any input strides; contiguous outputs; K, V <= 256).
@@ -57,46 +64,15 @@
 #include "mma.cuh"
 #include "recurrent_gpu.cuh"
 #include "recurrent_rungs.h"
+#include "recurrent_tc.cuh"
 
 namespace {
 
-constexpr int CH = 16;       /* steps per chunk: one k step of the mma */
+using namespace rec_tc;
+
 constexpr int MAX_WARPS = 8; /* a block holds at most 16 * 8 = 128 state columns */
 constexpr int NTM = 16;      /* fragments of 8 state rows a warp holds: 128 rows (a pair of warps for K > 128) */
 constexpr int DIAG_BLOCKS = 3; /* diag_kernel blocks per SM (its own plan allows it; the sweeps' allowed one) */
-
-/*
- * A strided input as the kernels read it, with whether its rows may go 16 bytes at a time (cp.async), and whether
- * it is contiguous (element [b,t,h,c] at token * C + c, for the flat token (b*T + t)*H + h: ld16()).
- */
-template <class U> struct view {
-    const U *p;
-    int64_t s[4];
-    bool vec, dense;
-};
-
-/* One call, as every kernel takes it. */
-struct tc_call {
-    rec_call c;                   /* sizes, scale, reverse; the f32 gates, h0, dht; the f32 outputs */
-    view<uint16_t> q, k, v, dO;   /* 16-bit inputs, raw patterns */
-    view<float> gk, gv;           /* the same tensors as c.gk, c.gv, with their vec flags */
-    uint16_t *o;                  /* forward output (nullptr in the backward's sweep) */
-    float *ht;                    /* forward: the final state (c.ht) */
-    /* The backward's fp32 scratch, split for the gate sums (see bwd()): each gradient without its own step's
-     * diagonal term, that term apart, and the part that comes from dht apart. [NVB]: one per column block. */
-    float *dq_part, *dk_part;     /* [NVB][tokens][K]: dq and dk (do part) without the diagonal term */
-    float *dkz_part;              /* [NVB][tokens][K]: dk's dht part (the reverse sweep's zrun) */
-    float *vdo_part, *ptt;        /* [NVB][tokens]: v_t . do_t over the block's columns; [tokens]: q_t . k_t */
-    float *o32, *dv32, *dvz32;    /* [tokens][V]: o (gv) and dv (do part) without the diagonal term; dv's dht part */
-    float *dh0z;                  /* [N,H,K,V]: dh0's dht part */
-    bool zrun;                    /* the reverse sweep of dht alone (scale 0), into dkz_part, dvz32, dh0z */
-    float *P_store;               /* forward: every chunk's P, [slot][H][CH][CH+1] (chunk_slot), from diag_kernel */
-    const float *xk, *xv;         /* backward: what the sweep adds its state part to, staged with the chunk: */
-                                  /* [NVB][tokens][K] (dq_part, dk_part) and [tokens][V] (o32, dv32); or nullptr */
-    int Kp, VB, nw, kh;           /* K rounded to 16; columns per block (16 nw / kh); warps; warps per 16 columns */
-    bool bwd;                     /* the sweep as the backward's first pass */
-    bool cvt;                     /* backward on f16 inputs: v and do converted to bf16 operand tiles (bwd()) */
-};
 
 /* Where each tile lies in dynamic shared memory (bytes), from Kp and VB; the same on host and device. */
 struct smem_plan {
@@ -146,35 +122,6 @@ struct smem_plan {
     }
 };
 
-/* The token of step @p step of sequence @p s, or -1 past its end. */
-__device__ __forceinline__ int64_t token_of(const tc_call &a, const rec_seq &s, int64_t step) {
-    return step < s.len ? rec_token(a.c, s, step) : -1;
-}
-
-/*
- * Stage rows step0 .. step0+CH-1 (columns c0 .. c0+width-1, ncols of them real) of a [B,T,H,C] input into dst,
- * row pitch @p pitch: 16 bytes per cp.async where the input allows it, element loads otherwise; zeros past the
- * sequence's end and past the last column, so that padding adds nothing to any product.
- */
-template <class U>
-__device__ void stage_tile(U *dst, int pitch, int width, const view<U> &x, const tc_call &a, const rec_seq &s,
-                           int64_t h, int64_t step0, int64_t c0, int64_t ncols) {
-    constexpr int E = 16 / sizeof(U);
-    const int per_row = width / E;
-    for (int id = threadIdx.x; id < CH * per_row; id += blockDim.x) {
-        const int r = id / per_row, col = id % per_row * E;
-        const int64_t t = token_of(a, s, step0 + r);
-        U *d = dst + r * pitch + col;
-        const U *src = x.p + s.b * x.s[0] + t * x.s[1] + h * x.s[2];
-        if (x.vec && col + E <= ncols) {
-            ladder_cp_async16(d, t >= 0 ? src + c0 + col : x.p, t >= 0);
-        } else {
-#pragma unroll
-            for (int e = 0; e < E; e++) d[e] = t >= 0 && col + e < ncols ? src[(c0 + col + e) * x.s[3]] : U(0);
-        }
-    }
-}
-
 /*
  * Where chunk @p chunk of sequence @p n keeps its P in P_store: floor(first token / CH) + n + chunk, over the
  * flat [B*T] tokens. A sequence's chunks take consecutive slots, and the next sequence starts past them, so no
@@ -221,25 +168,6 @@ __device__ void stage_chunk(unsigned char *sm, const smem_plan &L, int buf, cons
             ladder_cp_async16(b + L.Ps + 16 * x, P + 4 * x, true);
     }
     ladder_cp_async_commit();
-}
-
-/*
- * The cumulative sums of a chunk's log gates, in place over the staged tile: x[r][i] becomes the sum over steps
- * 0..r of (gk + g) + g_gamma (rec_row_gate's order; without gk, g + g_gamma in every column), 0 past the
- * sequence's end. One thread per column; its 16 loads go out before the chain of adds.
- */
-__device__ void cumsum(float *x, int pitch, int width, bool staged, const float *g, float gamma, int rows) {
-    for (int i = threadIdx.x; i < width; i += blockDim.x) {
-        float y[CH];
-#pragma unroll
-        for (int r = 0; r < CH; r++) y[r] = (staged ? x[r * pitch + i] : 0.0f) + (g ? g[r] : 0.0f);
-        float acc = 0.0f;
-#pragma unroll
-        for (int r = 0; r < CH; r++) {
-            acc += r < rows ? y[r] + gamma : 0.0f;
-            x[r * pitch + i] = acc;
-        }
-    }
 }
 
 /*
@@ -613,8 +541,9 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS, DIAG_BLOCKS
 
 /*
  * The forward sweep, one block per (sequence x head, column block): o (the state part from the registers, the
- * diagonal part from the staged P) and ht. In the backward (a.bwd) the same sweep adds the state parts of dq (this
- * block's columns) and, with gv, of o in fp32 to diag_kernel's diagonal parts.
+ * diagonal part from the staged P) and ht; the forward takes it with gv only (else split_fwd()). In the backward
+ * (a.bwd) the same sweep adds the state parts of dq (this block's columns) and, with gv, of o in fp32 to
+ * diag_kernel's diagonal parts.
  */
 template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) sweep_kernel(tc_call a) {
     extern __shared__ __align__(16) unsigned char sm[];
@@ -997,6 +926,7 @@ ladder_status launch(Kernel *kernel, const tc_call &a, const char *name, int64_t
 template <class T> ladder_status fwd(const ladder_recurrent_problem *p, const ladder_recurrent_args *ar) {
     tc_call a;
     LADDER_TRY(plan(p, ar, false, &a));
+    if (!a.gv.p) return split_fwd<T>(a);
     const int64_t chunks = (p->T + CH - 1) / CH, slots = p->B * p->T / CH + a.c.N + 1; /* chunk_slot() */
     ladder_scratch mem;
     LADDER_TRY(mem.alloc((size_t)(slots * p->H * CH * (CH + 1)) * sizeof(float)));

@@ -83,6 +83,10 @@ static int grid(test_case *out, int max, bool small) {
         ADD(rc(1, 15, 1, 256, 256, strong, 0.1, true, false));
         ADD(rc_varlen(2, 64, 128, all, 10, false, (const int64_t[]){0, 16, 1, 30}, 4));
         ADD(rc(1, 1, 3, 1, 1, "gk,gv,h0", 10, false, false));
+        /* without gv the tensor-core forward is the split one (states, then every chunk's outputs): K over two
+         * row tiles, the last partial, a last chunk of 2 steps; V odd, packed sequences empty and of length 1 */
+        ADD(rc(1, 130, 2, 100, 60, "g,g_gamma,gk,h0,ht,dht", 10, true, true));
+        ADD(rc_varlen(2, 130, 9, "gk,h0,ht,dht", 0.1, false, (const int64_t[]){0, 1, 70}, 3));
         return n;
     }
     /*

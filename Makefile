@@ -7,7 +7,7 @@
 #   make bench        the benchmark sweep on this machine (GPU rungs need a GPU)
 #   make bench-tables splice docs/results/*.csv into the chapters
 #   make docs         Doxygen HTML of the API and the chapters into build/docs/html
-#   make gpu-bundle   a lean, commit-stamped build/ to run on a GPU machine with no package manager
+#   make gpu-bundle   a lean, commit-stamped build/ (the labs' binaries too) to run on a GPU machine with no package manager
 #   make labs         list the chapters' labs; make lab LAB=name checks yours; make lab-check proves the checkers
 #   make fuzz         libFuzzer on the .npy reader for FUZZ_SECONDS (default 60); any crash fails it
 #
@@ -156,7 +156,7 @@ docs: deps-docs
 	doxygen docs/Doxyfile
 
 gpu-bundle:
-	@$(MAKE) --no-print-directory REQUIRE_CUDA=1 ARCH="$(BUNDLE_ARCH)" all
+	@$(MAKE) --no-print-directory REQUIRE_CUDA=1 ARCH="$(BUNDLE_ARCH)" all lab-binaries
 	tools/make-gpu-bundle.sh $(BUILD)
 
 include chapters/labs/labs.mk

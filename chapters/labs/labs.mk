@@ -39,7 +39,7 @@ endef
 LAB_OBJS := $(LABCHECK_OBJ)
 $(foreach n,$(LAB_BUILDABLE),$(eval $(call LAB_RULES,$(n),$(filter %/$(n).c %/$(n).cu,$(LAB_SRCS)))))
 
-.PHONY: lab labs lab-check
+.PHONY: lab labs lab-binaries lab-check
 lab: $(if $(filter $(LAB),$(LAB_BUILDABLE)),$(BUILD)/labs/$(LAB))
 	@if [ -z "$(LAB)" ] || [ -z "$(filter $(LAB),$(LAB_NAMES))" ]; then \
 	    echo "usage: make lab LAB=<name>, where <name> is one of: $(LAB_NAMES)" >&2; exit 2; fi
@@ -50,7 +50,10 @@ lab: $(if $(filter $(LAB),$(LAB_BUILDABLE)),$(BUILD)/labs/$(LAB))
 labs:
 	@echo "labs (make lab LAB=<name>): $(LAB_NAMES)"
 
-lab-check: $(foreach n,$(LAB_BUILDABLE),$(BUILD)/labs/$(n) $(BUILD)/labs/solutions/$(n))
+# every buildable lab, skeleton and solution, built and not run (make gpu-bundle carries them to a GPU machine)
+lab-binaries: $(foreach n,$(LAB_BUILDABLE),$(BUILD)/labs/$(n) $(BUILD)/labs/solutions/$(n))
+
+lab-check: lab-binaries
 	@fail=0; \
 	for n in $(LAB_BUILDABLE); do \
 	    sol=$$($(BUILD)/labs/solutions/$$n); s=$$?; \

@@ -274,14 +274,19 @@ Test(tool, run_in_creates_out_and_refuses_long_paths) {
     cr_assert_eq(run_ladder(args), 2, "a path longer than the program's buffer must be refused, not cut short");
 }
 
+/* `ladder bench FLAGS` into the test's directory must pass; its stdout (the report) into @p out. */
+static void run_bench(const char *flags, char *out, size_t n) {
+    char args[512];
+    snprintf(args, sizeof args, "bench %s --out %s/b", flags, dir);
+    cr_assert_eq(run_ladder(args), 0, "ladder %s should pass", args);
+    read_output("stdout", out, n);
+}
+
 /* bench times both precisions of the tensor-core rung unless --dtype names one. */
 Test(tool, bench_dtype_picks_one_precision) {
     if (ladder_rung_available(LADDER_RUNG_GPU_TENSORCORE) != LADDER_OK) cr_skip_test("gpu_tensorcore cannot run here");
-    char args[512];
-    snprintf(args, sizeof args, "bench dynconv --rung gpu_tensorcore --dtype fp16 --B 1 --T 64 --D 32 --W 4 --out %s/b", dir);
-    cr_assert_eq(run_ladder(args), 0);
     char out[8192];
-    read_output("stdout", out, sizeof out);
+    run_bench("dynconv --rung gpu_tensorcore --dtype fp16 --B 1 --T 64 --D 32 --W 4", out, sizeof out);
     cr_assert_not_null(strstr(out, "| gpu_tensorcore | f16 |"), "stdout '%s' should time fp16", out);
     cr_assert_null(strstr(out, "| bf16 |"), "stdout '%s' should not time bf16", out);
 }
@@ -289,11 +294,8 @@ Test(tool, bench_dtype_picks_one_precision) {
 /* Each bench problem runs the rungs of its own set: only flash's first, small problem has the cpu rung (the sweep's
  * sizes would take it many minutes), so `--rung cpu` times that one problem, both passes, and nothing else. */
 Test(tool, bench_runs_each_problem_at_its_rungs) {
-    char args[512];
-    snprintf(args, sizeof args, "bench flash --rung cpu --out %s/b", dir);
-    cr_assert_eq(run_ladder(args), 0);
     char out[8192];
-    read_output("stdout", out, sizeof out);
+    run_bench("flash --rung cpu", out, sizeof out);
     cr_assert_not_null(strstr(out, "| flash | fwd | cpu | f32 | B=1 Hq=8 Hkv=8 Sq=1024 "), "stdout: %s", out);
     cr_assert_not_null(strstr(out, "| flash | bwd | cpu | f32 | B=1 Hq=8 Hkv=8 Sq=1024 "), "stdout: %s", out);
     int rows = 0;

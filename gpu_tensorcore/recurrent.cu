@@ -786,15 +786,16 @@ constexpr int GATE_SEGS = 8;  /* warps of a gate-sum block: each takes one segme
  * The gate sums of one row (or column) x of a sequence, in double, in chapter 2's form ("What the identity costs
  * numerically"): backwards, G_t = sum_{s>=t} term_s, each term the difference of two small numbers when the
  * decay is strong (the diagonal terms that cancel are left out of both); then forwards, with dht, G_t gains its
- * dht part z0 + sum_{u<t} zterm_u. @p term(row) and @p zterm(row) read the step at flat token row.
+ * dht part z0 + sum_{u<t} zterm_u. @p term(t, row) and @p zterm(t, row) read the step at token t of the
+ * sequence's batch row, flat token row.
  *
  * A reverse cumulative sum is a chain, but it splits: warp w of the block takes steps w*per .. (w+1)*per - 1, sums
  * them (and their zterms) once, and after a barrier starts its chain from the totals of the segments after it
  * (before it, for the dht part). One thread per (sequence, head, x) walking all T steps left 4 warps per SM
  * waiting on loads: 3.4 ms at B=8 T=4096 H=16 K=128 (H100, commit c8a6796); 8 segments take 2.6 (commit
  * 7275af4). Lanes take 32 consecutive x, so that each load of a warp is one contiguous run; the loads of
- * GATE_BATCH steps go out together. Every thread of the block calls it (it synchronizes); @p active: whether x is
- * a real channel.
+ * GATE_BATCH steps go out together, which needs terms without branches (gate_in()). Every thread of the block
+ * calls it (it synchronizes); @p active: whether x is a real channel.
  */
 template <class Term, class ZTerm>
 __device__ __forceinline__ void gate_sums(const tc_call &a, const rec_seq &s, int64_t h, int64_t width, int64_t x,
@@ -804,12 +805,14 @@ __device__ __forceinline__ void gate_sums(const tc_call &a, const rec_seq &s, in
     const bool dht = a.c.dht.p != nullptr;
     const int64_t per = (s.len + GATE_SEGS - 1) / GATE_SEGS, first = min(s.len, seg * per);
     const int64_t end = active ? min(s.len, first + per) : first;
-    const auto row_of = [&](int64_t step) { return rec_row(a.c, s.b, rec_token(a.c, s, step), h); };
+    const auto token = [&](int64_t step) { return rec_token(a.c, s, step); };
+    const auto row_of = [&](int64_t t) { return rec_row(a.c, s.b, t, h); };
     double y = 0.0, z = 0.0;
 #pragma unroll GATE_BATCH
     for (int64_t step = first; step < end; step++) {
-        y += term(row_of(step));
-        if (dht) z += zterm(row_of(step));
+        const int64_t t = token(step);
+        y += term(t, row_of(t));
+        if (dht) z += zterm(t, row_of(t));
     }
     tot[seg][lane] = y, ztot[seg][lane] = z;
     __syncthreads();
@@ -821,20 +824,34 @@ __device__ __forceinline__ void gate_sums(const tc_call &a, const rec_seq &s, in
         int64_t at[GATE_BATCH];
 #pragma unroll
         for (int u = 0; u < GATE_BATCH; u++) {
-            const int64_t row = row_of(max(last - u, first));
+            const int64_t t = token(max(last - u, first)), row = row_of(t);
             at[u] = row * width + x;
-            y8[u] = term(row);
+            y8[u] = term(t, row);
         }
 #pragma unroll
         for (int u = 0; u < GATE_BATCH; u++)
             if (last - u >= first) z += y8[u], G[at[u]] = z;
     }
     for (int64_t step = first; dht && step < end; step++) {
-        const int64_t row = row_of(step);
+        const int64_t t = token(step), row = row_of(t);
         G[row * width + x] += z0;
-        z0 += zterm(row);
+        z0 += zterm(t, row);
     }
 }
+
+/*
+ * Channel @p x of a 16-bit input at head @p h of batch row @p b, as the gate sums read it: at(t) is element
+ * [b, t, h, x], one multiply-add a step whatever the strides. ld16()'s branch between its contiguous and strided
+ * forms kept each term's loads in its own basic block, where ptxas issued them one step at a time, each waiting
+ * on its own latency (the SASS of gate_rows_kernel at 0356e0b: a load, then its multiply, step after step).
+ */
+template <class T> struct gate_in {
+    const uint16_t *p;
+    int64_t st;
+    __device__ gate_in(const view<uint16_t> &v, int64_t b, int64_t h, int64_t x)
+        : p(v.p + b * v.s[0] + h * v.s[2] + x * v.s[3]), st(v.s[1]) {}
+    __device__ __forceinline__ double at(int64_t t) const { return (double)ladder_to_float<T>(p[t * st]); }
+};
 
 /*
  * One block per (sequence, head, 32 rows i), a warp per segment of the steps:
@@ -845,15 +862,16 @@ template <class T> __global__ void gate_rows_kernel(tc_call a, double *G) {
     const int64_t K = a.c.K, V = a.c.V, groups = (K + 31) / 32, nh = blockIdx.x / groups;
     const int64_t i = blockIdx.x % groups * 32 + threadIdx.x % 32, n = nh / a.c.H, h = nh % a.c.H;
     const bool active = i < K;
+    const rec_seq s = rec_seq_of(a.c, n);
     double z0 = 0.0;
     for (int64_t j = 0; active && a.dh0z && a.c.h0.p && j < V; j++)
         z0 += (double)a.dh0z[(nh * K + i) * V + j] * rec_ld(a.c.h0, n, h, i, j);
-    const auto term = [&](int64_t row) {
-        return (double)ld16<T>(a.q, a.c, row, i) * a.dq_part[row * K + i] -
-               (double)ld16<T>(a.k, a.c, row, i) * a.dk_part[row * K + i];
+    const gate_in<T> q(a.q, s.b, h, i), k(a.k, s.b, h, i);
+    const auto term = [&](int64_t t, int64_t row) {
+        return q.at(t) * a.dq_part[row * K + i] - k.at(t) * a.dk_part[row * K + i];
     };
-    const auto zterm = [&](int64_t row) { return (double)ld16<T>(a.k, a.c, row, i) * a.dkz_part[row * K + i]; };
-    gate_sums(a, rec_seq_of(a.c, n), h, K, i, active, G, term, z0, zterm);
+    const auto zterm = [&](int64_t t, int64_t row) { return k.at(t) * a.dkz_part[row * K + i]; };
+    gate_sums(a, s, h, K, i, active, G, term, z0, zterm);
 }
 
 /* The same per column j: G_t[j] = sum_{s>=t} (o_s do_s - v_s dv_s)[j] + sum_i dh0z h0 + sum_{u<t} v_u dvz_u. */
@@ -861,15 +879,16 @@ template <class T> __global__ void gate_cols_kernel(tc_call a, double *G) {
     const int64_t K = a.c.K, V = a.c.V, groups = (V + 31) / 32, nh = blockIdx.x / groups;
     const int64_t j = blockIdx.x % groups * 32 + threadIdx.x % 32, n = nh / a.c.H, h = nh % a.c.H;
     const bool active = j < V;
+    const rec_seq s = rec_seq_of(a.c, n);
     double z0 = 0.0;
     for (int64_t i = 0; active && a.dh0z && a.c.h0.p && i < K; i++)
         z0 += (double)a.dh0z[(nh * K + i) * V + j] * rec_ld(a.c.h0, n, h, i, j);
-    const auto term = [&](int64_t row) {
-        return (double)a.o32[row * V + j] * ld16<T>(a.dO, a.c, row, j) -
-               (double)ld16<T>(a.v, a.c, row, j) * a.dv32[row * V + j];
+    const gate_in<T> dO(a.dO, s.b, h, j), v(a.v, s.b, h, j);
+    const auto term = [&](int64_t t, int64_t row) {
+        return (double)a.o32[row * V + j] * dO.at(t) - v.at(t) * a.dv32[row * V + j];
     };
-    const auto zterm = [&](int64_t row) { return (double)ld16<T>(a.v, a.c, row, j) * a.dvz32[row * V + j]; };
-    gate_sums(a, rec_seq_of(a.c, n), h, V, j, active, G, term, z0, zterm);
+    const auto zterm = [&](int64_t t, int64_t row) { return v.at(t) * a.dvz32[row * V + j]; };
+    gate_sums(a, s, h, V, j, active, G, term, z0, zterm);
 }
 
 constexpr int THREADS = 256;

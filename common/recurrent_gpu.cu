@@ -27,13 +27,25 @@ __global__ void finish_tokens_kernel(rec_call c, const double *G_row, const doub
     if (c.dg) c.dg[e] = (float)sum;
 }
 
-/* One thread per head: dg_gamma[h] = sum of dg_t over every token, in token order. */
+constexpr int GAMMA_THREADS = 256;
+
+/*
+ * One block per head: dg_gamma[h] = sum of dg_t over every token. Each thread sums the tokens x, x + 256, ... in
+ * order, then the threads' sums meet in a fixed tree (bitwise-repeatable). A thread per head walking all B*T
+ * tokens in order put H threads on the whole GPU, each waiting on one load per token.
+ */
 __global__ void finish_gamma_kernel(rec_call c, const double *G_tok) {
-    int64_t h = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (h >= c.H) return;
+    __shared__ double part[GAMMA_THREADS];
+    const int64_t h = blockIdx.x;
     double sum = 0;
-    for (int64_t bt = 0; bt < c.B * c.T; bt++) sum += G_tok[bt * c.H + h];
-    c.dg_gamma[h] = (float)sum;
+    for (int64_t bt = threadIdx.x; bt < c.B * c.T; bt += GAMMA_THREADS) sum += G_tok[bt * c.H + h];
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (int w = GAMMA_THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) c.dg_gamma[h] = (float)part[0];
 }
 
 } // namespace
@@ -44,7 +56,7 @@ ladder_status rec_finish_gates(const rec_call &c, const rec_gate_scratch &s) {
     finish_tokens_kernel<<<ladder_blocks(c.B * c.T * c.H * 32, threads), threads>>>(c, s.G_row, s.G_col, s.G_tok);
     LADDER_LAUNCH_CHECK("finish_tokens_kernel");
     if (c.dg_gamma) {
-        finish_gamma_kernel<<<ladder_blocks(c.H, 32), 32>>>(c, s.G_tok);
+        finish_gamma_kernel<<<(unsigned)c.H, GAMMA_THREADS>>>(c, s.G_tok);
         LADDER_LAUNCH_CHECK("finish_gamma_kernel");
     }
     return LADDER_OK;

@@ -30,7 +30,8 @@
  *    backward the whole diagonal parts of dq, dk, dv (and o), which the sweeps then complete. What stays in the
  *    sweeps' sequential loop is the state's work: the decays, the operands, the products and their epilogues.
  *    Being parallel, it is shaped for throughput: its own small shared-memory plan (several blocks per SM), each
- *    pair's product formed once, its exponentials by __expf.
+ *    pair's product and weight formed once (a thread per channel walks the chunk's pairs), its exponentials by
+ *    the ex2 instruction alone (exp_ftz).
  * 4. Staging by cp.async, double-buffered (stage_chunk): the next chunk's q, k, v (do), gates (and P) are in
  *    flight while this chunk computes. A tile keeps the input's own [step][channel] layout, rows padded by 16
  *    bytes so that ldmatrix hits distinct banks; strided or misaligned inputs take element loads into the same
@@ -72,7 +73,7 @@ using namespace rec_tc;
 
 constexpr int MAX_WARPS = 8; /* a block holds at most 16 * 8 = 128 state columns */
 constexpr int NTM = 16;      /* fragments of 8 state rows a warp holds: 128 rows (a pair of warps for K > 128) */
-constexpr int DIAG_BLOCKS = 3; /* diag_kernel blocks per SM (its own plan allows it; the sweeps' allowed one) */
+constexpr int DIAG_BLOCKS = 2; /* diag_kernel blocks per SM: 80 registers a thread (3 blocks) spilled */
 
 /* Where each tile lies in dynamic shared memory (bytes), from Kp and VB; the same on host and device. */
 struct smem_plan {
@@ -98,6 +99,7 @@ struct smem_plan {
         if (diag) { /* diag_kernel stages one chunk and needs only P and D beside it: a small plan, many blocks */
             P = at, at += CH * (CH + 1) * 4;
             D = at, at += CH * (CH + 1) * 4;
+            R = at, at += CH * 8;
             total = at;
             return;
         }
@@ -239,50 +241,81 @@ __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned c
 }
 
 /*
+ * exp(x) by the ex2 instruction alone, a result below 2^-126 flushed to zero (as flash_tc.cuh's ex2_ftz): __expf
+ * compiles to five instructions around its ex2, three of them guarding subnormal results. A weight below 2^-126
+ * multiplies inputs of order one, so what it would add to a gradient lies below fp32's normal range; the suites'
+ * strong-decay cases pass with it (H100, commit 002bd31).
+ */
+__device__ __forceinline__ float exp_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    return y;
+}
+
+/*
  * The chunk's two 16 x 16 fp32 matrices of the diagonal part, zero above the diagonal (s > t):
  *   P[t][s] = sum_i q_t[i] k_s[i] exp(A_t[i] - A_s[i])       (without gk: exp(A_t - A_s) (q_t . k_s))
  *   D[t][s] = sum_j do_t[j] v_s[j] exp(B_t[j] - B_s[j])      (the block's columns; the backward's)
- * One entry per thread, 8 channels per round so that their loads go out together (diag_kernel).
+ * Without gk, D leaves here scaled by exp(A_t - A_s) as well, the factor every channel of dq and dk shares
+ * (diag_rows()). One entry per thread, 8 channels per round so that their loads go out together (diag_kernel):
+ * threads 0..119 take P's 120 entries below the diagonal, 120..239 D's, and 240..255 the diagonals of both, which
+ * need no exponential (exp(0) = 1). A thread per entry of the whole 16 x 16 matrices left 120 of 256 threads
+ * without work, in warps that still issued every instruction for the others.
  */
 template <class T>
 __device__ void small_matrices(unsigned char *sm, const smem_plan &L, const unsigned char *b, const tc_call &a,
-                               bool want_P, bool want_D) {
+                               bool want_D) {
+    constexpr int LOWER = CH * (CH - 1) / 2; /* entries below the diagonal */
     const float *A = (const float *)(b + L.gk), *B = (const float *)(b + L.gv);
     const uint16_t *q = (const uint16_t *)(b + L.q), *k = (const uint16_t *)(b + L.k);
     const uint16_t *v = (const uint16_t *)(b + L.v), *dO = (const uint16_t *)(b + L.dO);
     float *P = (float *)(sm + L.P), *D = (float *)(sm + L.D);
-    for (int id = threadIdx.x; id < CH * CH; id += blockDim.x) {
-        const int t = id / CH, s = id % CH;
-        float p = 0.0f, d = 0.0f;
-        if (want_P && s <= t) {
-            for (int i0 = 0; i0 < a.Kp; i0 += 8) {
+    const auto p_entry = [&](int t, int s, bool gates) {
+        float p = 0.0f;
+        for (int i0 = 0; i0 < a.Kp; i0 += 8) {
 #pragma unroll
-                for (int i = i0; i < i0 + 8; i += 2) {
-                    const uint32_t q2 = ladder_lds32(q + t * L.kp16 + i), k2 = ladder_lds32(k + s * L.kp16 + i);
-                    float x0 = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff);
-                    float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
-                    if (a.gk.p) {
-                        const float2 At = *(const float2 *)(A + t * L.kp32 + i);
-                        const float2 As = *(const float2 *)(A + s * L.kp32 + i);
-                        x0 *= __expf(At.x - As.x), x1 *= __expf(At.y - As.y);
-                    }
-                    p += x0 + x1;
+            for (int i = i0; i < i0 + 8; i += 2) {
+                const uint32_t q2 = ladder_lds32(q + t * L.kp16 + i), k2 = ladder_lds32(k + s * L.kp16 + i);
+                float x0 = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff);
+                float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
+                if (gates && a.gk.p) {
+                    const float2 At = *(const float2 *)(A + t * L.kp32 + i);
+                    const float2 As = *(const float2 *)(A + s * L.kp32 + i);
+                    x0 *= exp_ftz(At.x - As.x), x1 *= exp_ftz(At.y - As.y);
                 }
-            }
-            if (!a.gk.p) p *= __expf(A[t * L.kp32] - A[s * L.kp32]);
-        }
-        if (want_D && s <= t) {
-            for (int j0 = 0; j0 < a.VB; j0 += 8) {
-#pragma unroll
-                for (int j = j0; j < j0 + 8; j++) {
-                    float x = ladder_to_float<T>(dO[t * L.vp16 + j]) * ladder_to_float<T>(v[s * L.vp16 + j]);
-                    if (a.gv.p) x *= __expf(B[t * L.vp32 + j] - B[s * L.vp32 + j]);
-                    d += x;
-                }
+                p += x0 + x1;
             }
         }
-        P[t * (CH + 1) + s] = p;
-        D[t * (CH + 1) + s] = d;
+        return p;
+    };
+    const auto d_entry = [&](int t, int s, bool gates) {
+        float d = 0.0f;
+        for (int j0 = 0; j0 < a.VB; j0 += 8) {
+#pragma unroll
+            for (int j = j0; j < j0 + 8; j++) {
+                float x = ladder_to_float<T>(dO[t * L.vp16 + j]) * ladder_to_float<T>(v[s * L.vp16 + j]);
+                if (gates && a.gv.p) x *= exp_ftz(B[t * L.vp32 + j] - B[s * L.vp32 + j]);
+                d += x;
+            }
+        }
+        return d;
+    };
+    for (int id = threadIdx.x; id < CH * CH; id += blockDim.x) /* above the diagonal */
+        if (id % CH > id / CH) P[id / CH * (CH + 1) + id % CH] = 0.0f, D[id / CH * (CH + 1) + id % CH] = 0.0f;
+    for (int id = threadIdx.x; id < 2 * LOWER + CH; id += blockDim.x) {
+        if (id >= 2 * LOWER) { /* a diagonal: exp(A_t - A_t) = 1 */
+            const int t = id - 2 * LOWER;
+            P[t * (CH + 1) + t] = p_entry(t, t, false);
+            D[t * (CH + 1) + t] = want_D ? d_entry(t, t, false) : 0.0f;
+            continue;
+        }
+        const bool is_D = id >= LOWER;
+        if (is_D && !want_D) continue;
+        const int e = is_D ? id - LOWER : id; /* entry e = t (t - 1) / 2 + s, s < t */
+        const int t = (int)((1.0f + sqrtf(8.0f * e + 1.0f)) * 0.5f), s = e - t * (t - 1) / 2;
+        float x = is_D ? d_entry(t, s, true) : p_entry(t, s, true);
+        if (!a.gk.p) x *= exp_ftz(A[t * L.kp32] - A[s * L.kp32]); /* the row gate alone: one factor per pair */
+        (is_D ? D : P)[t * (CH + 1) + s] = x;
     }
 }
 
@@ -453,6 +486,93 @@ __device__ __forceinline__ bool join_halves(float (&acc)[2][4], float *red, int 
     return true;
 }
 
+constexpr int HALF = CH / 2; /* diag_rows and diag_cols take the earlier step of a pair 8 steps at a time */
+
+/* The half of earlier steps after which the sums of step t are complete: the one that holds step t - 1. */
+__host__ __device__ constexpr int last_half(int t) { return t == 0 ? 0 : (t - 1) / HALF * HALF; }
+
+/*
+ * diag_kernel's backward for row channel @p i of the chunk: dq_t[i] and dk_u[i] from every pair u < t, which
+ * share the pair's weight w = D[t][u] exp(A_t[i] - A_u[i]) (GK; without gk, D came scaled by the factor). One
+ * thread walks the 120 pairs of its channel, so that each exponential is formed once: a thread per (step,
+ * channel), over all 16 steps, formed it at both ends of the pair and for the masked steps as well. The earlier
+ * steps go 8 at a time (their k and dk sums in registers, with the dq sums still open): all 16 at once spilled at
+ * 3 blocks per SM. @p part: the column block's first row in dq_part, dk_part.
+ */
+template <class T, bool GK>
+__device__ __forceinline__ void diag_rows(const tc_call &a, const smem_plan &L, const unsigned char *sm, int i,
+                                          int rows, int64_t part) {
+    const float *A = (const float *)(sm + L.gk), *D = (const float *)(sm + L.D);
+    const uint16_t *q = (const uint16_t *)(sm + L.q), *k = (const uint16_t *)(sm + L.k);
+    const int64_t *R = (const int64_t *)(sm + L.R), K = a.c.K;
+    float xq[CH];
+#pragma unroll
+    for (int t = 0; t < CH; t++) xq[t] = 0.0f;
+#pragma unroll
+    for (int u0 = 0; u0 < CH; u0 += HALF) {
+        float ku[HALF], xk[HALF];
+#pragma unroll
+        for (int u = 0; u < HALF; u++) ku[u] = ladder_to_float<T>(k[(u0 + u) * L.kp16 + i]), xk[u] = 0.0f;
+#pragma unroll
+        for (int t = 0; t < CH; t++) {
+            if (u0 > 0 && t <= u0) continue; /* no pair of this half */
+            const float qt = ladder_to_float<T>(q[t * L.kp16 + i]), At = GK ? A[t * L.kp32 + i] : 0.0f;
+#pragma unroll
+            for (int u = 0; u < HALF; u++) {
+                if (u0 + u >= t) break;
+                const float d = D[t * (CH + 1) + u0 + u];
+                const float w = GK ? d * exp_ftz(At - A[(u0 + u) * L.kp32 + i]) : d;
+                xq[t] += w * ku[u], xk[u] += w * qt;
+            }
+            if (last_half(t) == u0 && t < rows) a.dq_part[(part + R[t]) * K + i] = a.c.scale * xq[t];
+        }
+#pragma unroll
+        for (int u = 0; u < HALF; u++) {
+            if (u0 + u >= rows) break;
+            a.dk_part[(part + R[u0 + u]) * K + i] = a.c.scale * xk[u];
+            if (i == 0) a.vdo_part[part + R[u0 + u]] = D[(u0 + u) * (CH + 1) + u0 + u];
+        }
+    }
+}
+
+/* The same for column jl of the block (column j of V): dv_u[j] and, with gv, o_t[j] share P[t][u] exp(B_t - B_u). */
+template <class T, bool GV>
+__device__ __forceinline__ void diag_cols(const tc_call &a, const smem_plan &L, const unsigned char *sm, int jl,
+                                          int64_t j, int rows) {
+    const float *B = (const float *)(sm + L.gv), *P = (const float *)(sm + L.P);
+    const uint16_t *v = (const uint16_t *)(sm + L.v), *dO = (const uint16_t *)(sm + L.dO);
+    const int64_t *R = (const int64_t *)(sm + L.R), V = a.c.V;
+    float xo[CH];
+#pragma unroll
+    for (int t = 0; t < CH; t++) xo[t] = 0.0f;
+#pragma unroll
+    for (int u0 = 0; u0 < CH; u0 += HALF) {
+        float vu[HALF], xv[HALF];
+#pragma unroll
+        for (int u = 0; u < HALF; u++) vu[u] = GV ? ladder_to_float<T>(v[(u0 + u) * L.vp16 + jl]) : 0.0f, xv[u] = 0.0f;
+#pragma unroll
+        for (int t = 0; t < CH; t++) {
+            if (u0 > 0 && t <= u0) continue;
+            const float dt = ladder_to_float<T>(dO[t * L.vp16 + jl]), Bt = GV ? B[t * L.vp32 + jl] : 0.0f;
+#pragma unroll
+            for (int u = 0; u < HALF; u++) {
+                if (u0 + u >= t) break;
+                const float p = P[t * (CH + 1) + u0 + u];
+                const float w = GV ? p * exp_ftz(Bt - B[(u0 + u) * L.vp32 + jl]) : p;
+                xv[u] += w * dt;
+                if (GV) xo[t] += w * vu[u];
+            }
+            if (GV && last_half(t) == u0 && t < rows) a.o32[R[t] * V + j] = a.c.scale * xo[t];
+        }
+#pragma unroll
+        for (int u = 0; u < HALF; u++) {
+            if (u0 + u >= rows) break;
+            a.dv32[R[u0 + u] * V + j] = a.c.scale * xv[u];
+            if (j == 0) a.ptt[R[u0 + u]] = P[(u0 + u) * (CH + 1) + u0 + u];
+        }
+    }
+}
+
 /*
  * The diagonal blocks of every chunk at once: they do not depend on the state, so they need not wait in the
  * sweeps' chain. One block per (sequence x head, column block, chunk), chunks striding by gridDim.z. The forward
@@ -460,11 +580,10 @@ __device__ __forceinline__ bool join_halves(float (&acc)[2][4], float *red, int 
  * own step's term (bwd()), which the sweeps then complete with the state parts:
  *   dq_part = scale sum_{u<t} D[t][u] k_u exp(A_t-A_u),   dk_part = scale sum_{u>t} D[u][t] q_u exp(A_u-A_t),
  *   dv32    = scale sum_{u>t} P[u][t] do_u exp(B_u-B_t),  o32 (gv) = scale sum_{u<t} P[t][u] v_u exp(B_t-B_u),
- * and those terms apart: vdo_part = D[t][t], ptt = P[t][t]. A masked step gets exponent -inf, so that the sums
- * run over all 16 steps with their loads together; a pair (t, u) feeds dq and o when u < t, dk and dv when u > t,
- * so each thread forms its product once. The exponentials are __expf (ex2.approx after one multiply, a few
- * instructions where expf takes about ten): its relative error, about 2 + 1.2 |x| units in the last place, stays
- * near 1e-6 for the factors that are not negligible, far under the 2^-16 the split operands carry.
+ * and those terms apart: vdo_part = D[t][t], ptt = P[t][t]. A thread takes a channel, a row one (diag_rows) or a
+ * column one (diag_cols), and walks the chunk's pairs. The exponentials are ex2.approx after one multiply
+ * (exp_ftz; expf takes about ten instructions): its relative error, about 2 + 1.2 |x| units in the last place,
+ * stays near 1e-6 for the factors that are not negligible, far under the 2^-16 the split operands carry.
  */
 template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS, DIAG_BLOCKS) diag_kernel(tc_call a) {
     extern __shared__ __align__(16) unsigned char sm[];
@@ -473,14 +592,11 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS, DIAG_BLOCKS
     const int64_t tokens = a.c.B * a.c.T * a.c.H;
     const rec_seq s = rec_seq_of(a.c, n);
     const int64_t nch = (s.len + CH - 1) / CH;
-    const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0), scale = a.c.scale;
-    const bool gv = a.gv.p != nullptr;
+    const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0);
+    const bool gk = a.gk.p != nullptr, gv = a.gv.p != nullptr;
     tc_call in = a; /* what stage_chunk reads: the inputs, not the P_store this kernel fills */
     in.P_store = nullptr;
-    const float *A = (const float *)(sm + L.gk), *B = (const float *)(sm + L.gv);
-    const float *P = (const float *)(sm + L.P), *D = (const float *)(sm + L.D);
-    const uint16_t *q = (const uint16_t *)(sm + L.q), *k = (const uint16_t *)(sm + L.k);
-    const uint16_t *v = (const uint16_t *)(sm + L.v), *dO = (const uint16_t *)(sm + L.dO);
+    const float *P = (const float *)(sm + L.P);
     for (int64_t ch = blockIdx.z; ch < nch; ch += gridDim.z) {
         stage_chunk(sm, L, 0, in, s, h, c0, ch);
         ladder_cp_async_wait_group<0>();
@@ -488,52 +604,28 @@ template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS, DIAG_BLOCKS
         const int rows = (int)min((int64_t)CH, s.len - ch * CH);
         cumsum((float *)(sm + L.gk), L.kp32, a.Kp, a.gk.p, (const float *)(sm + L.g), gamma, rows);
         if (gv) cumsum((float *)(sm + L.gv), L.vp32, a.VB, true, nullptr, 0.0f, rows);
+        if (threadIdx.x < CH) {
+            const int64_t t = token_of(a, s, ch * CH + threadIdx.x);
+            ((int64_t *)(sm + L.R))[threadIdx.x] = t >= 0 ? rec_row(a.c, s.b, t, h) : -1;
+        }
         __syncthreads();
-        small_matrices<T>(sm, L, sm, a, true, a.bwd);
+        small_matrices<T>(sm, L, sm, a, a.bwd);
         __syncthreads();
         if (!a.bwd) {
             float *out = a.P_store + (chunk_slot(a, s, n, ch) * a.c.H + h) * CH * (CH + 1);
             for (int e = threadIdx.x; vb == 0 && e < CH * (CH + 1); e += blockDim.x) out[e] = P[e];
         }
-        for (int e = threadIdx.x; a.bwd && e < CH * a.Kp; e += blockDim.x) {
-            const int t = e / a.Kp, i = e % a.Kp;
-            if (t >= rows || i >= a.c.K) continue;
-            const int64_t row = rec_row(a.c, s.b, rec_token(a.c, s, ch * CH + t), h);
-            const int64_t at = (vb * tokens + row) * a.c.K + i;
-            const float At = A[t * L.kp32 + i];
-            float xq = 0.0f, xk = 0.0f;
-#pragma unroll
-            for (int u = 0; u < CH; u++) { /* u < t feeds dq, u > t dk: one product each, exp(A_later - A_earlier) */
-                const bool before = u < t;
-                const float Au = A[u * L.kp32 + i], w = __expf(before ? At - Au : u > t ? Au - At : -INFINITY);
-                const float y = (before ? D[t * (CH + 1) + u] : D[u * (CH + 1) + t]) *
-                                ladder_to_float<T>((before ? k : q)[u * L.kp16 + i]) * w;
-                xq += before ? y : 0.0f, xk += before ? 0.0f : y;
+        for (int e = threadIdx.x; a.bwd && e < a.Kp + a.VB; e += blockDim.x) {
+            if (e < a.Kp) {
+                if (e >= a.c.K) continue;
+                if (gk) diag_rows<T, true>(a, L, sm, e, rows, vb * tokens);
+                else diag_rows<T, false>(a, L, sm, e, rows, vb * tokens);
+            } else {
+                const int jl = e - a.Kp;
+                if (c0 + jl >= a.c.V) continue;
+                if (gv) diag_cols<T, true>(a, L, sm, jl, c0 + jl, rows);
+                else diag_cols<T, false>(a, L, sm, jl, c0 + jl, rows);
             }
-            a.dq_part[at] = scale * xq, a.dk_part[at] = scale * xk;
-            if (i == 0) a.vdo_part[vb * tokens + row] = D[t * (CH + 1) + t];
-        }
-        for (int e = threadIdx.x; a.bwd && e < CH * a.VB; e += blockDim.x) {
-            const int t = e / a.VB, jl = e % a.VB;
-            const int64_t j = c0 + jl;
-            if (t >= rows || j >= a.c.V) continue;
-            const int64_t row = rec_row(a.c, s.b, rec_token(a.c, s, ch * CH + t), h);
-            const float Bt = gv ? B[t * L.vp32 + jl] : 0.0f;
-            float xv = 0.0f, xo = 0.0f;
-#pragma unroll
-            for (int u = 0; u < CH; u++) { /* u > t feeds dv, u < t o: one product each */
-                const bool before = u < t;
-                float y = u == t ? 0.0f : (before ? P[t * (CH + 1) + u] : P[u * (CH + 1) + t]) *
-                                              ladder_to_float<T>((before ? v : dO)[u * L.vp16 + jl]);
-                if (gv) {
-                    const float Bu = B[u * L.vp32 + jl];
-                    y *= __expf(before ? Bt - Bu : u > t ? Bu - Bt : -INFINITY);
-                }
-                xv += before ? 0.0f : y, xo += before ? y : 0.0f;
-            }
-            a.dv32[row * a.c.V + j] = scale * xv;
-            if (gv) a.o32[row * a.c.V + j] = scale * xo;
-            if (j == 0) a.ptt[row] = P[t * (CH + 1) + t];
         }
         __syncthreads(); /* the tiles are done with before the next chunk is staged over them */
     }
@@ -758,8 +850,10 @@ template <class T> __global__ void finish_rows_kernel(tc_call a, int parts, uint
         sq += a.dq_part[p * n + e], sk += a.dk_part[p * n + e], vdo += a.vdo_part[p * tokens + token];
         if (a.dkz_part) sz += a.dkz_part[p * n + e];
     }
-    a.dq_part[e] = sq, a.dk_part[e] = sk;
-    if (a.dkz_part) a.dkz_part[e] = sz;
+    if (parts > 1) { /* with one column block the sums are already in place: 0.54 GB less at the benchmark shape */
+        a.dq_part[e] = sq, a.dk_part[e] = sk;
+        if (a.dkz_part) a.dkz_part[e] = sz;
+    }
     dq[e] = ladder_from_float<T>(sq + a.c.scale * ld16<T>(a.k, a.c, token, i) * vdo);
     dk[e] = ladder_from_float<T>(sk + a.c.scale * ld16<T>(a.q, a.c, token, i) * vdo + sz);
 }
@@ -786,15 +880,16 @@ constexpr int GATE_SEGS = 8;  /* warps of a gate-sum block: each takes one segme
  * The gate sums of one row (or column) x of a sequence, in double, in chapter 2's form ("What the identity costs
  * numerically"): backwards, G_t = sum_{s>=t} term_s, each term the difference of two small numbers when the
  * decay is strong (the diagonal terms that cancel are left out of both); then forwards, with dht, G_t gains its
- * dht part z0 + sum_{u<t} zterm_u. @p term(row) and @p zterm(row) read the step at flat token row.
+ * dht part z0 + sum_{u<t} zterm_u. @p term(t, row) and @p zterm(t, row) read the step at token t of the
+ * sequence's batch row, flat token row.
  *
  * A reverse cumulative sum is a chain, but it splits: warp w of the block takes steps w*per .. (w+1)*per - 1, sums
  * them (and their zterms) once, and after a barrier starts its chain from the totals of the segments after it
  * (before it, for the dht part). One thread per (sequence, head, x) walking all T steps left 4 warps per SM
  * waiting on loads: 3.4 ms at B=8 T=4096 H=16 K=128 (H100, commit c8a6796); 8 segments take 2.6 (commit
  * 7275af4). Lanes take 32 consecutive x, so that each load of a warp is one contiguous run; the loads of
- * GATE_BATCH steps go out together. Every thread of the block calls it (it synchronizes); @p active: whether x is
- * a real channel.
+ * GATE_BATCH steps go out together, which needs terms without branches (gate_in()). Every thread of the block
+ * calls it (it synchronizes); @p active: whether x is a real channel.
  */
 template <class Term, class ZTerm>
 __device__ __forceinline__ void gate_sums(const tc_call &a, const rec_seq &s, int64_t h, int64_t width, int64_t x,
@@ -804,12 +899,14 @@ __device__ __forceinline__ void gate_sums(const tc_call &a, const rec_seq &s, in
     const bool dht = a.c.dht.p != nullptr;
     const int64_t per = (s.len + GATE_SEGS - 1) / GATE_SEGS, first = min(s.len, seg * per);
     const int64_t end = active ? min(s.len, first + per) : first;
-    const auto row_of = [&](int64_t step) { return rec_row(a.c, s.b, rec_token(a.c, s, step), h); };
+    const auto token = [&](int64_t step) { return rec_token(a.c, s, step); };
+    const auto row_of = [&](int64_t t) { return rec_row(a.c, s.b, t, h); };
     double y = 0.0, z = 0.0;
 #pragma unroll GATE_BATCH
     for (int64_t step = first; step < end; step++) {
-        y += term(row_of(step));
-        if (dht) z += zterm(row_of(step));
+        const int64_t t = token(step);
+        y += term(t, row_of(t));
+        if (dht) z += zterm(t, row_of(t));
     }
     tot[seg][lane] = y, ztot[seg][lane] = z;
     __syncthreads();
@@ -821,20 +918,34 @@ __device__ __forceinline__ void gate_sums(const tc_call &a, const rec_seq &s, in
         int64_t at[GATE_BATCH];
 #pragma unroll
         for (int u = 0; u < GATE_BATCH; u++) {
-            const int64_t row = row_of(max(last - u, first));
+            const int64_t t = token(max(last - u, first)), row = row_of(t);
             at[u] = row * width + x;
-            y8[u] = term(row);
+            y8[u] = term(t, row);
         }
 #pragma unroll
         for (int u = 0; u < GATE_BATCH; u++)
             if (last - u >= first) z += y8[u], G[at[u]] = z;
     }
     for (int64_t step = first; dht && step < end; step++) {
-        const int64_t row = row_of(step);
+        const int64_t t = token(step), row = row_of(t);
         G[row * width + x] += z0;
-        z0 += zterm(row);
+        z0 += zterm(t, row);
     }
 }
+
+/*
+ * Channel @p x of a 16-bit input at head @p h of batch row @p b, as the gate sums read it: at(t) is element
+ * [b, t, h, x], one multiply-add a step whatever the strides. ld16()'s branch between its contiguous and strided
+ * forms kept each term's loads in its own basic block, where ptxas issued them one step at a time, each waiting
+ * on its own latency (the SASS of gate_rows_kernel at 0356e0b: a load, then its multiply, step after step).
+ */
+template <class T> struct gate_in {
+    const uint16_t *p;
+    int64_t st;
+    __device__ gate_in(const view<uint16_t> &v, int64_t b, int64_t h, int64_t x)
+        : p(v.p + b * v.s[0] + h * v.s[2] + x * v.s[3]), st(v.s[1]) {}
+    __device__ __forceinline__ double at(int64_t t) const { return (double)ladder_to_float<T>(p[t * st]); }
+};
 
 /*
  * One block per (sequence, head, 32 rows i), a warp per segment of the steps:
@@ -845,15 +956,16 @@ template <class T> __global__ void gate_rows_kernel(tc_call a, double *G) {
     const int64_t K = a.c.K, V = a.c.V, groups = (K + 31) / 32, nh = blockIdx.x / groups;
     const int64_t i = blockIdx.x % groups * 32 + threadIdx.x % 32, n = nh / a.c.H, h = nh % a.c.H;
     const bool active = i < K;
+    const rec_seq s = rec_seq_of(a.c, n);
     double z0 = 0.0;
     for (int64_t j = 0; active && a.dh0z && a.c.h0.p && j < V; j++)
         z0 += (double)a.dh0z[(nh * K + i) * V + j] * rec_ld(a.c.h0, n, h, i, j);
-    const auto term = [&](int64_t row) {
-        return (double)ld16<T>(a.q, a.c, row, i) * a.dq_part[row * K + i] -
-               (double)ld16<T>(a.k, a.c, row, i) * a.dk_part[row * K + i];
+    const gate_in<T> q(a.q, s.b, h, i), k(a.k, s.b, h, i);
+    const auto term = [&](int64_t t, int64_t row) {
+        return q.at(t) * a.dq_part[row * K + i] - k.at(t) * a.dk_part[row * K + i];
     };
-    const auto zterm = [&](int64_t row) { return (double)ld16<T>(a.k, a.c, row, i) * a.dkz_part[row * K + i]; };
-    gate_sums(a, rec_seq_of(a.c, n), h, K, i, active, G, term, z0, zterm);
+    const auto zterm = [&](int64_t t, int64_t row) { return k.at(t) * a.dkz_part[row * K + i]; };
+    gate_sums(a, s, h, K, i, active, G, term, z0, zterm);
 }
 
 /* The same per column j: G_t[j] = sum_{s>=t} (o_s do_s - v_s dv_s)[j] + sum_i dh0z h0 + sum_{u<t} v_u dvz_u. */
@@ -861,15 +973,16 @@ template <class T> __global__ void gate_cols_kernel(tc_call a, double *G) {
     const int64_t K = a.c.K, V = a.c.V, groups = (V + 31) / 32, nh = blockIdx.x / groups;
     const int64_t j = blockIdx.x % groups * 32 + threadIdx.x % 32, n = nh / a.c.H, h = nh % a.c.H;
     const bool active = j < V;
+    const rec_seq s = rec_seq_of(a.c, n);
     double z0 = 0.0;
     for (int64_t i = 0; active && a.dh0z && a.c.h0.p && i < K; i++)
         z0 += (double)a.dh0z[(nh * K + i) * V + j] * rec_ld(a.c.h0, n, h, i, j);
-    const auto term = [&](int64_t row) {
-        return (double)a.o32[row * V + j] * ld16<T>(a.dO, a.c, row, j) -
-               (double)ld16<T>(a.v, a.c, row, j) * a.dv32[row * V + j];
+    const gate_in<T> dO(a.dO, s.b, h, j), v(a.v, s.b, h, j);
+    const auto term = [&](int64_t t, int64_t row) {
+        return (double)a.o32[row * V + j] * dO.at(t) - v.at(t) * a.dv32[row * V + j];
     };
-    const auto zterm = [&](int64_t row) { return (double)ld16<T>(a.v, a.c, row, j) * a.dvz32[row * V + j]; };
-    gate_sums(a, rec_seq_of(a.c, n), h, V, j, active, G, term, z0, zterm);
+    const auto zterm = [&](int64_t t, int64_t row) { return v.at(t) * a.dvz32[row * V + j]; };
+    gate_sums(a, s, h, V, j, active, G, term, z0, zterm);
 }
 
 constexpr int THREADS = 256;

@@ -302,3 +302,11 @@ Test(tool, bench_runs_each_problem_at_its_rungs) {
     for (const char *p = out; (p = strstr(p, "| flash |")) != NULL; p++) rows++;
     cr_assert_eq(rows, 2, "stdout '%s' should hold the small problem's two cpu rows and no other", out);
 }
+
+/* Size flags that make the small problem the same as one of the sweep's take the sweep's rungs there: flash's first
+ * problem at B=16 Hq=32 (the sweep's D=64 S=1024 size) must not run the cpu rung, which would take minutes. */
+Test(tool, bench_flags_that_merge_problems_keep_the_narrower_rung_set) {
+    char out[8192];
+    run_bench("flash --rung cpu --B 16 --Hq 32 --Hkv 32", out, sizeof out);
+    cr_assert_null(strstr(out, "| flash |"), "stdout '%s' should hold no row: no problem of that size runs cpu", out);
+}

@@ -185,24 +185,35 @@ static bool resolved(const ladder_algo *algo, const tool_opts *o, int i, unsigne
     return true;
 }
 
-/* Flags that set every size (one shape, `ladder bench flash --D 128 ...`) make the sweep's problems alike: is
- * problem @p i one an earlier i already timed? */
-static bool repeats_earlier(const ladder_algo *algo, const tool_opts *o, int i) {
+/* Do the flags make bench problems @p i and @p j the same problem (`ladder bench flash --D 128 --Sq 4096 ...` sets
+ * every size, and the sweep's problems become alike)? */
+static bool same_problem(const ladder_algo *algo, const tool_opts *o, int i, int j) {
     _Alignas(8) unsigned char pi[LADDER_PROBLEM_MAX], pj[LADDER_PROBLEM_MAX];
     uint32_t wi, wj;
-    if (!resolved(algo, o, i, pi, &wi)) return false;
-    for (int j = 0; j < i; j++)
-        if (resolved(algo, o, j, pj, &wj) && wi == wj && memcmp(pi, pj, algo->problem_size) == 0) return true;
-    return false;
+    return resolved(algo, o, i, pi, &wi) && resolved(algo, o, j, pj, &wj) && wi == wj &&
+           memcmp(pi, pj, algo->problem_size) == 0;
+}
+
+static uint32_t own_rungs(const ladder_algo *algo, int i) {
+    return algo->bench_rungs ? algo->bench_rungs[i] : (1u << LADDER_RUNG_COUNT) - 1;
 }
 
 int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int max_rows, int *n_rows) {
     int rc = TOOL_OK;
     for (int i = 0; i < algo->n_bench_problems && rc != TOOL_USAGE; i++) {
-        if (repeats_earlier(algo, o, i)) continue;
+        /* A problem the flags made the same as an earlier one was timed there. Its rungs are those that every bench
+         * problem of that size runs: where one of them leaves a rung out (minutes at the sweep's sizes), so does the
+         * problem the flags made. */
+        bool repeat = false;
+        uint32_t rungs = own_rungs(algo, i);
+        for (int j = 0; j < algo->n_bench_problems && !repeat; j++) {
+            if (j == i || !same_problem(algo, o, i, j)) continue;
+            repeat = j < i;
+            rungs &= own_rungs(algo, j);
+        }
+        if (repeat) continue;
         const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;
         const uint32_t with = algo->bench_with ? algo->bench_with[i] : 0;
-        const uint32_t rungs = algo->bench_rungs ? algo->bench_rungs[i] : (1u << LADDER_RUNG_COUNT) - 1;
         int r = bench_problem(algo, o, base, with, rungs, rows, max_rows, n_rows);
         if (r > rc) rc = r;
     }

@@ -60,9 +60,8 @@ static const ladder_dynconv_problem bench_problems[] = {
     {.B = 2, .T = 4096, .D = 2048, .W = 16}, {.B = 2, .T = 4096, .D = 2048, .W = 32},
     {.B = 2, .T = 4096, .D = 2048, .W = 64},
 };
-#define GPU_RUNGS (1u << LADDER_RUNG_GPU_NAIVE | 1u << LADDER_RUNG_GPU_TILED | 1u << LADDER_RUNG_GPU_TENSORCORE)
-static const uint32_t bench_rungs[] = {(1u << LADDER_RUNG_COUNT) - 1, GPU_RUNGS, GPU_RUNGS, GPU_RUNGS,
-                                       GPU_RUNGS,                     GPU_RUNGS, GPU_RUNGS};
+static const uint32_t bench_rungs[] = {LADDER_RUNGS_ALL, LADDER_RUNGS_GPU, LADDER_RUNGS_GPU, LADDER_RUNGS_GPU,
+                                       LADDER_RUNGS_GPU, LADDER_RUNGS_GPU, LADDER_RUNGS_GPU};
 _Static_assert(sizeof bench_rungs / sizeof bench_rungs[0] == sizeof bench_problems / sizeof bench_problems[0],
                "one rung set per bench problem");
 

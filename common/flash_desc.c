@@ -89,9 +89,8 @@ static const ladder_flash_problem bench_problems[] = {
     SWEEP(128, 1024, 1),             SWEEP(128, 4096, 0), SWEEP(128, 4096, 1),  SWEEP(128, 16384, 0),
     SWEEP(128, 16384, 1),            BENCH(4, 16, 128, 4096, 0, true),
 };
-#define ALL_RUNGS ((1u << LADDER_RUNG_COUNT) - 1)
-#define FAST_RUNGS (1u << LADDER_RUNG_GPU_TILED | 1u << LADDER_RUNG_GPU_TENSORCORE)
-static const uint32_t bench_rungs[] = {ALL_RUNGS,  FAST_RUNGS, FAST_RUNGS, FAST_RUNGS, FAST_RUNGS,
+#define FAST_RUNGS (LADDER_RUNGS_GPU & ~(1u << LADDER_RUNG_GPU_NAIVE)) /* gpu_tiled and gpu_tensorcore */
+static const uint32_t bench_rungs[] = {LADDER_RUNGS_ALL, FAST_RUNGS, FAST_RUNGS, FAST_RUNGS, FAST_RUNGS,
                                        FAST_RUNGS, FAST_RUNGS, FAST_RUNGS, FAST_RUNGS, FAST_RUNGS,
                                        FAST_RUNGS, FAST_RUNGS, FAST_RUNGS, FAST_RUNGS};
 _Static_assert(sizeof bench_rungs / sizeof bench_rungs[0] == sizeof bench_problems / sizeof bench_problems[0],

@@ -106,8 +106,7 @@ static const ladder_recurrent_problem bench_problems[] = {
     {.B = 8, .T = 4096, .H = 16, .K = 128, .V = 128},
 };
 static const uint32_t bench_with[] = {1u << GK, 1u << GK, 1u << G};
-#define GPU_RUNGS (1u << LADDER_RUNG_GPU_NAIVE | 1u << LADDER_RUNG_GPU_TILED | 1u << LADDER_RUNG_GPU_TENSORCORE)
-static const uint32_t bench_rungs[] = {(1u << LADDER_RUNG_COUNT) - 1, GPU_RUNGS, GPU_RUNGS};
+static const uint32_t bench_rungs[] = {LADDER_RUNGS_ALL, LADDER_RUNGS_GPU, LADDER_RUNGS_GPU};
 _Static_assert(sizeof bench_with / sizeof bench_with[0] == sizeof bench_problems / sizeof bench_problems[0] &&
                    sizeof bench_rungs / sizeof bench_rungs[0] == sizeof bench_problems / sizeof bench_problems[0],
                "one set of optional tensors and one rung set per bench problem");

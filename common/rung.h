@@ -22,6 +22,10 @@ typedef enum ladder_rung {
     LADDER_RUNG_COUNT             /**< how many rungs there are (not a rung) */
 } ladder_rung;
 
+/** Sets of rungs, bit r for rung r (ladder_algo::bench_rungs): every rung, and the three GPU rungs. */
+#define LADDER_RUNGS_ALL ((1u << LADDER_RUNG_COUNT) - 1)
+#define LADDER_RUNGS_GPU (LADDER_RUNGS_ALL & ~(1u << LADDER_RUNG_CPU))
+
 /** "cpu", "gpu_naive", "gpu_tiled", "gpu_tensorcore". */
 const char *ladder_rung_name(ladder_rung rung);
 /** Parse a rung name; LADDER_ERR_ARG naming the valid ones otherwise. */

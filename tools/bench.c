@@ -195,7 +195,7 @@ static bool same_problem(const ladder_algo *algo, const tool_opts *o, int i, int
 }
 
 static uint32_t own_rungs(const ladder_algo *algo, int i) {
-    return algo->bench_rungs ? algo->bench_rungs[i] : (1u << LADDER_RUNG_COUNT) - 1;
+    return algo->bench_rungs ? algo->bench_rungs[i] : LADDER_RUNGS_ALL;
 }
 
 int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int max_rows, int *n_rows) {

@@ -22,8 +22,9 @@ typedef enum ladder_rung {
     LADDER_RUNG_COUNT             /**< how many rungs there are (not a rung) */
 } ladder_rung;
 
-/** Sets of rungs, bit r for rung r (ladder_algo::bench_rungs): every rung, and the three GPU rungs. */
+/** Every rung, as a set of rungs with bit r for rung r (ladder_algo::bench_rungs). */
 #define LADDER_RUNGS_ALL ((1u << LADDER_RUNG_COUNT) - 1)
+/** The three GPU rungs, as a set of rungs. */
 #define LADDER_RUNGS_GPU (LADDER_RUNGS_ALL & ~(1u << LADDER_RUNG_CPU))
 
 /** "cpu", "gpu_naive", "gpu_tiled", "gpu_tensorcore". */

@@ -67,7 +67,6 @@
  */
 #include <limits.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "cuda_check.cuh"
 #include "cuda_util.cuh"
@@ -77,8 +76,7 @@
 
 namespace {
 
-constexpr int LG_NT = 8;
-constexpr int NT = 1 << LG_NT;          // threads per block
+constexpr int NT = 256;                 // threads per block
 constexpr int NWARPS = NT / 32;
 constexpr int TT = 64;                  // tokens per block
 constexpr int TT_SHEAR = 32;            // ... in a sheared backward whose tiles miss SMEM_TARGET (plan)
@@ -108,7 +106,6 @@ struct tc_args {
     int off_x, off_k, off_g, off_o, off_b;
     bool vec_x, vec_k, vec_g, vec_out, vec_dk; // 16-byte path per tensor
     bool shear;                  // backward, W > SHEAR_W: the kernels tile is sheared, dx is fwd_mma's product
-    bool dctc_rot, dctc_olddk;   // THROWAWAY variant switches
     int tt;                      // tokens per block, the kernel's template argument TB: TT or TT_SHEAR
 };
 
@@ -129,6 +126,19 @@ template <int TB> __device__ tile tile_of(const tc_args &a) {
 }
 
 /*
+ * i / n and i % n, by a shift and a mask where n is a power of two. The staging and store loops divide by counts
+ * of 8-element chunks, powers of two unless W is not one, and a 32-bit division takes some 20 instructions: at
+ * W = 2 as many as a warp spends on one of its units.
+ */
+struct quot_rem {
+    int q, r;
+};
+__device__ __forceinline__ quot_rem divmod(int i, int n) {
+    if ((n & (n - 1)) == 0) return {i >> (__ffs(n) - 1), i & (n - 1)};
+    return {i / n, i % n};
+}
+
+/*
  * Stage rows tok0 .. tok0+rows-1 of a [B,T,D,nw]-strided input into dst[row * ld + c * slot + w] = src[b,
  * tok0+row, d0+c, w] for w < w_real (slot = nw, or slot > nw with nw % 8 == 0: a chunk then stays in one
  * slot). Zero where w >= w_real (padding taps), c >= Dv, row >= live, or the token lies outside [0,T): the mma
@@ -140,14 +150,16 @@ template <int TB> __device__ tile tile_of(const tc_args &a) {
 __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t *src, const int64_t *st, int nw,
                       int slot, int w_real, bool vec, const tc_args &a, const tile &tl, int64_t tok0) {
     const int cpr = a.DT * nw / 8, nv = tl.Dv * nw;        // chunks per row, valid elements per row
-    const int per_row = min(cpr, NT), row_step = NT / per_row; // threads per row, rows per pass
-    const int r0 = threadIdx.x / per_row;
+    const int per_row = min(cpr, NT), row_step = divmod(NT, per_row).q; // threads per row, rows per pass
+    const quot_rem tr = divmod(threadIdx.x, per_row);                     // the thread's row and column
+    const int r0 = tr.q;
     if (r0 >= row_step) return;
     const uint16_t *base = src + tl.b * st[0] + (int64_t)tl.d0 * st[2];
     // rows holding input: tokens in [0, T), rows below live
     const int row_lo = (int)max((int64_t)0, -tok0), row_hi = (int)min((int64_t)live, a.T - tok0);
-    for (int f0 = 8 * (threadIdx.x % per_row); f0 < 8 * cpr; f0 += 8 * per_row) {
-        const int fd = slot == nw ? f0 : f0 / nw * slot + f0 % nw; // where the chunk lands in a tile row
+    for (int f0 = 8 * tr.r; f0 < 8 * cpr; f0 += 8 * per_row) {
+        const quot_rem cw = divmod(f0, nw);
+        const int fd = slot == nw ? f0 : cw.q * slot + cw.r; // where the chunk lands in a tile row
         if (vec && f0 + 8 <= nv) { // each chunk of this column is 16 bytes of input, or a zero row
             // both addresses step down the column: no 64-bit multiply per chunk
             const uint16_t *s = base + (tok0 + r0) * st[1] + f0;
@@ -208,18 +220,16 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
     const uint16_t *base = a.k + tl.b * a.sk[0] + tl.t0 * a.sk[1] + (int64_t)tl.d0 * a.sk[2];
     const int len = a.DT * W, nv = tl.Dv * W; // a source row's taps; those of channels inside D
     if (a.vec_k && W % 8 == 0) {
-        const int per_row = min(len / 8, NT), row_step = NT / per_row, r0 = threadIdx.x / per_row;
+        const int per_row = min(len / 8, NT), row_step = divmod(NT, per_row).q;
+        const quot_rem tr = divmod(threadIdx.x, per_row);
+        const int r0 = tr.q;
         if (r0 >= row_step) return;
-        for (int e0 = 8 * (threadIdx.x % per_row); e0 < len; e0 += 8 * per_row) {
-            const int c = e0 / W, w0 = e0 % W, d0 = W - 1 - w0; // taps w0 .. w0+7: slots d0 .. d0-7
+        for (int e0 = 8 * tr.r; e0 < len; e0 += 8 * per_row) {
+            const quot_rem cw = divmod(e0, W);
+            const int c = cw.q, w0 = cw.r, d0 = W - 1 - w0; // taps w0 .. w0+7: slots d0 .. d0-7
             // pair (r, r+1), word i: taps w0+2i+1 of row r and w0+2i of row r+1, slot d = d0-1-2i of row r-d,
             // at sK[r*KR + dst + 2i*(KR-1)]
             const int dst = c * a.KS + (d0 - 1) * (1 - a.KR);
-            // A warp's 8 chunks of a channel store 4 words apart in the banks, and its channels (4 at W = 64,
-            // DT = 8) a slot of KS/2 = 36 words apart: 8 banks for 32 lanes. Channel c stores its 4 words in
-            // rotated order, word (i + c) % 4 first: words lie KR-1 words apart, 7 banks at W = 64, so that the
-            // lanes that shared a bank (one per channel) now use 4 different ones.
-            const int rot = a.dctc_rot ? c & 3 : 0;
             const bool present = e0 < nv;                 // a channel of the tile inside D
             const int lo = d0 - 7, hi = min(rows, d0 + TB); // pairs r, r+1 with r in [lo, hi-1) reach the tile
             constexpr int NP = 6; // pairs per batch, from NP + 1 rows
@@ -248,22 +258,11 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
                     if (r >= hi - 1) break;
                     const uint32_t lo_w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
                     const uint32_t hi_w[4] = {q[u + 1].x, q[u + 1].y, q[u + 1].z, q[u + 1].w};
-                    uint32_t v[4], h[4];
 #pragma unroll
                     for (int i = 0; i < 4; i++) // tap w0+2i+1 of row r (high half) below tap w0+2i of row r+1
-                        v[i] = __byte_perm(lo_w[i], hi_w[i], 0x5432);
-                    // the i-th store writes word (i + rot) % 4: the rotation by selects, as a run-time index
-                    // would put v in local memory
-#pragma unroll
-                    for (int i = 0; i < 4; i++) h[i] = rot & 1 ? v[(i + 1) & 3] : v[i];
-#pragma unroll
-                    for (int i = 0; i < 4; i++) v[i] = rot & 2 ? h[(i + 2) & 3] : h[i];
-#pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        const int k = (i + rot) & 3;
-                        if ((unsigned)(r - d0 + 1 + 2 * k) < (unsigned)TB)
-                            *reinterpret_cast<uint32_t *>(sK + r * a.KR + dst + 2 * k * (a.KR - 1)) = v[i];
-                    }
+                        if ((unsigned)(r - d0 + 1 + 2 * i) < (unsigned)TB)
+                            *reinterpret_cast<uint32_t *>(sK + r * a.KR + dst + 2 * i * (a.KR - 1)) =
+                                __byte_perm(lo_w[i], hi_w[i], 0x5432);
                 }
             }
         }
@@ -376,11 +375,10 @@ __device__ void store_diagonal(uint16_t *sO, int r0, const tc_args &a, const war
     const uint32_t a01 = ladder_pack2_float<T>(r[0], r[1]), a23 = ladder_pack2_float<T>(r[2], r[3]);
     const uint32_t b01 = ladder_pack2_float<T>(rS[0], rS[1]), b23 = ladder_pack2_float<T>(rS[2], rS[3]);
     const int c = wp.c0 + g;
-    if (a.S == 2)
-        *reinterpret_cast<uint4 *>(sO + out_at<TB>(c, r0, a)) = make_uint4(a01, b01, a23, b23);
-    else if (a.S == 4)
-        *reinterpret_cast<uint4 *>(sO + out_at<TB>(c, r0, a)) = make_uint4(a01, a23, b01, b23);
-    else {
+    if (a.S <= 4) { // one store; the words' order by selects, not branches
+        const bool s2 = a.S == 2;
+        *reinterpret_cast<uint4 *>(sO + out_at<TB>(c, r0, a)) = make_uint4(a01, s2 ? b01 : a23, s2 ? a23 : b01, b23);
+    } else {
         *reinterpret_cast<uint2 *>(sO + out_at<TB>(c, r0, a)) = make_uint2(a01, a23);
         *reinterpret_cast<uint2 *>(sO + out_at<TB>(c, r0 + 8, a)) = make_uint2(b01, b23);
     }
@@ -471,9 +469,10 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
 /*
  * dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
  * each, rounded to T, written into the dkernels tile sD, laid out as the kernels tile (dx_mma is done with that
- * by now); store_dkernels sends it out in 16-byte rows. Taps go in pairs, one 32-bit word. With one k step
- * (NKC = 1: W <= 4, a slot of 2 or 4 taps) a thread takes a row and two neighbouring channels: its x and dout
- * loads are 32-bit words, and the taps of both channels one 8- or 16-byte store.
+ * by now); store_dkernels sends it out in 16-byte rows. One thread per (row, channel), its taps in pairs, one
+ * 32-bit word each. With one k step (NKC = 1: W <= 4, a slot of 2 or 4 taps) a thread takes a row and two
+ * neighbouring channels instead: its x and dout loads are then 32-bit words, and the taps of both channels one
+ * 8- or 16-byte store.
  */
 template <class T, int TB, int NKC>
 __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_t *sG, const int *wmin,
@@ -504,43 +503,17 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
         }
         return;
     }
-    if (a.dctc_olddk) {
-        const int lgDT = a.lg_oct + 3, c = threadIdx.x & (a.DT - 1); // DT = 2^lgDT; the thread's channel
-        for (int row = threadIdx.x >> lgDT; row < TB; row += NT >> lgDT) {
-            const int w_lo = wmin[row];
-            const float gv = ladder_to_float<T>(sG[row * a.CR + c]);
-            const uint16_t *xs = sX + row * a.CR + c; // x-tile row row+w is token t0+row+w-W+1
-            uint16_t *d = sD + row * a.KR + c * a.KS;
-            for (int w = 0; w < a.We; w += 2, xs += 2 * a.CR) { // taps from w_lo on are inside the sequence
-                const float v0 = w >= w_lo ? gv * ladder_to_float<T>(xs[0]) : 0.0f;
-                const float v1 = w + 1 >= w_lo && w + 1 < a.W ? gv * ladder_to_float<T>(xs[a.CR]) : 0.0f;
-                *reinterpret_cast<uint32_t *>(d + w) = ladder_pack2_float<T>(v0, v1);
-            }
-        }
-        return;
-    }
-    // Else a thread takes a row, two neighbouring channels and every Q-th tap pair (Q = 4 or 8, and at least
-    // We/2 rounded up to a power of two): a warp's 32-bit stores then land on Q consecutive words of 32/Q
-    // channel pairs, a slot of KS/2 = 20 or 36 words apart, 32 different banks at W = 32 and 64 (one thread per
-    // channel put 4 channels on each bank there: 4-way conflicts).
-    const int lgQ = a.We <= 8 ? 2 : 3, lgP = a.lg_oct + 2; // DT/2 = 2^lgP channel pairs; lgQ + lgP <= LG_NT
-    const int q = threadIdx.x & ((1 << lgQ) - 1), c = 2 * ((threadIdx.x >> lgQ) & ((1 << lgP) - 1));
-    for (int row = threadIdx.x >> (lgQ + lgP); row < TB; row += NT >> (lgQ + lgP)) {
+    // else one thread per (row, channel)
+    const int lgDT = a.lg_oct + 3, c = threadIdx.x & (a.DT - 1); // DT = 2^lgDT; the thread's channel
+    for (int row = threadIdx.x >> lgDT; row < TB; row += NT >> lgDT) {
         const int w_lo = wmin[row];
-        const uint32_t gw = ladder_lds32(sG + row * a.CR + c);
-        const float g0 = ladder_to_float<T>((uint16_t)gw), g1 = ladder_to_float<T>((uint16_t)(gw >> 16));
-        const uint16_t *xs = sX + (row + 2 * q) * a.CR + c; // x-tile row row+w is token t0+row+w-W+1
+        const float gv = ladder_to_float<T>(sG[row * a.CR + c]);
+        const uint16_t *xs = sX + row * a.CR + c; // x-tile row row+w is token t0+row+w-W+1
         uint16_t *d = sD + row * a.KR + c * a.KS;
-        for (int w = 2 * q; w < a.We; w += 2 << lgQ, xs += (2 << lgQ) * a.CR) { // taps from w_lo on: inside
-            // taps w, w+1 of both channels (odd W: tap w+1 = W is the pad, and its row lies past the x tile)
-            const uint32_t x0 = ladder_lds32(xs), x1 = w + 1 < a.W ? ladder_lds32(xs + a.CR) : 0u;
-            const bool k0 = w >= w_lo, k1 = w + 1 >= w_lo && w + 1 < a.W;     // W: the pad tap
-            *reinterpret_cast<uint32_t *>(d + w) =
-                ladder_pack2_float<T>(k0 ? g0 * ladder_to_float<T>((uint16_t)x0) : 0.0f,
-                                      k1 ? g0 * ladder_to_float<T>((uint16_t)x1) : 0.0f);
-            *reinterpret_cast<uint32_t *>(d + a.KS + w) =
-                ladder_pack2_float<T>(k0 ? g1 * ladder_to_float<T>((uint16_t)(x0 >> 16)) : 0.0f,
-                                      k1 ? g1 * ladder_to_float<T>((uint16_t)(x1 >> 16)) : 0.0f);
+        for (int w = 0; w < a.We; w += 2, xs += 2 * a.CR) { // taps from w_lo on are inside the sequence
+            const float v0 = w >= w_lo ? gv * ladder_to_float<T>(xs[0]) : 0.0f;
+            const float v1 = w + 1 >= w_lo && w + 1 < a.W ? gv * ladder_to_float<T>(xs[a.CR]) : 0.0f; // W: pad
+            *reinterpret_cast<uint32_t *>(d + w) = ladder_pack2_float<T>(v0, v1);
         }
     }
 }
@@ -550,11 +523,14 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
  * the output is aligned, element copies otherwise. */
 template <int TB> __device__ void store_dkernels(const uint16_t *sD, const tc_args &a, const tile &tl) {
     const int cpr = a.DT * a.W / 8, nv = tl.Dv * a.W;
-    const int per_row = min(cpr, NT), row_step = NT / per_row, r0 = threadIdx.x / per_row;
+    const int per_row = min(cpr, NT), row_step = divmod(NT, per_row).q;
+    const quot_rem tr = divmod(threadIdx.x, per_row);
+    const int r0 = tr.q;
     if (r0 >= row_step) return;
     const bool vec = a.vec_dk && a.We == a.W;
-    for (int f0 = 8 * (threadIdx.x % per_row); f0 < nv; f0 += 8 * per_row) {
-        const int fs = a.KS == a.W ? f0 : f0 / a.W * a.KS + f0 % a.W; // KS > W only where W % 8 == 0
+    for (int f0 = 8 * tr.r; f0 < nv; f0 += 8 * per_row) {
+        const quot_rem cw = divmod(f0, a.W);
+        const int fs = a.KS == a.W ? f0 : cw.q * a.KS + cw.r; // KS > W only where W % 8 == 0
         for (int row = r0; row < TB && tl.t0 + row < a.T; row += row_step) {
             uint16_t *p = a.dk + ((tl.b * a.T + tl.t0 + row) * a.D + tl.d0) * a.W + f0;
             const uint16_t *q = sD + row * a.KR;
@@ -706,8 +682,6 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     a->T = p->T, a->D = p->D, a->W = p->W;
     a->shear = bwd && p->W > SHEAR_W;
     a->tt = TT;
-    a->dctc_rot = !getenv("DCTC_NOROT");
-    a->dctc_olddk = getenv("DCTC_OLDDK") != nullptr;
     a->cu_seqlens = (const int32_t *)args->cu_seqlens.data;
     a->n_seqs = args->cu_seqlens.data ? (int)args->cu_seqlens.shape[0] - 1 : 0;
 

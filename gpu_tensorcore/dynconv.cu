@@ -26,13 +26,16 @@
  *     with the window looking ahead: row g of A holds kernels[r+p][W-1-p], two taps of two tokens per
  *     register, joined from two 16-bit loads. dkernels = dout * x has no sum and stays on fp32 multiplies
  *     (dkernels_mul), written into the kernels tile once dx is done with it and sent out in 16-byte rows.
+ *     Where one k step does (W <= 4) the kernels are instantiated with NKC = 1: the k loop unrolls away, and
+ *     what depends only on the lane and the k step leaves the unit loop.
  *  3. Tiles staged with cp.async (stage): 16 bytes per thread per instruction straight from global to shared
  *     memory, every load of the block in flight at once, no registers on the way; element loads where an
  *     input is strided or misaligned, in the same kernel. Every tile keeps the input's own layout,
  *     [token][channel] for x and dout, [token][channel][tap] for kernels (taps padded to an even count), so
- *     staging is a copy. B comes from the [token][channel] tile with one ldmatrix.trans per k step: its
- *     8 rows are 8 consecutive tokens of the 8 channels, and the transposing load hands each lane its two
- *     tokens of one channel. Row pitches carry 16 bytes of padding so those loads hit distinct banks, and in
+ *     staging is a copy. B comes from the [token][channel] tile by ldmatrix.trans: a matrix's 8 rows are 8
+ *     consecutive tokens of the 8 channels, and the transposing load hands each lane its two tokens of one
+ *     channel; one ldmatrix.x4 per k step loads the B of all UNIT = 4 products of a unit. Row pitches carry
+ *     16 bytes of padding so those loads hit distinct banks, and in
  *     the backward a channel's slot of We % 32 == 0 taps carries 16 more, so that the A loads of the 8 channels
  *     of an mma do too (at W = 64 they were 8-way conflicted).
  *  4. Sequences end inside a tile only with cu_seqlens. Then the taps that would reach across a sequence
@@ -44,16 +47,21 @@
  *     Where even the narrowest sheared tile misses the shared-memory target (from W = 45), a block covers
  *     TT_SHEAR = 32 tokens: at W = 64 four blocks per SM instead of two. The tile size is a template argument
  *     of the backward kernel, so the fixed-size loops stay unrolled.
- *  5. Coalesced output: the useful entry of C goes to a [token][channel] tile in shared memory, and the tile
- *     leaves as 16-byte rows (store_tokens).
+ *  5. Coalesced output: the useful entries of C go to a [channel][token] tile in shared memory (out_at), where
+ *     the lane that holds a channel's outputs writes 8 tokens in one 16-byte store (store_diagonal), and the
+ *     tile leaves as 16-byte rows of the [token][channel] output, transposed back by ldmatrix.trans
+ *     (store_tokens).
  *  6. Few instructions per element. In the bf16 forward at W = 4 an output moves 12 bytes. At the copy rate
  *     an H100 SM takes in about 14 bytes per cycle (at 1.6 GHz) and issues at most 4 warp instructions per
  *     cycle, so the kernel has 3 to 4 warp instructions per output to spend, all bookkeeping included (an earlier
  *     version spent 8.6 and reached a third of the copy rate; chapters/01-dynamic-conv.md). Hence: a block
  *     covers TT = 64 tokens; the grid is (token tiles, channel tiles, batch), so no division finds the tile;
  *     a warp keeps one 8-channel octet and works out its lane's offsets once (plan_warp); UNIT = 4 products
- *     share each k step's per-lane work; the fragment loops mask instead of branching; and the staging and
- *     store loops keep one column per thread, so they divide nothing per iteration.
+ *     share each k step's per-lane work; the fragment loops mask instead of branching; the staging and store
+ *     loops keep one column per thread, so they divide nothing per iteration, and find that column by shifts
+ *     where the chunk count is a power of two (divmod). At W <= 4, where an output moves the fewest bytes and
+ *     so may cost the fewest instructions, also the one-k-step kernels (2.), and two channels per thread in
+ *     dkernels_mul: 32-bit loads, and one 8- or 16-byte store for the taps of both.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (x, kernels, dout and the outputs all bf16 or all
  * f16; device pointers; any non-negative input strides; contiguous outputs). Inputs must be finite: like

@@ -26,13 +26,16 @@
  *     with the window looking ahead: row g of A holds kernels[r+p][W-1-p], two taps of two tokens per
  *     register, joined from two 16-bit loads. dkernels = dout * x has no sum and stays on fp32 multiplies
  *     (dkernels_mul), written into the kernels tile once dx is done with it and sent out in 16-byte rows.
+ *     Where one k step does (W <= 4) the kernels are instantiated with NKC = 1: the k loop unrolls away, and
+ *     what depends only on the lane and the k step leaves the unit loop.
  *  3. Tiles staged with cp.async (stage): 16 bytes per thread per instruction straight from global to shared
  *     memory, every load of the block in flight at once, no registers on the way; element loads where an
  *     input is strided or misaligned, in the same kernel. Every tile keeps the input's own layout,
  *     [token][channel] for x and dout, [token][channel][tap] for kernels (taps padded to an even count), so
- *     staging is a copy. B comes from the [token][channel] tile with one ldmatrix.trans per k step: its
- *     8 rows are 8 consecutive tokens of the 8 channels, and the transposing load hands each lane its two
- *     tokens of one channel. Row pitches carry 16 bytes of padding so those loads hit distinct banks, and in
+ *     staging is a copy. B comes from the [token][channel] tile by ldmatrix.trans: a matrix's 8 rows are 8
+ *     consecutive tokens of the 8 channels, and the transposing load hands each lane its two tokens of one
+ *     channel; one ldmatrix.x4 per k step loads the B of all UNIT = 4 products of a unit. Row pitches carry
+ *     16 bytes of padding so those loads hit distinct banks, and in
  *     the backward a channel's slot of We % 32 == 0 taps carries 16 more, so that the A loads of the 8 channels
  *     of an mma do too (at W = 64 they were 8-way conflicted).
  *  4. Sequences end inside a tile only with cu_seqlens. Then the taps that would reach across a sequence
@@ -44,16 +47,21 @@
  *     Where even the narrowest sheared tile misses the shared-memory target (from W = 45), a block covers
  *     TT_SHEAR = 32 tokens: at W = 64 four blocks per SM instead of two. The tile size is a template argument
  *     of the backward kernel, so the fixed-size loops stay unrolled.
- *  5. Coalesced output: the useful entry of C goes to a [token][channel] tile in shared memory, and the tile
- *     leaves as 16-byte rows (store_tokens).
+ *  5. Coalesced output: the useful entries of C go to a [channel][token] tile in shared memory (out_at), where
+ *     the lane that holds a channel's outputs writes 8 tokens in one 16-byte store (store_diagonal), and the
+ *     tile leaves as 16-byte rows of the [token][channel] output, transposed back by ldmatrix.trans
+ *     (store_tokens).
  *  6. Few instructions per element. In the bf16 forward at W = 4 an output moves 12 bytes. At the copy rate
  *     an H100 SM takes in about 14 bytes per cycle (at 1.6 GHz) and issues at most 4 warp instructions per
  *     cycle, so the kernel has 3 to 4 warp instructions per output to spend, all bookkeeping included (an earlier
  *     version spent 8.6 and reached a third of the copy rate; chapters/01-dynamic-conv.md). Hence: a block
  *     covers TT = 64 tokens; the grid is (token tiles, channel tiles, batch), so no division finds the tile;
  *     a warp keeps one 8-channel octet and works out its lane's offsets once (plan_warp); UNIT = 4 products
- *     share each k step's per-lane work; the fragment loops mask instead of branching; and the staging and
- *     store loops keep one column per thread, so they divide nothing per iteration.
+ *     share each k step's per-lane work; the fragment loops mask instead of branching; the staging and store
+ *     loops keep one column per thread, so they divide nothing per iteration, and find that column by shifts
+ *     where the chunk count is a power of two (divmod). At W <= 4, where an output moves the fewest bytes and
+ *     so may cost the fewest instructions, also the one-k-step kernels (2.), and two channels per thread in
+ *     dkernels_mul: 32-bit loads, and one 8- or 16-byte store for the taps of both.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (x, kernels, dout and the outputs all bf16 or all
  * f16; device pointers; any non-negative input strides; contiguous outputs). Inputs must be finite: like
@@ -100,7 +108,8 @@ struct tc_args {
     int n_seqs;
     int DT, lg_oct;              // channels per block, DT = NCH * 2^lg_oct
     int KR, krows;               // kernels tile [krows][DT][KS]: row pitch, rows
-    int CR;                      // row pitch of the [token][channel] tiles: x, dout, and the output
+    int CR;                      // row pitch of the [token][channel] tiles: x and dout
+    int OP;                      // row pitch of the [channel][token] output tile: TB + 8
     int xrows, grows;            // x and dout tile rows
     int off_x, off_k, off_g, off_o, off_b;
     bool vec_x, vec_k, vec_g, vec_out, vec_dk; // 16-byte path per tensor
@@ -125,6 +134,19 @@ template <int TB> __device__ tile tile_of(const tc_args &a) {
 }
 
 /*
+ * i / n and i % n, by a shift and a mask where n is a power of two. The staging and store loops divide by counts
+ * of 8-element chunks, powers of two unless W is not one, and a 32-bit division takes some 20 instructions: at
+ * W = 2 as many as a warp spends on one of its units.
+ */
+struct quot_rem {
+    int q, r;
+};
+__device__ __forceinline__ quot_rem divmod(int i, int n) {
+    if ((n & (n - 1)) == 0) return {i >> (__ffs(n) - 1), i & (n - 1)};
+    return {i / n, i % n};
+}
+
+/*
  * Stage rows tok0 .. tok0+rows-1 of a [B,T,D,nw]-strided input into dst[row * ld + c * slot + w] = src[b,
  * tok0+row, d0+c, w] for w < w_real (slot = nw, or slot > nw with nw % 8 == 0: a chunk then stays in one
  * slot). Zero where w >= w_real (padding taps), c >= Dv, row >= live, or the token lies outside [0,T): the mma
@@ -136,18 +158,24 @@ template <int TB> __device__ tile tile_of(const tc_args &a) {
 __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t *src, const int64_t *st, int nw,
                       int slot, int w_real, bool vec, const tc_args &a, const tile &tl, int64_t tok0) {
     const int cpr = a.DT * nw / 8, nv = tl.Dv * nw;        // chunks per row, valid elements per row
-    const int per_row = min(cpr, NT), row_step = NT / per_row; // threads per row, rows per pass
-    const int r0 = threadIdx.x / per_row;
+    const int per_row = min(cpr, NT), row_step = divmod(NT, per_row).q; // threads per row, rows per pass
+    const quot_rem tr = divmod(threadIdx.x, per_row);                     // the thread's row and column
+    const int r0 = tr.q;
     if (r0 >= row_step) return;
     const uint16_t *base = src + tl.b * st[0] + (int64_t)tl.d0 * st[2];
     // rows holding input: tokens in [0, T), rows below live
     const int row_lo = (int)max((int64_t)0, -tok0), row_hi = (int)min((int64_t)live, a.T - tok0);
-    for (int f0 = 8 * (threadIdx.x % per_row); f0 < 8 * cpr; f0 += 8 * per_row) {
-        const int fd = slot == nw ? f0 : f0 / nw * slot + f0 % nw; // where the chunk lands in a tile row
+    for (int f0 = 8 * tr.r; f0 < 8 * cpr; f0 += 8 * per_row) {
+        const quot_rem cw = divmod(f0, nw);
+        const int fd = slot == nw ? f0 : cw.q * slot + cw.r; // where the chunk lands in a tile row
         if (vec && f0 + 8 <= nv) { // each chunk of this column is 16 bytes of input, or a zero row
-            for (int row = r0; row < rows; row += row_step) {
+            // both addresses step down the column: no 64-bit multiply per chunk
+            const uint16_t *s = base + (tok0 + r0) * st[1] + f0;
+            const int64_t s_step = row_step * st[1];
+            uint16_t *d = dst + r0 * ld + fd;
+            for (int row = r0; row < rows; row += row_step, s += s_step, d += row_step * ld) {
                 const bool in = row >= row_lo && row < row_hi;
-                ladder_cp_async16(dst + row * ld + fd, in ? base + (tok0 + row) * st[1] + f0 : src, in);
+                ladder_cp_async16(d, in ? s : src, in);
             }
             continue;
         }
@@ -200,10 +228,13 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
     const uint16_t *base = a.k + tl.b * a.sk[0] + tl.t0 * a.sk[1] + (int64_t)tl.d0 * a.sk[2];
     const int len = a.DT * W, nv = tl.Dv * W; // a source row's taps; those of channels inside D
     if (a.vec_k && W % 8 == 0) {
-        const int per_row = min(len / 8, NT), row_step = NT / per_row, r0 = threadIdx.x / per_row;
+        const int per_row = min(len / 8, NT), row_step = divmod(NT, per_row).q;
+        const quot_rem tr = divmod(threadIdx.x, per_row);
+        const int r0 = tr.q;
         if (r0 >= row_step) return;
-        for (int e0 = 8 * (threadIdx.x % per_row); e0 < len; e0 += 8 * per_row) {
-            const int c = e0 / W, w0 = e0 % W, d0 = W - 1 - w0; // taps w0 .. w0+7: slots d0 .. d0-7
+        for (int e0 = 8 * tr.r; e0 < len; e0 += 8 * per_row) {
+            const quot_rem cw = divmod(e0, W);
+            const int c = cw.q, w0 = cw.r, d0 = W - 1 - w0; // taps w0 .. w0+7: slots d0 .. d0-7
             // pair (r, r+1), word i: taps w0+2i+1 of row r and w0+2i of row r+1, slot d = d0-1-2i of row r-d,
             // at sK[r*KR + dst + 2i*(KR-1)]
             const int dst = c * a.KS + (d0 - 1) * (1 - a.KR);
@@ -295,17 +326,25 @@ __device__ void mask_kernels(uint16_t *sK, const int *wmin, int rows, const tc_a
  */
 __device__ int pair_row(int m, const tc_args &a) { return ((m >> a.lgS) << (a.lgS + 1)) + (m & (a.S - 1)); }
 
-/* Where a warp works: its octet's first channel, and the row offsets (times the pitches) of a unit's pairs. */
+/*
+ * Where a warp works: its octet's first channel, the row offsets (times the pitches) of a unit's pairs, and the
+ * lane's row of B: one ldmatrix.x4 loads the B of all UNIT products, lanes 8j .. 8j+7 giving the 8 rows of
+ * product j's (tile row pair_row(j) + lane % 8, channels c0 ..).
+ */
 struct warp_plan {
     int c0;
-    int dk[UNIT], dc[UNIT]; // pair_row(j) * KR, pair_row(j) * CR
+    int dk[UNIT];           // pair_row(j) * KR
+    int b_row;              // (pair_row(lane / 8) + lane % 8) * CR + c0
 };
 
 __device__ warp_plan plan_warp(const tc_args &a) {
+    static_assert(UNIT == 4, "one ldmatrix.x4 carries the B of a unit");
     warp_plan w;
+    const int lane = threadIdx.x % 32;
     w.c0 = NCH * ((threadIdx.x / 32) & ((1 << a.lg_oct) - 1));
 #pragma unroll
-    for (int j = 0; j < UNIT; j++) w.dk[j] = pair_row(j, a) * a.KR, w.dc[j] = pair_row(j, a) * a.CR;
+    for (int j = 0; j < UNIT; j++) w.dk[j] = pair_row(j, a) * a.KR;
+    w.b_row = (pair_row(lane / 8, a) + lane % 8) * a.CR + w.c0;
     return w;
 }
 
@@ -315,19 +354,41 @@ template <int TB> __device__ int n_units(const tc_args &a) { return (TB / 2 / UN
 __device__ int unit_row(int u, const tc_args &a) { return pair_row(UNIT * (u >> a.lg_oct), a); }
 
 /*
- * The useful entries of each C, (g, g) and (g+8, g) (common/mma.cuh: lane 4g + g/2, c[g%2] and c[2+g%2]),
- * are the outputs of channel c0+g at tile rows r and r+S: into the output tile at o (row r0, channel c0+g),
- * rounded to T.
+ * The output tile sO is [channel][token], pitch OP = TB + 8 (OP / 8 odd), its 16-byte chunks of 8 tokens swizzled
+ * (out_at): after a unit, the lane that holds a channel's outputs holds 8 of its tokens, which then leave in one
+ * or two vector stores, where a [token][channel] tile took 8 16-bit ones. The swizzle (chunk ^ 2 * (c / 8 % 4))
+ * and the odd OP / 8 put the 8 channels of store_diagonal, and the 8 rows of each of store_tokens's ldmatrix
+ * loads, on 8 different groups of 4 banks (at TB = TT_SHEAR, with 4 chunks a row, the loads 2-way conflicted).
  */
-template <class T>
-__device__ void store_diagonal(uint16_t *o, const tc_args &a, const warp_plan &wp, const float (&acc)[UNIT][4]) {
+template <int TB> __device__ int out_at(int c, int k, const tc_args &a) {
+    return c * a.OP + 8 * ((k >> 3) ^ ((c >> 2) & 6 & (TB / 8 - 1))) + (k & 7);
+}
+
+/*
+ * The useful entries of each C, (g, g) and (g+8, g) (common/mma.cuh: lane 4g + g/2, c[g%2] and c[2+g%2]), are
+ * the outputs of channel c0+g at tile rows r0 + pair_row(j) and S rows further: into sO, rounded to T, two
+ * neighbouring tokens a 32-bit word. The unit's rows are r0 .. r0+7 (S = 2: pairs at 0, 1, 4, 5, S rows further
+ * 2, 3, 6, 7; S = 4: 0 .. 3, then 4 .. 7), one 16-byte store; at S = 8, r0 .. r0+3 and r0+8 .. r0+11, two 8-byte
+ * ones. Only 8 lanes hold outputs: the others return.
+ */
+template <class T, int TB>
+__device__ void store_diagonal(uint16_t *sO, int r0, const tc_args &a, const warp_plan &wp,
+                               const float (&acc)[UNIT][4]) {
     const int lane = threadIdx.x % 32, g = lane / 4;
     if (lane % 4 != g / 2) return;
     const bool odd = g % 2; // a select, not acc[j][g % 2]: a run-time index would put acc in local memory
+    float r[UNIT], rS[UNIT]; // rows r0 + pair_row(j), and S rows further
 #pragma unroll
-    for (int j = 0; j < UNIT; j++) {
-        o[wp.dc[j]] = ladder_from_float<T>(odd ? acc[j][1] : acc[j][0]);
-        o[wp.dc[j] + a.S * a.CR] = ladder_from_float<T>(odd ? acc[j][3] : acc[j][2]);
+    for (int j = 0; j < UNIT; j++) r[j] = odd ? acc[j][1] : acc[j][0], rS[j] = odd ? acc[j][3] : acc[j][2];
+    const uint32_t a01 = ladder_pack2_float<T>(r[0], r[1]), a23 = ladder_pack2_float<T>(r[2], r[3]);
+    const uint32_t b01 = ladder_pack2_float<T>(rS[0], rS[1]), b23 = ladder_pack2_float<T>(rS[2], rS[3]);
+    const int c = wp.c0 + g;
+    if (a.S <= 4) { // one store; the words' order by selects, not branches
+        const bool s2 = a.S == 2;
+        *reinterpret_cast<uint4 *>(sO + out_at<TB>(c, r0, a)) = make_uint4(a01, s2 ? b01 : a23, s2 ? a23 : b01, b23);
+    } else {
+        *reinterpret_cast<uint2 *>(sO + out_at<TB>(c, r0, a)) = make_uint2(a01, a23);
+        *reinterpret_cast<uint2 *>(sO + out_at<TB>(c, r0 + 8, a)) = make_uint2(b01, b23);
     }
 }
 
@@ -338,32 +399,35 @@ __device__ void store_diagonal(uint16_t *o, const tc_args &a, const warp_plan &w
  * For W <= 8 the two ranges do not overlap, so each lane loads one word per k step and product, and masks
  * it into the register(s) it belongs to.
  */
-template <class T, int TB>
+template <class T, int TB, int NKC>
 __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK, uint16_t *sO) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
+    const int NK = NKC ? NKC : a.NK;
     const warp_plan wp = plan_warp(a);
-    const uint16_t *kl = sK + (wp.c0 + g) * a.KS;       // kernels row 0, channel c0+g
-    const uint16_t *xl = sX + (lane % 8) * a.CR + wp.c0; // B: x-tile row r+p is token r-W+1+p
+    const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
+    const uint16_t *xl = sX + wp.b_row;           // B: x-tile row r+p is token r-W+1+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
         const int r0 = unit_row(u, a);
         const uint16_t *kb = kl + r0 * a.KR, *xb = xl + r0 * a.CR;
         float acc[UNIT][4] = {};
-        for (int b = 0; b < a.NK; b++, xb += 8 * a.CR) {
+        for (int b = 0; b < NK; b++, xb += 8 * a.CR) {
             const int p = 8 * b + 2 * t;
             const bool lo = p < a.We, hi = (unsigned)(p - S) < (unsigned)a.We;
             // one word per lane: row g's when lo, else row g+8's when hi, else any word of the tile (masked)
             const int hi_off = S * a.KR + p - S, off = lo ? p : hi ? hi_off : 0;
             const uint32_t m0 = lo ? ~0u : 0u, m1 = hi ? ~0u : 0u;
+            uint32_t B[UNIT];
+            ladder_ldsm_x4_trans(B, xb);
 #pragma unroll
             for (int j = 0; j < UNIT; j++) {
                 const uint16_t *k = kb + wp.dk[j];
                 const uint32_t v = ladder_lds32(k + off);
                 // when W > 8 the windows overlap: a lane can need both words (hi_off then stays in the tile)
-                const uint32_t A[2] = {v & m0, (a.W > 8 ? ladder_lds32(k + hi_off) : v) & m1};
-                ladder_mma_m16n8k8<T>(acc[j], A, ladder_ldsm_x1_trans(xb + wp.dc[j]));
+                const uint32_t A[2] = {v & m0, (NKC != 1 && a.W > 8 ? ladder_lds32(k + hi_off) : v) & m1};
+                ladder_mma_m16n8k8<T>(acc[j], A, B[j]);
             }
         }
-        store_diagonal<T>(sO + r0 * a.CR + wp.c0 + g, a, wp, acc);
+        store_diagonal<T, TB>(sO, r0, a, wp, acc);
     }
 }
 
@@ -374,17 +438,18 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
  * for row g+8 (q = p-S) when S <= p < S+W. Each register joins two 16-bit loads from two kernels rows: row
  * r+p, tap W-1-q, and row r+p+1, tap W-2-q (masked away when that tap is -1).
  */
-template <class T, int TB>
+template <class T, int TB, int NKC>
 __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK, uint16_t *sO) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
+    const int NK = NKC ? NKC : a.NK;
     const warp_plan wp = plan_warp(a);
-    const uint16_t *kl = sK + (wp.c0 + g) * a.KS;       // kernels row 0, channel c0+g
-    const uint16_t *gl = sG + (lane % 8) * a.CR + wp.c0; // B: dout-tile row r+p
+    const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
+    const uint16_t *gl = sG + wp.b_row;           // B: dout-tile row r+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
         const int r0 = unit_row(u, a);
         const uint16_t *kb = kl + r0 * a.KR, *gb = gl + r0 * a.CR;
         float acc[UNIT][4] = {};
-        for (int b = 0; b < a.NK; b++, gb += 8 * a.CR) {
+        for (int b = 0; b < NK; b++, gb += 8 * a.CR) {
             const int p = 8 * b + 2 * t;
             const bool lo = p < a.W, hi = (unsigned)(p - S) < (unsigned)a.W;
             // the pair for q starts at element p*KR + W-1-q and goes on KR-1 further; its mask keeps the second
@@ -393,25 +458,60 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
             const int e0 = lo || hi ? p * a.KR + a.W - 1 - q0 : 0, e1 = p * a.KR + a.W - 1 - q1;
             const uint32_t pm0 = q0 <= a.W - 2 ? ~0u : 0xFFFFu, pm1 = q1 <= a.W - 2 ? ~0u : 0xFFFFu;
             const uint32_t m0 = lo ? pm0 : 0u, m1 = hi ? (lo ? pm1 : pm0) : 0u;
+            uint32_t B[UNIT];
+            ladder_ldsm_x4_trans(B, gb);
 #pragma unroll
             for (int j = 0; j < UNIT; j++) {
                 const uint16_t *k = kb + wp.dk[j];
                 const uint32_t v = ladder_pack2(k[e0], k[e0 + a.KR - 1]);
                 // when W > 8 the windows overlap: a lane can need both pairs
-                const uint32_t A[2] = {v & m0, (a.W > 8 ? ladder_pack2(k[e1], k[e1 + a.KR - 1]) : v) & m1};
-                ladder_mma_m16n8k8<T>(acc[j], A, ladder_ldsm_x1_trans(gb + wp.dc[j]));
+                const uint32_t A[2] = {v & m0,
+                                       (NKC != 1 && a.W > 8 ? ladder_pack2(k[e1], k[e1 + a.KR - 1]) : v) & m1};
+                ladder_mma_m16n8k8<T>(acc[j], A, B[j]);
             }
         }
-        store_diagonal<T>(sO + r0 * a.CR + wp.c0 + g, a, wp, acc);
+        store_diagonal<T, TB>(sO, r0, a, wp, acc);
     }
 }
 
-/* dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
- * each, rounded to T. One thread per (row, channel), writing its taps in pairs into the dkernels tile sD, laid
- * out as the kernels tile (dx_mma is done with that by now); store_dkernels sends it out in 16-byte rows. */
-template <class T, int TB>
+/*
+ * dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
+ * each, rounded to T, written into the dkernels tile sD, laid out as the kernels tile (dx_mma is done with that
+ * by now); store_dkernels sends it out in 16-byte rows. One thread per (row, channel), its taps in pairs, one
+ * 32-bit word each. With one k step (NKC = 1: W <= 4, a slot of 2 or 4 taps) a thread takes a row and two
+ * neighbouring channels instead: its x and dout loads are then 32-bit words, and the taps of both channels one
+ * 8- or 16-byte store.
+ */
+template <class T, int TB, int NKC>
 __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_t *sG, const int *wmin,
                              uint16_t *sD) {
+    if (NKC == 1) {
+        const int lgP = a.lg_oct + 2, c = 2 * (threadIdx.x & ((1 << lgP) - 1)); // DT/2 = 2^lgP pairs; c, c+1
+        for (int row = threadIdx.x >> lgP; row < TB; row += NT >> lgP) {
+            const int w_lo = wmin[row];
+            const uint32_t gw = ladder_lds32(sG + row * a.CR + c);
+            const float g0 = ladder_to_float<T>((uint16_t)gw), g1 = ladder_to_float<T>((uint16_t)(gw >> 16));
+            const uint16_t *xs = sX + row * a.CR + c; // x-tile row row+w is token t0+row+w-W+1
+            uint32_t v[2][2] = {};                     // [channel c, c+1][taps 0-1, 2-3]
+#pragma unroll
+            for (int h = 0; h < 2; h++, xs += 2 * a.CR) { // taps 2h, 2h+1
+                if (2 * h == a.We) break;
+                const int w = 2 * h;
+                // (odd W: tap w+1 = W is the pad, and its row lies past the x tile)
+                const uint32_t x0 = ladder_lds32(xs), x1 = w + 1 < a.W ? ladder_lds32(xs + a.CR) : 0u;
+                const bool k0 = w >= w_lo, k1 = w + 1 >= w_lo && w + 1 < a.W; // inside the sequence; W: pad
+                v[0][h] = ladder_pack2_float<T>(k0 ? g0 * ladder_to_float<T>((uint16_t)x0) : 0.0f,
+                                                k1 ? g0 * ladder_to_float<T>((uint16_t)x1) : 0.0f);
+                v[1][h] = ladder_pack2_float<T>(k0 ? g1 * ladder_to_float<T>((uint16_t)(x0 >> 16)) : 0.0f,
+                                                k1 ? g1 * ladder_to_float<T>((uint16_t)(x1 >> 16)) : 0.0f);
+            }
+            uint16_t *d = sD + row * a.KR + c * a.We; // KS = We here
+            if (a.We == 2) *reinterpret_cast<uint2 *>(d) = make_uint2(v[0][0], v[1][0]);
+            else *reinterpret_cast<uint4 *>(d) = make_uint4(v[0][0], v[0][1], v[1][0], v[1][1]);
+        }
+        return;
+    }
+    // else one thread per (row, channel)
     const int lgDT = a.lg_oct + 3, c = threadIdx.x & (a.DT - 1); // DT = 2^lgDT; the thread's channel
     for (int row = threadIdx.x >> lgDT; row < TB; row += NT >> lgDT) {
         const int w_lo = wmin[row];
@@ -431,11 +531,14 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
  * the output is aligned, element copies otherwise. */
 template <int TB> __device__ void store_dkernels(const uint16_t *sD, const tc_args &a, const tile &tl) {
     const int cpr = a.DT * a.W / 8, nv = tl.Dv * a.W;
-    const int per_row = min(cpr, NT), row_step = NT / per_row, r0 = threadIdx.x / per_row;
+    const int per_row = min(cpr, NT), row_step = divmod(NT, per_row).q;
+    const quot_rem tr = divmod(threadIdx.x, per_row);
+    const int r0 = tr.q;
     if (r0 >= row_step) return;
     const bool vec = a.vec_dk && a.We == a.W;
-    for (int f0 = 8 * (threadIdx.x % per_row); f0 < nv; f0 += 8 * per_row) {
-        const int fs = a.KS == a.W ? f0 : f0 / a.W * a.KS + f0 % a.W; // KS > W only where W % 8 == 0
+    for (int f0 = 8 * tr.r; f0 < nv; f0 += 8 * per_row) {
+        const quot_rem cw = divmod(f0, a.W);
+        const int fs = a.KS == a.W ? f0 : cw.q * a.KS + cw.r; // KS > W only where W % 8 == 0
         for (int row = r0; row < TB && tl.t0 + row < a.T; row += row_step) {
             uint16_t *p = a.dk + ((tl.b * a.T + tl.t0 + row) * a.D + tl.d0) * a.W + f0;
             const uint16_t *q = sD + row * a.KR;
@@ -448,28 +551,43 @@ template <int TB> __device__ void store_dkernels(const uint16_t *sD, const tc_ar
     }
 }
 
-/* The staged [TB][CR] tile -> rows t0.. of a contiguous [B,T,D] output, 8 channels per thread (the same 8
- * in every row it writes). */
+/*
+ * The [channel][token] tile sO -> rows t0.. of a contiguous [B,T,D] output. One ldmatrix.x4.trans per 8 tokens of
+ * NM * 8 channels (NM = 4, or DT / 8 when narrower; the x4's other matrices repeat the first ones): row q of
+ * matrix m is channel 2NM*(q/2) + 2m + q%2, so that the transposing load hands lane 4i+t token i of the 2NM
+ * channels 2NM*t .. 2NM*t + 2NM-1 (two per matrix), which leave in one store of 4*NM bytes.
+ */
 template <int TB>
 __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a, const tile &tl, bool vec) {
-    const int cpr = a.DT / 8, c = 8 * (threadIdx.x % cpr);
-    if (c >= tl.Dv) return;
-    for (int row = threadIdx.x / cpr; row < TB && tl.t0 + row < a.T; row += NT / cpr) {
-        uint16_t *p = dst + (tl.b * a.T + tl.t0 + row) * a.D + tl.d0 + c;
-        const uint16_t *q = sO + row * a.CR + c;
-        if (vec && c + 8 <= tl.Dv) {
-            *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(q);
+    const int lane = threadIdx.x % 32, lg_nm = min(a.lg_oct, 2), nm = 1 << lg_nm;
+    const int lg_groups = a.lg_oct - lg_nm; // channel groups of 8 NM, 2^lg_groups of them
+    const int q = lane % 8, c_row = 2 * nm * (q / 2) + 2 * (lane / 8 % nm) + q % 2;
+    const int i = lane / 4, c_lane = 2 * nm * (lane % 4);
+    for (int op = threadIdx.x / 32; op < (TB / 8) << lg_groups; op += NWARPS) {
+        const int kc = op >> lg_groups, cg = 8 * nm * (op & ((1 << lg_groups) - 1));
+        uint32_t v[4];
+        ladder_ldsm_x4_trans(v, sO + out_at<TB>(cg + c_row, 8 * kc, a));
+        const int64_t tok = tl.t0 + 8 * kc + i;
+        const int c = cg + c_lane;
+        if (tok >= a.T || c >= tl.Dv) continue;
+        uint16_t *p = dst + (tl.b * a.T + tok) * a.D + tl.d0 + c;
+        if (vec && c + 2 * nm <= tl.Dv) {
+            if (nm == 4) *reinterpret_cast<uint4 *>(p) = make_uint4(v[0], v[1], v[2], v[3]);
+            else if (nm == 2) *reinterpret_cast<uint2 *>(p) = make_uint2(v[0], v[1]);
+            else *reinterpret_cast<uint32_t *>(p) = v[0];
         } else {
-            for (int k = 0; k < 8 && c + k < tl.Dv; k++) p[k] = q[k];
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                if (k < 2 * nm && c + k < tl.Dv) p[k] = (uint16_t)(v[k / 2] >> (16 * (k % 2)));
         }
     }
 }
 
-template <class T> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(const tc_args a) {
+template <class T, int NKC> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 ..
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [TT][KR]: kernels rows t0 ..
-    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TT][CR]
+    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [DT][OP] (out_at)
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT]
     const tile tl = tile_of<TT>(a);
 
@@ -482,18 +600,19 @@ template <class T> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(c
         mask_kernels(sK, wmin, TT, a);
         __syncthreads();
     }
-    fwd_mma<T, TT>(a, sX, sK, sO);
+    fwd_mma<T, TT, NKC>(a, sX, sK, sO);
     __syncthreads(); // sO holds every warp's outputs before the rows go out
     store_tokens<TT>(a.out, sO, a, tl, a.vec_out);
 }
 
-template <class T, int TB> __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) {
+template <class T, int TB, int NKC>
+__global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 .. t0+TB-1
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [krows][KR]: kernels rows t0 .. (or sheared),
                                                                  // then dkernels
     uint16_t *sG = reinterpret_cast<uint16_t *>(smem + a.off_g); // [grows][CR]: dout rows t0 ..
-    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [TB][CR]: dx
+    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [DT][OP]: dx (out_at)
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TB+W-1]
     const tile tl = tile_of<TB>(a);
     const int halo = TB + a.W - 1; // dx[t] reads dout and kernels up to token t+W-1
@@ -512,10 +631,10 @@ template <class T, int TB> __global__ void __launch_bounds__(NT, 4) dynconv_bwd_
         mask_kernels(sK, wmin, halo, a);
         __syncthreads();
     }
-    if (a.shear) fwd_mma<T, TB>(a, sG, sK, sO); // dx[r] = sum_p sK[r][p] * dout[r+p]: the forward's product
-    else if constexpr (TB == TT) dx_mma<T, TB>(a, sG, sK, sO); // TT_SHEAR: always sheared
+    if (NKC == 0 && a.shear) fwd_mma<T, TB, 0>(a, sG, sK, sO); // dx[r] = sum_p sK[r][p] dout[r+p]: the forward's
+    else if constexpr (TB == TT) dx_mma<T, TB, NKC>(a, sG, sK, sO); // TT_SHEAR: always sheared
     __syncthreads(); // dx_mma is done with sK: dkernels takes its place
-    dkernels_mul<T, TB>(a, sX, sG, wmin, sK);
+    dkernels_mul<T, TB, NKC>(a, sX, sG, wmin, sK);
     store_tokens<TB>(a.dx, sO, a, tl, a.vec_out);
     __syncthreads();
     store_dkernels<TB>(sK, a, tl);
@@ -550,7 +669,8 @@ int layout(tc_args *a, bool bwd) {
     a->off_x = off, off += round_up(a->xrows * a->CR * 2, 16);
     a->off_k = off, off += round_up(a->krows * a->KR * 2, 16);
     a->off_g = off, off += bwd ? round_up(a->grows * a->CR * 2, 16) : 0;
-    a->off_o = off, off += round_up(TB * a->CR * 2, 16);
+    a->OP = TB + 8;
+    a->off_o = off, off += round_up(a->DT * a->OP * 2, 16);
     a->off_b = off, off += (TB + W - 1) * 4;
     return off;
 }
@@ -605,9 +725,12 @@ template <class T> ladder_status launch(const ladder_dynconv_problem *p, const l
     int smem;
     dim3 grid;
     LADDER_TRY(plan(p, args, bwd, &a, &smem, &grid));
-    auto kernel = !bwd         ? dynconv_fwd_tc_kernel<T>
-                  : a.tt == TT ? dynconv_bwd_tc_kernel<T, TT>
-                               : dynconv_bwd_tc_kernel<T, TT_SHEAR>;
+    // one k step (W <= 4): the k loop unrolls, and what depends on the lane and the k step leaves the unit loop
+    const bool k1 = a.NK == 1;
+    auto kernel = !bwd         ? (k1 ? dynconv_fwd_tc_kernel<T, 1> : dynconv_fwd_tc_kernel<T, 0>)
+                  : a.tt != TT ? dynconv_bwd_tc_kernel<T, TT_SHEAR, 0>
+                  : k1         ? dynconv_bwd_tc_kernel<T, TT, 1>
+                               : dynconv_bwd_tc_kernel<T, TT, 0>;
     LADDER_TRY(ladder_allow_smem(kernel, smem));
     kernel<<<grid, NT, smem>>>(a);
     LADDER_LAUNCH_CHECK(bwd ? "dynconv_bwd_tc_kernel" : "dynconv_fwd_tc_kernel");

@@ -23,11 +23,23 @@ static test_case dc_varlen(int64_t D, int W, bool strided, const int64_t *lens, 
 
 static const int64_t EDGE8[8] = {0, 1, 5, 0, 0, 64, 1, 30}; /* empties first and between, length-1, one > 63 */
 
+/*
+ * The tensor-core rung's one-k-step kernels (W <= 4) on the 16-byte paths, for the small grid: a partial token tile
+ * and a second channel tile 8 channels wide (its output tile read by narrower loads), and sequence starts inside a
+ * tile at W = 4.
+ */
+static int small_one_k_step(test_case *out, int n, int max) {
+    if (n < max) out[n++] = dc(2, 130, 64, 2, false);
+    if (n < max) out[n++] = dc_varlen(136, 4, false, (const int64_t[]){70, 0, 1, 59}, 4);
+    return n;
+}
+
 static int grid(test_case *out, int max, bool small) {
     int n = 0;
 #define ADD(t) \
     if (n < max) out[n++] = (t)
     if (small) { /* the shapes that stress the edges, cheap enough for compute-sanitizer */
+        n = small_one_k_step(out, n, max);
         ADD(dc(2, 65, 129, 64, false));
         ADD(dc_varlen(129, 64, true, (const int64_t[]){32, 0, 1, 32}, 4));
         ADD(dc(3, 1, 7, 3, true));

@@ -61,7 +61,7 @@ namespace {
 constexpr int DT = 32;             /* channels per tile: one per lane */
 constexpr int THREADS = 256;       /* 8 warps per block */
 constexpr int WARPS = THREADS / 32;
-constexpr int TT_MAX = 32;         /* most tokens per tile */
+constexpr int TT_MAX = 64;         /* most tokens per tile */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
 constexpr int WC_MAX = 32;         /* taps of each weight the backward stages at a time (chunk_taps) */
 constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
@@ -398,7 +398,7 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
 
 /* Taps of each weight a tile stages at a time, WC: the forward all W; the backward all up to W = 32 and chunks of
  * 32 past it, so that at W = 64 its tile takes 54 KB (four blocks per SM) instead of 83 KB (two). */
-int chunk_taps(int W, int n_row_tiles) { return n_row_tiles == 2 ? min(W, WC_MAX) : W; }
+int chunk_taps(int W, int n_row_tiles) { return n_row_tiles == 2 ? (W >= 32 ? 16 : min(W, WC_MAX)) : W; }
 
 /* Taps per shared-memory load of the weights, V, for a tile of n taps per weight: 4 when n is 4 times an odd
  * number, 2 when it is 2 times one, else 1. Then the pitch n is an odd number of V-wide units, and the V-wide
@@ -425,8 +425,9 @@ size_t smem_bytes(int TT, int W, int Ws, int n_row_tiles) {
 
 /* The largest TT (32, 16, 8) whose tile fits the default 48 KB; W = 64 needs TT = 8 and an opt-in above it. */
 int pick_tokens_per_tile(int W, int Ws, int n_row_tiles) {
-    int TT = TT_MAX;
-    while (TT > WARPS && smem_bytes(TT, W, Ws, n_row_tiles) > LADDER_DEFAULT_SMEM) TT /= 2;
+    int TT = n_row_tiles == 2 ? TT_MAX : 32;
+    const size_t budget = n_row_tiles == 2 && W >= 32 ? 56 * 1024 : LADDER_DEFAULT_SMEM;
+    while (TT > WARPS && smem_bytes(TT, W, Ws, n_row_tiles) > budget) TT /= 2;
     return TT;
 }
 

@@ -30,11 +30,11 @@
  * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
  * 128-byte lines. 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
  * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
- * (with the launcher opting in to more shared memory) when none does; the backward tries 64 first, and takes it at
- * W = 1 to 3, where a 32-token tile spent too many instructions on what each tile does once.
+ * (with the launcher opting in to more shared memory) when none does. The backward tries 64 first and takes it at
+ * W = 1 to 3, where it is bound by instruction issue and a larger tile pays less often for what each tile does once.
  * TT = 32 up to W = 9, where the halo adds at most 8/32 to the x and dout
  * reads (W = 4: 20.6 KiB forward, 25.0 KiB backward, so several blocks share an
- * SM); W = 64 needs TT = 8 and 74.1 KiB forward, 83.0 KiB backward. Each
+ * SM); W = 64 needs TT = 8 and 73.9 KiB forward, 82.8 KiB backward. Each
  * channel's weights sit Ws floats apart (weight_pitch: an odd number of V-wide units), so the V-wide loads of
  * a warp, lane c on channel c, hit different banks: no bank conflicts for any W. The registers are held to
  * 40 a thread forward and 48 backward (FWD_BLOCKS, BWD_BLOCKS), so that small tiles keep six and five blocks per SM.
@@ -191,16 +191,9 @@ __device__ void stage(bool vec, float *s, int rs, const float *g, const int64_t 
     else stage_rows<false>(s, rs, g, st, W, Ws, a, tl, tok0, n_rows);
 }
 
-/* x = quot * m + rem: shifts where m is a power of two (the same branch for the whole block), else a division. */
-__device__ void split(int x, int m, int &quot, int &rem) {
-    if ((m & (m - 1)) == 0) {
-        quot = x >> (__ffs(m) - 1);
-        rem = x & (m - 1);
-    } else {
-        quot = x / m;
-        rem = x - quot * m;
-    }
-}
+/* Slots per (row, channel) for a window of `units` units: the next power of two, so that splitting a slot index
+ * into (channel, unit) is a shift and a mask. */
+__device__ int log2_slots(int units) { return 32 - __clz(units - 1); }
 
 /* V consecutive taps of one channel with one V-wide load (from shared or global memory; aligned by the caller). */
 template <int V>
@@ -223,11 +216,6 @@ __device__ void store_taps(float *p, const float (&k)[V]) {
     else p[0] = k[0];
 }
 
-/* Relative tap of the q-th VS-tap unit of row r's window, in a chunk of n taps (stage_kernels_sheared): the window
- * starts at tap n-1-r, or at 0 once r >= n-1, and the unit that holds its first tap is unit 0 of the window. */
-template <int VS>
-__device__ int window_tap(int n, int r, int q) { return ((unsigned)max(n - 1 - r, 0) / VS + q) * VS; }
-
 /*
  * Backward, taps w0 .. w0+n-1 of every weight (a chunk of WC taps, chunk_taps): weight w of kernels row t0+r
  * multiplies dx of tile token j = r-(W-1)+w. It is kept, at ks[(j*DT + c)*Ws + w-w0], when 0 <= j < TT: of each
@@ -235,12 +223,10 @@ __device__ int window_tap(int n, int r, int q) { return ((unsigned)max(n - 1 - r
  * with r0 = W-w0-n; only their windows are read, so the staging costs instructions in proportion to the weights
  * kept, not to the rows touched. The taps of one source row go to different tokens (DT*Ws+1 apart in ks): this
  * copy is a transpose, one 4-byte store per weight.
- * VS > 1 (kernels rows contiguous and aligned, W % VS == 0): a window straddles at most m units, and each
- * (row, channel) gets m slots, slot q loading the q-th VS-tap unit of the window with one VS-wide load;
- * neighbouring threads take neighbouring slots and channels. m = 3 at TT = 8 (W >= 20 with VS = 4): 96 threads
- * a row, and two warps sit the staging out rather than carry a fourth slot that is never in the window. VS = 1:
+ * VS > 1 (kernels rows contiguous and aligned, W % VS == 0): slot q of a (row, channel) loads the q-th VS-tap
+ * unit of its window with one VS-wide load; neighbouring threads take neighbouring slots and channels. VS = 1:
  * one thread takes one channel of a row and loops over its window tap by tap. Either way a thread keeps its
- * column and walks down the rows, its source pointer stepping a row at a time.
+ * column and walks down the rows.
  */
 template <int VS>
 __device__ void stage_kernels_sheared(float *ks, const tiled_args &a, const tile &tl, int w0, int n) {
@@ -261,39 +247,31 @@ __device__ void stage_kernels_sheared(float *ks, const tiled_args &a, const tile
         return;
     }
     /* a window of TT weights straddles at most TT/VS + 1 units */
-    const int m = min(n / VS, a.TT / VS + 1), slots = DT * m;
-    const int per_row = min(slots, THREADS); /* threads per row */
-    int row_step, idle, r0, i0;
-    split(THREADS, per_row, row_step, idle); /* rows per pass, and the threads left without a slot */
-    if ((int)threadIdx.x >= THREADS - idle) return;
-    split(threadIdx.x, per_row, r0, i0);
-    const int64_t pitch = row_step * a.sk[1]; /* from one of this thread's rows to the next */
-    for (int i = i0; i < slots; i += per_row) {
-        int c, q0;
-        split(i, m, c, q0);
-        const int rows_in = c < n_c ? r_hi : 0; /* rows whose weights exist: zeros past T and past D */
-        const float *src = k_tile + c * W + w0 + r0 * a.sk[1]; /* VS > 1: sk[2] == W, sk[3] == 1 */
-        extern __shared__ float sks[]; /* ks, indexed as a shared array: no generic-to-shared conversion per store */
-        const int dst = (int)(ks - sks) + c * a.Ws;
-        for (int r = r0; r < n_rows; r += UNROLL * row_step, src += UNROLL * pitch) {
+    const int lg = log2_slots(min(n / VS, a.TT / VS + 1)), slots = DT << lg;
+    const int per_row = min(slots, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
+    for (int i = threadIdx.x % per_row; i < slots; i += per_row) {
+        const int c = i >> lg, q0 = i & ((1 << lg) - 1);
+        const float *src = k_tile + c * W; /* VS > 1: sk[2] == W, sk[3] == 1 */
+        for (int r = r0; r < n_rows; r += UNROLL * row_step) {
             float v[UNROLL][VS];
-            const float *row = src;
 #pragma unroll
-            for (int u = 0; u < UNROLL; u++, row += pitch) { /* all loads first */
-                const int ru = r + u * row_step;
-                const int i = window_tap<VS>(n, ru, q0), j = ru + i - (n - 1); /* tap i lands on token j */
+            for (int u = 0; u < UNROLL; u++) { /* all loads first */
+                const int ru = r + u * row_step, j_w = r_base + ru - (W - 1); /* tap w lands on token j_w + w */
+                const int w = (q0 + max(w0, -j_w) / VS) * VS, j = j_w + w;
 #pragma unroll
                 for (int e = 0; e < VS; e++) v[u][e] = 0.0f;
-                if (i < n && j < a.TT && ru < rows_in) load_taps<VS>(row + i, v[u]);
+                if (w < w0 + n && j + VS - 1 >= 0 && j < a.TT && ru < r_hi && c < n_c)
+                    load_taps<VS>(src + ru * a.sk[1] + w, v[u]);
             }
 #pragma unroll
-            for (int u = 0; u < UNROLL; u++) {
-                const int ru = r + u * row_step, i = window_tap<VS>(n, ru, q0), j = ru + i - (n - 1);
-                if (i >= n || j >= a.TT || ru >= n_rows) continue;
-                int at = dst + j * (DT * a.Ws) + i;
+            for (int u = 0; u < UNROLL; u++) { /* unit w.. of row ru holds weights of tokens j.. */
+                const int ru = r + u * row_step, j_w = r_base + ru - (W - 1);
+                const int w = (q0 + max(w0, -j_w) / VS) * VS, j = j_w + w;
+                if (w >= w0 + n || ru >= n_rows) continue;
+                const int dst = (j * DT + c) * a.Ws + w - w0;
 #pragma unroll
-                for (int e = 0; e < VS; e++, at += step)
-                    if (j + e >= 0 && j + e < a.TT) sks[at] = v[u][e];
+                for (int e = 0; e < VS; e++)
+                    if (j + e >= 0 && j + e < a.TT) ks[dst + e * step] = v[u][e];
             }
         }
     }
@@ -323,7 +301,7 @@ __global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(
     extern __shared__ float4 smem[];
     int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + a.TT; /* [TT] each; w_lo_g unused forward */
     float *ks = (float *)smem + bounds_words(a.TT);     /* [TT][DT][Ws]: kernels[b, t0+j, d0+c, w] */
-    float *xs = ks + a.TT * DT * a.Ws;                    /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
+    float *xs = ks + a.TT * DT * a.Ws;                  /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
     const tile tl = tile_of(a);
 
     stage_bounds(a, tl, w_lo_x, w_lo_g);
@@ -450,8 +428,9 @@ size_t smem_bytes(int TT, int W, int Ws, int n_row_tiles) {
 
 /* The largest TT (the backward from 64, the forward from 32, then 16, 8) whose tile fits the default 48 KB; W = 64
  * needs TT = 8 and an opt-in above it. The backward takes 64 tokens at W = 1 to 3 (32.8 KiB at W = 2): there it is
- * bound by instruction issue, and a larger tile pays less often for what every tile does once (bounds, offsets,
- * barriers, the halo rows). */
+ * bound by instruction issue (87% of issue slots busy at W = 2), and a larger tile pays less often for what every
+ * tile does once (bounds, offsets, barriers, the halo row); on the H100 at B = 2, T = 4096, D = 2048, W = 2 it took
+ * the backward from 0.209 to 0.179 ms. */
 int pick_tokens_per_tile(int W, int Ws, int n_row_tiles) {
     int TT = n_row_tiles == 2 ? TT_MAX : TT_MAX / 2;
     while (TT > WARPS && smem_bytes(TT, W, Ws, n_row_tiles) > LADDER_DEFAULT_SMEM) TT /= 2;

@@ -31,7 +31,8 @@
  * 128-byte lines. 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
  * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
  * (with the launcher opting in to more shared memory) when none does. The backward tries 64 first and takes it at
- * W = 1 to 3, where it is bound by instruction issue and a larger tile pays less often for what each tile does once.
+ * W = 1 to 3: at W = 2 it is bound by instruction issue, and a larger tile pays less often for what each tile does
+ * once (pick_tokens_per_tile).
  * TT = 32 up to W = 9, where the halo adds at most 8/32 to the x and dout
  * reads (W = 4: 20.6 KiB forward, 25.0 KiB backward, so several blocks share an
  * SM); W = 64 needs TT = 8 and 73.9 KiB forward, 82.8 KiB backward. Each

@@ -30,10 +30,12 @@
  * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
  * 128-byte lines. 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
  * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
- * (with the launcher opting in to more shared memory) when none does.
+ * (with the launcher opting in to more shared memory) when none does. The backward tries 64 first and takes it at
+ * W = 1 to 3: at W = 2 it is bound by instruction issue, and a larger tile pays less often for what each tile does
+ * once (pick_tokens_per_tile).
  * TT = 32 up to W = 9, where the halo adds at most 8/32 to the x and dout
  * reads (W = 4: 20.6 KiB forward, 25.0 KiB backward, so several blocks share an
- * SM); W = 64 needs TT = 8 and 74.1 KiB forward, 83.0 KiB backward. Each
+ * SM); W = 64 needs TT = 8 and 73.9 KiB forward, 82.8 KiB backward. Each
  * channel's weights sit Ws floats apart (weight_pitch: an odd number of V-wide units), so the V-wide loads of
  * a warp, lane c on channel c, hit different banks: no bank conflicts for any W. The registers are held to
  * 40 a thread forward and 48 backward (FWD_BLOCKS, BWD_BLOCKS), so that small tiles keep six and five blocks per SM.
@@ -61,12 +63,14 @@ namespace {
 constexpr int DT = 32;             /* channels per tile: one per lane */
 constexpr int THREADS = 256;       /* 8 warps per block */
 constexpr int WARPS = THREADS / 32;
-constexpr int TT_MAX = 32;         /* most tokens per tile */
+constexpr int TT_MAX = 64;         /* most tokens per tile: the backward's (the forward's: TT_MAX / 2) */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
 constexpr int WC_MAX = 32;         /* taps of each weight the backward stages at a time (chunk_taps) */
 constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
 constexpr int BWD_BLOCKS = 5;      /* backward 48 (as many as small tiles need, without spills) */
-constexpr int BOUNDS = 2 * TT_MAX; /* 4-byte words before the float tiles: w_lo_x, w_lo_g */
+
+/* 4-byte words before the float tiles: w_lo_x and w_lo_g, TT each (8*TT bytes keep the tiles 16-byte aligned). */
+__host__ __device__ constexpr int bounds_words(int TT) { return 2 * TT; }
 
 /* What each kernel needs: base pointers, strides, sizes, sequence offsets, tile shape. */
 struct tiled_args {
@@ -296,9 +300,9 @@ __device__ float tap_sum(const float *k, const float *v, int v_step, int i_lo, i
 template <int V>
 __global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
-    int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + TT_MAX; /* [TT] each; w_lo_g unused forward */
-    float *ks = (float *)smem + BOUNDS;                   /* [TT][DT][Ws]: kernels[b, t0+j, d0+c, w] */
-    float *xs = ks + a.TT * DT * a.Ws;                    /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
+    int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + a.TT; /* [TT] each; w_lo_g unused forward */
+    float *ks = (float *)smem + bounds_words(a.TT);     /* [TT][DT][Ws]: kernels[b, t0+j, d0+c, w] */
+    float *xs = ks + a.TT * DT * a.Ws;                  /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
     const tile tl = tile_of(a);
 
     stage_bounds(a, tl, w_lo_x, w_lo_g);
@@ -348,8 +352,8 @@ __device__ void write_dkernels(const float *ks, const tiled_args &a, const tile 
 template <int V>
 __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
-    int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + TT_MAX; /* [TT] each */
-    float *ks = (float *)smem + BOUNDS; /* [TT][DT][Ws]: kernels[b, t0+j+W-1-w, d0+c, w] of a chunk, later dkernels */
+    int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + a.TT; /* [TT] each */
+    float *ks = (float *)smem + bounds_words(a.TT); /* [TT][DT][Ws]: kernels[b, t0+j+W-1-w, d0+c, w] of a chunk, later dkernels */
     float *xs = ks + a.TT * DT * a.Ws;      /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
     float *gs = xs + (a.TT + a.W - 1) * DT; /* [TT+W-1][DT]: dout[b, t0+r, d0+c] */
     const tile tl = tile_of(a);
@@ -420,12 +424,16 @@ int weight_pitch(int n, int V) { return V > 1 ? V * ((n / V) | 1) : n | 1; }
 /* Dynamic shared memory of a tile: bounds, kernels, and n_row_tiles [TT+W-1][DT] row tiles (x; x and dout). */
 size_t smem_bytes(int TT, int W, int Ws, int n_row_tiles) {
     const size_t floats = (size_t)TT * DT * Ws + (size_t)n_row_tiles * (TT + W - 1) * DT;
-    return sizeof(float) * (BOUNDS + floats);
+    return sizeof(float) * (bounds_words(TT) + floats);
 }
 
-/* The largest TT (32, 16, 8) whose tile fits the default 48 KB; W = 64 needs TT = 8 and an opt-in above it. */
+/* The largest TT (the backward from 64, the forward from 32, then 16, 8) whose tile fits the default 48 KB; W = 64
+ * needs TT = 8 and an opt-in above it. The backward takes 64 tokens at W = 1 to 3 (32.8 KiB at W = 2): there it is
+ * bound by instruction issue (87% of issue slots busy at W = 2), and a larger tile pays less often for what every
+ * tile does once (bounds, offsets, barriers, the halo row); on the H100 at B = 2, T = 4096, D = 2048, W = 2 it took
+ * the backward from 0.209 to 0.179 ms. */
 int pick_tokens_per_tile(int W, int Ws, int n_row_tiles) {
-    int TT = TT_MAX;
+    int TT = n_row_tiles == 2 ? TT_MAX : TT_MAX / 2;
     while (TT > WARPS && smem_bytes(TT, W, Ws, n_row_tiles) > LADDER_DEFAULT_SMEM) TT /= 2;
     return TT;
 }

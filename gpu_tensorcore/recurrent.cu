@@ -173,17 +173,6 @@ __device__ void stage_chunk(unsigned char *sm, const smem_plan &L, int buf, cons
 }
 
 /*
- * x rounded to 16 bits (.x) and what that leaves, rounded again (.y), two elements to a register each: hi + lo
- * carries x to about 2^-16 of itself where one rounding keeps 2^-8 (bf16). The backward multiplies with both
- * (see operands()).
- */
-template <class T> __device__ __forceinline__ uint2 split2(float x0, float x1) {
-    const uint16_t h0 = ladder_from_float<T>(x0), h1 = ladder_from_float<T>(x1);
-    return make_uint2(ladder_pack2(h0, h1), ladder_pack2(ladder_from_float<T>(x0 - ladder_to_float<T>(h0)),
-                                                         ladder_from_float<T>(x1 - ladder_to_float<T>(h1))));
-}
-
-/*
  * The chunk's 16-bit operands, every factor at most 1 for gates <= 0:
  *   Qt = qs * q ⊙ exp(A),  Kt = k ⊙ exp(A_C - A),  EA = exp(A_C)               (rows: K channels)
  *   with gv: Vt = v ⊙ exp(B_C - B),  dOt = do ⊙ exp(B)                          (columns: the block's V channels)
@@ -1075,10 +1064,14 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
     for (int i = 0; i < 9; i++) *slots[i] = sizes[i] ? at : nullptr, at += (sizes[i] + 3) / 4 * 4;
     a.o = nullptr, a.ht = nullptr;
     LADDER_TRY(launch(diag_kernel<T>, a, "diag_kernel", nvb, (c.T + CH - 1) / CH));
-    tc_call fw = a, rv = a; /* the sweeps stage the diagonal parts they complete */
-    fw.xk = a.dq_part, fw.xv = a.o32, rv.xk = a.dk_part, rv.xv = a.dv32;
-    LADDER_TRY(launch(sweep_kernel<T, __nv_bfloat16>, fw, "sweep_kernel", nvb));
-    LADDER_TRY(launch(reverse_kernel<T, __nv_bfloat16>, rv, "reverse_kernel", nvb));
+    if (!gv && !a.cvt) { /* bf16 without gv: the state parts from stored states, every chunk at once (idea 9) */
+        LADDER_TRY(split_bwd(a));
+    } else {
+        tc_call fw = a, rv = a; /* the sweeps stage the diagonal parts they complete */
+        fw.xk = a.dq_part, fw.xv = a.o32, rv.xk = a.dk_part, rv.xv = a.dv32;
+        LADDER_TRY(launch(sweep_kernel<T, __nv_bfloat16>, fw, "sweep_kernel", nvb));
+        LADDER_TRY(launch(reverse_kernel<T, __nv_bfloat16>, rv, "reverse_kernel", nvb));
+    }
     if (dht) {
         tc_call z = a;
         z.zrun = true, z.c.scale = 0.0f;

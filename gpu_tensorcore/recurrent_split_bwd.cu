@@ -40,13 +40,15 @@ constexpr int P16 = BC + 8, P32 = BC + 4; /* padded row pitches (elements) of 16
 constexpr int TILE = SC * P16 * 2;      /* bytes of one 64 x 64 16-bit tile */
 constexpr int KR = 96;                  /* rows of the factored operands: 16 + 32 + 48 steps (pair_rows()) */
 
-/* rows_kernel's shared memory (bytes): A, g, R, q, k, D (hi, lo); then the V loop's do, v, S, dH (hi, lo), over
+/* rows_kernel's shared memory (bytes): A, g, R, v . do, q, k, D (hi, lo); then the V loop's do, v, S, dH (hi, lo), over
  * which the pair operands Kr and Qd (hi, lo) are built once the loop is done. */
-constexpr int RW_A = 0, RW_GS = RW_A + SC * P32 * 4, RW_R = RW_GS + SC * 4, RW_Q = RW_R + SC * 8;
+constexpr int RW_A = 0, RW_GS = RW_A + SC * P32 * 4, RW_R = RW_GS + SC * 4, RW_PT = RW_R + SC * 8;
+constexpr int RW_Q = RW_PT + SC * 4;
 constexpr int RW_K = RW_Q + TILE, RW_D = RW_K + TILE, RW_X = RW_D + 2 * TILE;
 constexpr int RW_TOTAL = RW_X + (6 * TILE > 4 * KR * P16 * 2 ? 6 * TILE : 4 * KR * P16 * 2);
-/* cols_kernel's: A, g, R, q, k, do, dH (hi, lo), Kt (hi, lo), Qi, Kr, P. */
-constexpr int CL_A = 0, CL_GS = CL_A + SC * P32 * 4, CL_R = CL_GS + SC * 4, CL_Q = CL_R + SC * 8;
+/* cols_kernel's: A, g, R, q . k, q, k, do, dH (hi, lo), Kt (hi, lo), Qi, Kr, P. */
+constexpr int CL_A = 0, CL_GS = CL_A + SC * P32 * 4, CL_R = CL_GS + SC * 4, CL_PT = CL_R + SC * 8;
+constexpr int CL_Q = CL_PT + SC * 4;
 constexpr int CL_K = CL_Q + TILE, CL_DO = CL_K + TILE, CL_H = CL_DO + TILE, CL_KT = CL_H + 2 * TILE;
 constexpr int CL_QI = CL_KT + 2 * TILE, CL_KR = CL_QI + TILE, CL_P = CL_KR + KR * P16 * 2, CL_TOTAL = CL_P + TILE;
 
@@ -65,33 +67,51 @@ __device__ __forceinline__ int2 pair_rows(int r) {
  */
 __host__ __device__ constexpr int later_off(int sub) { return 48 * sub - 8 * sub * (sub - 1); }
 
+constexpr int THREADS = 256;                    /* every kernel here: 8 warps */
+constexpr int PAIRS = BC * BC / 2 / THREADS;    /* pairs of state elements a thread loads per 64 x 64 tile */
+
 /*
- * fp32 state rows r0.. (nr of them) and columns c0.. (nc) of a stored state, as hi + lo bf16 tiles [row][col]
- * (P16), zeros past the ends (the store holds nothing there).
+ * fp32 state rows r0.. (nr of them) and columns c0.. (nc) of a stored state into registers, zeros past the ends
+ * (the store holds nothing there). Every load of the tile goes out before the first is used (state_split): one
+ * load at a time, each split and stored before the next, left rows_kernel waiting on memory (Nsight Compute's
+ * long-scoreboard stalls, 5.4 per issued instruction at the benchmark shape, H100).
  */
-__device__ __forceinline__ void state_tile(uint16_t *hi, uint16_t *lo, const float *st, int64_t vpitch, int64_t r0,
+__device__ __forceinline__ void state_load(float2 (&x)[PAIRS], const float *st, int64_t vpitch, int64_t r0,
                                            int64_t nr, int64_t c0, int64_t nc) {
-    for (int id = threadIdx.x; id < BC * BC / 2; id += blockDim.x) {
-        const int r = id / (BC / 2), c = id % (BC / 2) * 2;
-        float2 x = make_float2(0.0f, 0.0f);
-        if (r < nr && c < nc) x = *(const float2 *)(st + (r0 + r) * vpitch + c0 + c); /* c0 + c even, vpitch even */
-        if (c + 1 >= nc) x.y = 0.0f;
-        const uint2 y = split2<T>(x.x, x.y);
+#pragma unroll
+    for (int u = 0; u < PAIRS; u++) {
+        const int id = threadIdx.x + u * THREADS, r = id / (BC / 2), c = id % (BC / 2) * 2;
+        x[u] = r < nr && c < nc ? __ldg((const float2 *)(st + (r0 + r) * vpitch + c0 + c)) /* even: aligned */
+                                : make_float2(0.0f, 0.0f);
+        if (c + 1 >= nc) x[u].y = 0.0f;
+    }
+}
+
+/* The loaded pairs as hi + lo bf16 tiles [row][col] (P16). */
+__device__ __forceinline__ void state_split(uint16_t *hi, uint16_t *lo, const float2 (&x)[PAIRS]) {
+#pragma unroll
+    for (int u = 0; u < PAIRS; u++) {
+        const int id = threadIdx.x + u * THREADS, r = id / (BC / 2), c = id % (BC / 2) * 2;
+        const uint2 y = split2<T>(x[u].x, x[u].y);
         *(uint32_t *)(hi + r * P16 + c) = y.x, *(uint32_t *)(lo + r * P16 + c) = y.y;
     }
 }
 
-/* The chunk's q, k (channels i0.., nk of them), gk, g and each step's row R; one cp.async group. */
+/*
+ * The chunk's q, k (channels i0.., nk of them), gk, g, each step's row R and, with @p fin, the step's entry of
+ * the per-token @p fin into PT (the diagonal term's factor, for outputs finished here); one cp.async group.
+ */
 __device__ __forceinline__ void stage_rows(unsigned char *sm, int a_off, int gs_off, int r_off, int q_off, int k_off,
-                                           const tc_call &a, const rec_seq &s, int64_t h, int64_t step0, int64_t i0,
-                                           int64_t nk) {
+                                           const float *fin, const tc_call &a, const rec_seq &s, int64_t h,
+                                           int64_t step0, int64_t i0, int64_t nk) {
     stage_tile<uint16_t, SC>((uint16_t *)(sm + q_off), P16, BC, a.q, a, s, h, step0, i0, nk);
     stage_tile<uint16_t, SC>((uint16_t *)(sm + k_off), P16, BC, a.k, a, s, h, step0, i0, nk);
     if (a.gk.p) stage_tile<float, SC>((float *)(sm + a_off), P32, BC, a.gk, a, s, h, step0, i0, nk);
     if (threadIdx.x < SC) {
-        const int64_t t = token_of(a, s, step0 + threadIdx.x);
+        const int64_t t = token_of(a, s, step0 + threadIdx.x), row = t >= 0 ? rec_row(a.c, s.b, t, h) : -1;
         ((float *)(sm + gs_off))[threadIdx.x] = t >= 0 ? rec_ld(a.c.g, s.b, t, h, 0) : 0.0f;
-        ((int64_t *)(sm + r_off))[threadIdx.x] = t >= 0 ? rec_row(a.c, s.b, t, h) : -1;
+        ((int64_t *)(sm + r_off))[threadIdx.x] = row;
+        if (fin) ((float *)(sm + r_off + SC * 8))[threadIdx.x] = t >= 0 ? fin[row] : 0.0f; /* PT follows R */
     }
     ladder_cp_async_commit();
 }
@@ -102,7 +122,8 @@ __device__ __forceinline__ void stage_rows(unsigned char *sm, int a_off, int gs_
  * come BC at a time: each tile adds to the state parts and to D, whose 6 off-diagonal 16 x 16 sub-blocks
  * (warps 0..5, one each) stay in fragments until the last tile.
  */
-__global__ void __launch_bounds__(256, 2) rows_kernel(tc_call a, const float *Sst, const float *Hst, int64_t vpitch) {
+__global__ void __launch_bounds__(THREADS, 2)
+    rows_kernel(tc_call a, const float *Sst, const float *Hst, int64_t vpitch, uint16_t *dq, uint16_t *dk) {
     extern __shared__ __align__(16) unsigned char sm[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
     const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, i0 = blockIdx.y * BC;
@@ -123,15 +144,18 @@ __global__ void __launch_bounds__(256, 2) rows_kernel(tc_call a, const float *Ss
     for (int64_t ch = blockIdx.z; ch < nch; ch += gridDim.z) {
         const int64_t step0 = ch * SC, at = (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
         const int rows = (int)min((int64_t)SC, s.len - step0);
-        stage_rows(sm, RW_A, RW_GS, RW_R, RW_Q, RW_K, a, s, h, step0, i0, nk);
+        stage_rows(sm, RW_A, RW_GS, RW_R, RW_Q, RW_K, dq ? a.vdo_part : nullptr, a, s, h, step0, i0, nk);
         float accSq[1][4][4] = {}, accSk[1][4][4] = {}, accD[1][2][4] = {};
         for (int64_t j0 = 0; j0 < V; j0 += BC) {
             const int64_t nv = min((int64_t)BC, V - j0);
             stage_tile<uint16_t, SC>(dO, P16, BC, a.dO, a, s, h, step0, j0, nv);
             stage_tile<uint16_t, SC>(v, P16, BC, a.v, a, s, h, step0, j0, nv);
             ladder_cp_async_commit();
-            state_tile(Sh, Sl, Sst + at, vpitch, i0, nk, j0, nv);
-            state_tile(Hh, Hl, Hst + at, vpitch, i0, nk, j0, nv);
+            float2 xs[PAIRS], xh[PAIRS];
+            state_load(xs, Sst + at, vpitch, i0, nk, j0, nv);
+            state_load(xh, Hst + at, vpitch, i0, nk, j0, nv);
+            state_split(Sh, Sl, xs);
+            state_split(Hh, Hl, xh);
             ladder_cp_async_wait_group<0>();
             __syncthreads();
             /* dq's state part do S^T, dk's v dH^T: S and dH as hi + lo, do and v exact in bf16 */
@@ -209,8 +233,14 @@ __global__ void __launch_bounds__(256, 2) rows_kernel(tc_call a, const float *Ss
                 if (t >= rows || i >= nk) continue;
                 const float At = A[t * P32 + i];
                 const int64_t e_at = R[t] * K + i0 + i; /* partial 0: diag_kernel's diagonal part is in */
-                a.dq_part[e_at] += expf(At - (sub > 0 ? A[bq * P32 + i] : 0.0f)) * accSq[0][nt][e];
-                a.dk_part[e_at] += expf(A[bk * P32 + i] - At) * accSk[0][nt][e];
+                const float xq = a.dq_part[e_at] + expf(At - (sub > 0 ? A[bq * P32 + i] : 0.0f)) * accSq[0][nt][e];
+                const float xk = a.dk_part[e_at] + expf(A[bk * P32 + i] - At) * accSk[0][nt][e];
+                a.dq_part[e_at] = xq, a.dk_part[e_at] = xk; /* for the gate sums */
+                if (dq) { /* finish_rows_kernel's work: the diagonal term, scale k (v . do) and scale q (v . do) */
+                    const float vd = scale * ((const float *)(sm + RW_PT))[t];
+                    dq[e_at] = ladder_from_float<T>(xq + ladder_to_float<T>(k[t * P16 + i]) * vd);
+                    dk[e_at] = ladder_from_float<T>(xk + ladder_to_float<T>(q[t * P16 + i]) * vd);
+                }
             }
         __syncthreads(); /* A, R, q, k and D are done with before the next chunk is staged */
     }
@@ -221,7 +251,7 @@ __global__ void __launch_bounds__(256, 2) rows_kernel(tc_call a, const float *Ss
  * warp w holding steps 16 (w & 3).. and columns 32 (w >> 2).. of dv. The state rows come BC at a time: each tile
  * adds to the state part and to P, whose off-diagonal sub-blocks (warps 0..5) stay in fragments.
  */
-__global__ void __launch_bounds__(256, 2) cols_kernel(tc_call a, const float *Hst, int64_t vpitch) {
+__global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float *Hst, int64_t vpitch, uint16_t *dv) {
     extern __shared__ __align__(16) unsigned char sm[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
     const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, c0 = blockIdx.y * BC;
@@ -243,8 +273,10 @@ __global__ void __launch_bounds__(256, 2) cols_kernel(tc_call a, const float *Hs
         float accS[1][4][4] = {}, accP[1][4][4] = {}, pacc[1][2][4] = {};
         for (int64_t i0 = 0; i0 < K; i0 += BC) {
             const int64_t nk = min((int64_t)BC, K - i0);
-            stage_rows(sm, CL_A, CL_GS, CL_R, CL_Q, CL_K, a, s, h, step0, i0, nk);
-            state_tile(Hh, Hl, Hst + at, vpitch, i0, nk, c0, nv);
+            stage_rows(sm, CL_A, CL_GS, CL_R, CL_Q, CL_K, dv ? a.ptt : nullptr, a, s, h, step0, i0, nk);
+            float2 xh[PAIRS];
+            state_load(xh, Hst + at, vpitch, i0, nk, c0, nv);
+            state_split(Hh, Hl, xh);
             ladder_cp_async_wait_group<0>();
             __syncthreads();
             cumsum<SC>(A, P32, BC, a.gk.p, (const float *)(sm + CL_GS), gamma, rows);
@@ -304,7 +336,13 @@ __global__ void __launch_bounds__(256, 2) cols_kernel(tc_call a, const float *Hs
             for (int e = 0; e < 4; e++) {
                 const int t = 16 * sub + g + 8 * (e >> 1), j = cw + 8 * nt + 2 * tq + (e & 1);
                 if (t >= rows || j >= nv) continue;
-                a.dv32[R[t] * V + c0 + j] += accS[0][nt][e] + a.c.scale * accP[0][nt][e]; /* dH carries the scale */
+                const int64_t at = R[t] * V + c0 + j;
+                const float x = a.dv32[at] + accS[0][nt][e] + a.c.scale * accP[0][nt][e]; /* dH carries the scale */
+                if (dv) /* finish_cols_kernel's work: the diagonal term scale (q . k) do; no gate sum reads dv32 */
+                    dv[at] = ladder_from_float<T>(
+                        x + a.c.scale * ((const float *)(sm + CL_PT))[t] * ladder_to_float<T>(dO[t * P16 + j]));
+                else
+                    a.dv32[at] = x;
             }
         __syncthreads(); /* do, R and P are done with before the next chunk is staged */
     }
@@ -316,10 +354,11 @@ namespace rec_tc {
 
 /*
  * The backward's state parts and pairs between sub-chunks, without gv, bf16 inputs: states_kernel twice (S, dH),
- * then rows_kernel and cols_kernel. The states, 2 N H (T/SC + 1) K V fp32 numbers (1.1 GB at the benchmark
+ * then rows_kernel and cols_kernel, which with @p dq, @p dk, @p dv (not nullptr) also finish those outputs, as
+ * finish_rows_kernel and finish_cols_kernel would (the caller's to decide: one column block, no dht). The states, 2 N H (T/SC + 1) K V fp32 numbers (1.1 GB at the benchmark
  * shape), are the price of the parallel blocks.
  */
-ladder_status split_bwd(const tc_call &a) {
+ladder_status split_bwd(const tc_call &a, uint16_t *dq, uint16_t *dk, uint16_t *dv) {
     const rec_call &c = a.c;
     const int64_t vpitch = (c.V + 7) / 8 * 8, slots = c.B * c.T / SC + c.N + 1; /* split_slot() */
     const int64_t per = slots * c.H * c.K * vpitch;
@@ -332,10 +371,10 @@ ladder_status split_bwd(const tc_call &a) {
     LADDER_TRY(ladder_allow_smem(cols_kernel, CL_TOTAL));
     const unsigned chunks = (unsigned)min(max((c.T + SC - 1) / SC, (int64_t)1), (int64_t)65535);
     const dim3 rg((unsigned)(c.N * c.H), (unsigned)((c.K + BC - 1) / BC), chunks);
-    rows_kernel<<<rg, 256, RW_TOTAL>>>(a, S, dH, vpitch);
+    rows_kernel<<<rg, THREADS, RW_TOTAL>>>(a, S, dH, vpitch, dq, dk);
     LADDER_LAUNCH_CHECK("rows_kernel");
     const dim3 cg((unsigned)(c.N * c.H), (unsigned)((c.V + BC - 1) / BC), chunks);
-    cols_kernel<<<cg, 256, CL_TOTAL>>>(a, dH, vpitch);
+    cols_kernel<<<cg, THREADS, CL_TOTAL>>>(a, dH, vpitch, dv);
     LADDER_LAUNCH_CHECK("cols_kernel");
     return LADDER_OK;
 }

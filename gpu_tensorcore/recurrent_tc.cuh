@@ -134,8 +134,9 @@ ladder_status split_bwd_states(const tc_call &a, states_mode mode, float *store,
 /*
  * The backward's state parts of dq, dk, dv and its pairs between 16-step sub-chunks, without gv, bf16 inputs
  * (recurrent_split_bwd.cu): added to partial 0 of dq_part, dk_part and to dv32, which diag_kernel filled; dh0.
+ * With @p dq, @p dk, @p dv (one column block, no dht: nothing else to add) it also writes those outputs.
  */
-ladder_status split_bwd(const tc_call &a);
+ladder_status split_bwd(const tc_call &a, uint16_t *dq, uint16_t *dk, uint16_t *dv);
 
 /* The forward without gv, split in two (recurrent_split.cu): o and ht of the call @p a. */
 template <class T> ladder_status split_fwd(const tc_call &a);

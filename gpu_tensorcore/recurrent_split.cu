@@ -1,6 +1,7 @@
 /*
  * gpu_tensorcore/recurrent_split.cu: the tensor-core rung's forward without gv, split in two (idea 7 of
- * recurrent.cu's opening comment; chapter 2).
+ * recurrent.cu's opening comment; chapter 2), and the chain of the backward's split (idea 9: states_kernel in its
+ * ST_S and ST_DH modes, whose stores recurrent_split_bwd.cu reads).
  *
  * The chain carries the state alone, 64 steps at a time, and every chunk's outputs are computed in parallel from
  * the states it wrote. recurrent.cu's sweep walks 16 steps per link, one block

@@ -74,7 +74,7 @@ constexpr int PAIRS = BC * BC / 2 / THREADS;    /* pairs of state elements a thr
  * fp32 state rows r0.. (nr of them) and columns c0.. (nc) of a stored state into registers, zeros past the ends
  * (the store holds nothing there). Every load of the tile goes out before the first is used (state_split): one
  * load at a time, each split and stored before the next, left rows_kernel waiting on memory (Nsight Compute's
- * long-scoreboard stalls, 5.4 per issued instruction at the benchmark shape, H100).
+ * long-scoreboard stalls, 5.4 per issued instruction at the benchmark shape, H100, commit bcafd3f).
  */
 __device__ __forceinline__ void state_load(float2 (&x)[PAIRS], const float *st, int64_t vpitch, int64_t r0,
                                            int64_t nr, int64_t c0, int64_t nc) {
@@ -225,6 +225,23 @@ __global__ void __launch_bounds__(THREADS, 2)
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accSk, Ah, P16, Qdl + qd, P16, lane);
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accSk, Al, P16, Qdh + qd, P16, lane);
         }
+        /* diag_kernel's parts of the warp's entries, every load out before the first store (entry
+         * by entry, a load then its stores, each load waited in turn: the stores may alias the next load) */
+        float pq[16], pk[16]; /* entry x: fragment nt = x / 4, element e = x % 4 */
+        {
+            const float *rq[2], *rk[2]; /* the rows of the warp's two steps, from which every entry is a constant */
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int64_t at = (16 * sub + g + 8 * hf < rows ? R[16 * sub + g + 8 * hf] : 0) * K + i0 + cw + 2 * tq;
+                rq[hf] = a.dq_part + at, rk[hf] = a.dk_part + at;
+            }
+#pragma unroll
+            for (int x = 0; x < 16; x++) {
+                const int hf = x >> 1 & 1, o = 8 * (x >> 2) + (x & 1);
+                const bool in = 16 * sub + g + 8 * hf < rows && cw + 2 * tq + o < nk;
+                pq[x] = in ? rq[hf][o] : 0.0f, pk[x] = in ? rk[hf][o] : 0.0f;
+            }
+        }
 #pragma unroll
         for (int nt = 0; nt < 4; nt++)
 #pragma unroll
@@ -233,8 +250,8 @@ __global__ void __launch_bounds__(THREADS, 2)
                 if (t >= rows || i >= nk) continue;
                 const float At = A[t * P32 + i];
                 const int64_t e_at = R[t] * K + i0 + i; /* partial 0: diag_kernel's diagonal part is in */
-                const float xq = a.dq_part[e_at] + expf(At - (sub > 0 ? A[bq * P32 + i] : 0.0f)) * accSq[0][nt][e];
-                const float xk = a.dk_part[e_at] + expf(A[bk * P32 + i] - At) * accSk[0][nt][e];
+                const float xq = pq[4 * nt + e] + expf(At - (sub > 0 ? A[bq * P32 + i] : 0.0f)) * accSq[0][nt][e];
+                const float xk = pk[4 * nt + e] + expf(A[bk * P32 + i] - At) * accSk[0][nt][e];
                 a.dq_part[e_at] = xq, a.dk_part[e_at] = xk; /* for the gate sums */
                 if (dq) { /* finish_rows_kernel's work: the diagonal term, scale k (v . do) and scale q (v . do) */
                     const float vd = scale * ((const float *)(sm + RW_PT))[t];
@@ -330,6 +347,18 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
         for (int kk = sub + 1; kk < 4; kk++) /* dv_s += sum_t P_ts do_t over the later sub-chunks: P^T do */
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accP, P + 16 * kk * P16 + 16 * sub, P16,
                                                          dO + 16 * kk * P16 + cw, P16, lane);
+        float pv[16]; /* diag_kernel's parts, every load before the first store, as in rows_kernel */
+        {
+            const float *rv[2];
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++)
+                rv[hf] = a.dv32 + (16 * sub + g + 8 * hf < rows ? R[16 * sub + g + 8 * hf] : 0) * V + c0 + cw + 2 * tq;
+#pragma unroll
+            for (int x = 0; x < 16; x++) {
+                const int hf = x >> 1 & 1, o = 8 * (x >> 2) + (x & 1);
+                pv[x] = 16 * sub + g + 8 * hf < rows && cw + 2 * tq + o < nv ? rv[hf][o] : 0.0f;
+            }
+        }
 #pragma unroll
         for (int nt = 0; nt < 4; nt++)
 #pragma unroll
@@ -337,7 +366,7 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                 const int t = 16 * sub + g + 8 * (e >> 1), j = cw + 8 * nt + 2 * tq + (e & 1);
                 if (t >= rows || j >= nv) continue;
                 const int64_t at = R[t] * V + c0 + j;
-                const float x = a.dv32[at] + accS[0][nt][e] + a.c.scale * accP[0][nt][e]; /* dH carries the scale */
+                const float x = pv[4 * nt + e] + accS[0][nt][e] + a.c.scale * accP[0][nt][e]; /* dH carries the scale */
                 if (dv) /* finish_cols_kernel's work: the diagonal term scale (q . k) do; no gate sum reads dv32 */
                     dv[at] = ladder_from_float<T>(
                         x + a.c.scale * ((const float *)(sm + CL_PT))[t] * ladder_to_float<T>(dO[t * P16 + j]));

@@ -52,7 +52,14 @@
  *    computes every chunk's o in parallel from it: the state part as one product, the pairs inside the chunk as
  *    a 64 x 64 matrix P from 16-step sub-chunks (the off-diagonal ones on the mma, factored around the step
  *    before the query's sub-chunk; the diagonal ones in fp32 as in 2.), then P V. The price is the states' bytes.
- *    What the two files share (the call, the staging, the cumulative sums) is in recurrent_tc.cuh.
+ *    What the files share (the call, the staging, the cumulative sums, split2) is in recurrent_tc.cuh.
+ * 9. The backward split the same way (recurrent_split_bwd.cu), without gv and with bf16 inputs: states_kernel
+ *    carries S forwards and dH backwards, 64 steps a link, storing both in fp32 at every chunk of 64 (the gate
+ *    sums need 16 bits of dq and dk); rows_kernel (dq, dk) and cols_kernel (dv) then add every chunk's state
+ *    parts and its pairs between 16-step sub-chunks in parallel, to diag_kernel's diagonal parts, in place of the
+ *    two sweeps of 5. With one column block and no dht they also finish the outputs (finish_rows_kernel's and
+ *    finish_cols_kernel's work). With gv, or fp16 inputs (whose operands need the bf16 conversion of 1.), the
+ *    backward keeps the sweeps.
  *
  * Preconditions: validated by ladder_recurrent_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all f16; gates,
  * states and their gradients f32; device pointers; any input strides; contiguous outputs; K, V <= 256).
@@ -170,17 +177,6 @@ __device__ void stage_chunk(unsigned char *sm, const smem_plan &L, int buf, cons
             ladder_cp_async16(b + L.Ps + 16 * x, P + 4 * x, true);
     }
     ladder_cp_async_commit();
-}
-
-/*
- * x rounded to 16 bits (.x) and what that leaves, rounded again (.y), two elements to a register each: hi + lo
- * carries x to about 2^-16 of itself where one rounding keeps 2^-8 (bf16). The backward multiplies with both
- * (see operands()).
- */
-template <class T> __device__ __forceinline__ uint2 split2(float x0, float x1) {
-    const uint16_t h0 = ladder_from_float<T>(x0), h1 = ladder_from_float<T>(x1);
-    return make_uint2(ladder_pack2(h0, h1), ladder_pack2(ladder_from_float<T>(x0 - ladder_to_float<T>(h0)),
-                                                         ladder_from_float<T>(x1 - ladder_to_float<T>(h1))));
 }
 
 /*
@@ -1075,10 +1071,18 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
     for (int i = 0; i < 9; i++) *slots[i] = sizes[i] ? at : nullptr, at += (sizes[i] + 3) / 4 * 4;
     a.o = nullptr, a.ht = nullptr;
     LADDER_TRY(launch(diag_kernel<T>, a, "diag_kernel", nvb, (c.T + CH - 1) / CH));
-    tc_call fw = a, rv = a; /* the sweeps stage the diagonal parts they complete */
-    fw.xk = a.dq_part, fw.xv = a.o32, rv.xk = a.dk_part, rv.xv = a.dv32;
-    LADDER_TRY(launch(sweep_kernel<T, __nv_bfloat16>, fw, "sweep_kernel", nvb));
-    LADDER_TRY(launch(reverse_kernel<T, __nv_bfloat16>, rv, "reverse_kernel", nvb));
+    /* bf16 without gv: the state parts from stored states, every chunk at once (idea 9), which with one column
+     * block and no dht also finish dq, dk and dv */
+    const bool split = !gv && !a.cvt, fused = split && nvb == 1 && !dht;
+    uint16_t *dq = (uint16_t *)ar->dq.data, *dk = (uint16_t *)ar->dk.data, *dv = (uint16_t *)ar->dv.data;
+    if (split) {
+        LADDER_TRY(split_bwd(a, fused ? dq : nullptr, fused ? dk : nullptr, fused ? dv : nullptr));
+    } else {
+        tc_call fw = a, rv = a; /* the sweeps stage the diagonal parts they complete */
+        fw.xk = a.dq_part, fw.xv = a.o32, rv.xk = a.dk_part, rv.xv = a.dv32;
+        LADDER_TRY(launch(sweep_kernel<T, __nv_bfloat16>, fw, "sweep_kernel", nvb));
+        LADDER_TRY(launch(reverse_kernel<T, __nv_bfloat16>, rv, "reverse_kernel", nvb));
+    }
     if (dht) {
         tc_call z = a;
         z.zrun = true, z.c.scale = 0.0f;
@@ -1088,12 +1092,12 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
             LADDER_LAUNCH_CHECK("add_kernel");
         }
     }
-    const int64_t n_k = tokens * c.K;
-    finish_rows_kernel<T><<<ladder_blocks(n_k, THREADS), THREADS>>>(a, (int)nvb, (uint16_t *)ar->dq.data,
-                                                                     (uint16_t *)ar->dk.data);
-    LADDER_LAUNCH_CHECK("finish_rows_kernel");
-    finish_cols_kernel<T><<<ladder_blocks(n_v, THREADS), THREADS>>>(a, (uint16_t *)ar->dv.data);
-    LADDER_LAUNCH_CHECK("finish_cols_kernel");
+    if (!fused) {
+        finish_rows_kernel<T><<<ladder_blocks(tokens * c.K, THREADS), THREADS>>>(a, (int)nvb, dq, dk);
+        LADDER_LAUNCH_CHECK("finish_rows_kernel");
+        finish_cols_kernel<T><<<ladder_blocks(n_v, THREADS), THREADS>>>(a, dv);
+        LADDER_LAUNCH_CHECK("finish_cols_kernel");
+    }
     if (!gates) return LADDER_OK;
     rec_gate_scratch G;
     LADDER_TRY(G.alloc(c));

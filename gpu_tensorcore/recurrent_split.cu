@@ -1,6 +1,7 @@
 /*
  * gpu_tensorcore/recurrent_split.cu: the tensor-core rung's forward without gv, split in two (idea 7 of
- * recurrent.cu's opening comment; chapter 2).
+ * recurrent.cu's opening comment; chapter 2), and the chain of the backward's split (idea 9: states_kernel in its
+ * ST_S and ST_DH modes, whose stores recurrent_split_bwd.cu reads).
  *
  * The chain carries the state alone, 64 steps at a time, and every chunk's outputs are computed in parallel from
  * the states it wrote. recurrent.cu's sweep walks 16 steps per link, one block
@@ -33,34 +34,38 @@ namespace {
 
 using namespace rec_tc;
 
-constexpr int SC = 64;   /* steps per chunk of the split forward */
 constexpr int SKB = 64;  /* state rows (K channels) per tile, both kernels */
 constexpr int SVB = 128; /* state columns per states_kernel block (8 warps of 16 rows x 64 columns) */
 constexpr int OVB = 128; /* output columns per out_kernel block (8 warps of 16 steps x 64 columns) */
 constexpr int SK16 = SKB + 8, SK32 = SKB + 4, SV16 = SVB + 8, OV16 = OVB + 8; /* padded row pitches */
 
-/* states_kernel's shared memory (bytes): two buffers of k, v, gk (then A), g; then Kt and EA. */
+/* states_kernel's shared memory (bytes): two buffers of k, v, gk (then A), g; then Kt, EA and (backward) Ktl. */
 constexpr int ST_K = 0, ST_V = ST_K + SC * SK16 * 2, ST_G = ST_V + SC * SV16 * 2, ST_GS = ST_G + SC * SK32 * 4;
-constexpr int ST_BUF = ST_GS + SC * 4, ST_KT = 2 * ST_BUF, ST_EA = ST_KT + SC * SK16 * 2, ST_TOTAL = ST_EA + SKB * 4;
+constexpr int ST_BUF = ST_GS + SC * 4, ST_KT = 2 * ST_BUF, ST_EA = ST_KT + SC * SK16 * 2, ST_KTL = ST_EA + SKB * 4;
+constexpr int ST_TOTAL = ST_KTL, ST_TOTAL_BWD = ST_KTL + SC * SK16 * 2;
 /* out_kernel's: q, k, gk (then A), g, the state tile, v, the operands Qe, Qi, Kr, the rows, P_tt; P16 over q. */
 constexpr int OT_Q = 0, OT_K = OT_Q + SC * SK16 * 2, OT_G = OT_K + SC * SK16 * 2, OT_GS = OT_G + SC * SK32 * 4;
 constexpr int OT_S = OT_GS + SC * 4, OT_V = OT_S + SKB * OV16 * 2, OT_QE = OT_V + SC * OV16 * 2;
 constexpr int OT_QI = OT_QE + SC * SK16 * 2, OT_KR = OT_QI + SC * SK16 * 2, OT_R = OT_KR + 96 * SK16 * 2;
 constexpr int OT_PT = OT_R + SC * 8, OT_TOTAL = OT_PT + SC * 4; /* OT_PT: P's diagonal, P_tt = q_t . k_t */
 
-/* Where chunk @p chunk (of SC steps) of sequence @p n keeps its starting state: as chunk_slot(), per SC steps. */
-__device__ __forceinline__ int64_t split_slot(const tc_call &a, const rec_seq &s, int64_t n, int64_t chunk) {
-    return (s.b * a.c.T + s.start) / SC + n + chunk;
-}
-
 /*
  * One block per (sequence x head, SVB state columns, SKB state rows), 8 warps: warp w holds rows 16 (w & 3).. and
  * columns 64 (w >> 2).. of the tile as the fp32 C fragments of S (not S^T: the update S += Kt^T v is
  * ladder_mma_warp_tile's A = X^T form). At the benchmark's shape that is 256 blocks, one wave of two per SM.
- * Writes S_c for every chunk c into @p store ([slot][H][K][vpitch], 16-bit) and the final state into ht.
+ * MODE says which state it carries (states_mode):
+ *   ST_FWD: S, for the forward; S_c for every chunk c into @p store ([slot][H][K][vpitch], 16-bit), the final
+ *           state into ht.
+ *   ST_S:   S again, for the backward's dq: stored in fp32, and Kt as hi + lo (split2 of recurrent.cu; the gate
+ *           sums need about 16 bits of dq), two products a chunk.
+ *   ST_DH:  dH = dL/dS, chunks in reverse: dH_start = exp(A_63) ⊙ dH_end + (scale q ⊙ exp(A))^T do, the same
+ *           separable update with q for k, do for v. Stores dH_end of every chunk in fp32 (for dk and dv), and
+ *           dH at the sequence's start into dh0. It starts at 0: dht's part is carried apart (bwd()).
  */
-template <class T> __global__ void __launch_bounds__(256, 2) states_kernel(tc_call a, uint16_t *store, int64_t vpitch) {
+template <class T, int MODE>
+__global__ void __launch_bounds__(256, 2) states_kernel(tc_call a, void *store, int64_t vpitch) {
     extern __shared__ __align__(16) unsigned char sm[];
+    constexpr bool BWD = MODE != ST_FWD, REV = MODE == ST_DH;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
     const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, c0 = blockIdx.y * SVB, i0 = blockIdx.z * SKB;
     const int64_t K = a.c.K, V = a.c.V, nk = min((int64_t)SKB, K - i0), nv = min((int64_t)SVB, V - c0);
@@ -69,8 +74,8 @@ template <class T> __global__ void __launch_bounds__(256, 2) states_kernel(tc_ca
     const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0);
     const auto stage = [&](int buf, int64_t ch) {
         unsigned char *b = sm + buf * ST_BUF;
-        stage_tile<uint16_t, SC>((uint16_t *)(b + ST_K), SK16, SKB, a.k, a, s, h, ch * SC, i0, nk);
-        stage_tile<uint16_t, SC>((uint16_t *)(b + ST_V), SV16, SVB, a.v, a, s, h, ch * SC, c0, nv);
+        stage_tile<uint16_t, SC>((uint16_t *)(b + ST_K), SK16, SKB, REV ? a.q : a.k, a, s, h, ch * SC, i0, nk);
+        stage_tile<uint16_t, SC>((uint16_t *)(b + ST_V), SV16, SVB, REV ? a.dO : a.v, a, s, h, ch * SC, c0, nv);
         if (a.gk.p) stage_tile<float, SC>((float *)(b + ST_G), SK32, SKB, a.gk, a, s, h, ch * SC, i0, nk);
         if (threadIdx.x < SC) {
             const int64_t t = token_of(a, s, ch * SC + threadIdx.x);
@@ -85,7 +90,7 @@ template <class T> __global__ void __launch_bounds__(256, 2) states_kernel(tc_ca
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int64_t i = r0 + g + 8 * (e >> 1), j = j0 + 8 * nt + 2 * tq + (e & 1);
-            S[0][nt][e] = i < nk && j < nv ? rec_ld(a.c.h0, n, h, i0 + i, c0 + j) : 0.0f;
+            S[0][nt][e] = !REV && i < nk && j < nv ? rec_ld(a.c.h0, n, h, i0 + i, c0 + j) : 0.0f;
         }
     /* write(i, j, x0, x1, pair): state rows and columns (i, j) and (i, j + 1), the second one only where pair */
     const auto put = [&](auto &&write) {
@@ -97,20 +102,31 @@ template <class T> __global__ void __launch_bounds__(256, 2) states_kernel(tc_ca
                 if (i < nk && j < nv) write(i0 + i, c0 + j, S[0][nt][e], S[0][nt][e + 1], j + 1 < nv);
             }
     };
-    uint16_t *Kt = (uint16_t *)(sm + ST_KT);
+    uint16_t *Kt = (uint16_t *)(sm + ST_KT), *Ktl = (uint16_t *)(sm + ST_KTL);
     float *EA = (float *)(sm + ST_EA);
-    if (nch > 0) stage(0, 0);
-    for (int64_t ch = 0; ch < nch; ch++) {
-        uint16_t *out = store + (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
-        put([&](int64_t i, int64_t j, float x0, float x1, bool pair) { /* vpitch is even: 4-byte pairs */
-            if (pair)
-                *(uint32_t *)(out + i * vpitch + j) = ladder_pack2_float<T>(x0, x1);
-            else
-                out[i * vpitch + j] = ladder_from_float<T>(x0);
+    const float qs = REV ? a.c.scale : 1.0f;
+    if (nch > 0) stage(0, REV ? nch - 1 : 0);
+    for (int64_t it = 0; it < nch; it++) {
+        const int64_t ch = REV ? nch - 1 - it : it;
+        const int64_t slot = (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
+        put([&](int64_t i, int64_t j, float x0, float x1, bool pair) { /* vpitch is even: 4- or 8-byte pairs */
+            if (BWD) {
+                float *out = (float *)store + slot + i * vpitch + j;
+                if (pair)
+                    *(float2 *)out = make_float2(x0, x1);
+                else
+                    out[0] = x0;
+            } else {
+                uint16_t *out = (uint16_t *)store + slot + i * vpitch + j;
+                if (pair)
+                    *(uint32_t *)out = ladder_pack2_float<T>(x0, x1);
+                else
+                    out[0] = ladder_from_float<T>(x0);
+            }
         });
-        const unsigned char *b = sm + (ch & 1) * ST_BUF;
-        if (ch + 1 < nch) {
-            stage((ch + 1) & 1, ch + 1);
+        const unsigned char *b = sm + (it & 1) * ST_BUF;
+        if (it + 1 < nch) {
+            stage((it + 1) & 1, REV ? ch - 1 : ch + 1);
             ladder_cp_async_wait_group<1>();
         } else {
             ladder_cp_async_wait_group<0>();
@@ -121,12 +137,19 @@ template <class T> __global__ void __launch_bounds__(256, 2) states_kernel(tc_ca
         __syncthreads();
         const float *Ac = A + (SC - 1) * SK32;
         const uint16_t *k = (const uint16_t *)(b + ST_K);
-        for (int id = threadIdx.x; id < SC * SKB / 2; id += blockDim.x) { /* Kt = k ⊙ exp(A_63 - A_s) */
+        /* Kt = k ⊙ exp(A_63 - A_s), or (ST_DH) scale q ⊙ exp(A_s); hi + lo in the backward */
+        for (int id = threadIdx.x; id < SC * SKB / 2; id += blockDim.x) {
             const int r = id / (SKB / 2), i = id % (SKB / 2) * 2;
             const uint32_t k2 = ladder_lds32(k + r * SK16 + i);
-            *(uint32_t *)(Kt + r * SK16 + i) =
-                ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * __expf(Ac[i] - A[r * SK32 + i]),
-                                      ladder_to_float<T>(k2 >> 16) * __expf(Ac[i + 1] - A[r * SK32 + i + 1]));
+            const float2 Ar = *(const float2 *)(A + r * SK32 + i);
+            const float x0 = qs * ladder_to_float<T>(k2 & 0xffff) * __expf(REV ? Ar.x : Ac[i] - Ar.x);
+            const float x1 = qs * ladder_to_float<T>(k2 >> 16) * __expf(REV ? Ar.y : Ac[i + 1] - Ar.y);
+            if (BWD) {
+                const uint2 x = split2<T>(x0, x1);
+                *(uint32_t *)(Kt + r * SK16 + i) = x.x, *(uint32_t *)(Ktl + r * SK16 + i) = x.y;
+            } else {
+                *(uint32_t *)(Kt + r * SK16 + i) = ladder_pack2_float<T>(x0, x1);
+            }
         }
         for (int i = threadIdx.x; i < SKB; i += blockDim.x) EA[i] = expf(Ac[i]);
         __syncthreads();
@@ -134,13 +157,21 @@ template <class T> __global__ void __launch_bounds__(256, 2) states_kernel(tc_ca
         for (int nt = 0; nt < SVB / 8; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) S[0][nt][e] *= EA[r0 + g + 8 * (e >> 1)];
-        ladder_mma_warp_tile<T, 1, 8, SC / 16, true, true>(S, Kt + r0, SK16, (const uint16_t *)(b + ST_V) + j0, SV16,
-                                                           lane);
+        const uint16_t *v = (const uint16_t *)(b + ST_V) + j0;
+        if (BWD) /* hi and lo 16 steps at a time: two whole products in a row spilled */
+#pragma unroll 1
+            for (int kk = 0; kk < SC; kk += 16) {
+                ladder_mma_warp_tile<T, 1, 8, 1, true, true>(S, Kt + kk * SK16 + r0, SK16, v + kk * SV16, SV16, lane);
+                ladder_mma_warp_tile<T, 1, 8, 1, true, true>(S, Ktl + kk * SK16 + r0, SK16, v + kk * SV16, SV16, lane);
+            }
+        else
+            ladder_mma_warp_tile<T, 1, 8, SC / 16, true, true>(S, Kt + r0, SK16, v, SV16, lane);
         __syncthreads(); /* every warp is done with this buffer, Kt and EA before they are refilled */
     }
-    if (a.ht)
+    float *last = REV ? a.c.dh0 : a.ht;
+    if (last)
         put([&](int64_t i, int64_t j, float x0, float x1, bool pair) {
-            float *out = a.ht + ((n * a.c.H + h) * K + i) * V + j;
+            float *out = last + ((n * a.c.H + h) * K + i) * V + j;
             out[0] = x0;
             if (pair) out[1] = x1;
         });
@@ -309,6 +340,11 @@ __global__ void __launch_bounds__(256, 2) out_kernel(tc_call a, const uint16_t *
 
 namespace rec_tc {
 
+/* states_kernel's grid: (sequence x head, SVB columns, SKB rows). */
+static dim3 states_grid(const rec_call &c) {
+    return dim3((unsigned)(c.N * c.H), (unsigned)((c.V + SVB - 1) / SVB), (unsigned)((c.K + SKB - 1) / SKB));
+}
+
 /*
  * The split forward (states_kernel, then out_kernel): the states of every chunk start, N H (T/SC + 1) K V
  * 16-bit numbers, are the price of the parallel outputs.
@@ -319,10 +355,9 @@ template <class T> ladder_status split_fwd(const tc_call &a) {
     ladder_scratch mem;
     LADDER_TRY(mem.alloc((size_t)(slots * c.H * c.K * vpitch) * sizeof(uint16_t)));
     uint16_t *store = (uint16_t *)mem.ptr;
-    LADDER_TRY(ladder_allow_smem(states_kernel<T>, ST_TOTAL));
+    LADDER_TRY(ladder_allow_smem(states_kernel<T, ST_FWD>, ST_TOTAL));
     LADDER_TRY(ladder_allow_smem(out_kernel<T>, OT_TOTAL));
-    const dim3 sg((unsigned)(c.N * c.H), (unsigned)((c.V + SVB - 1) / SVB), (unsigned)((c.K + SKB - 1) / SKB));
-    states_kernel<T><<<sg, 256, ST_TOTAL>>>(a, store, vpitch);
+    states_kernel<T, ST_FWD><<<states_grid(c), 256, ST_TOTAL>>>(a, store, vpitch);
     LADDER_LAUNCH_CHECK("states_kernel");
     const int64_t chunks = min(max((c.T + SC - 1) / SC, (int64_t)1), (int64_t)65535);
     const dim3 og((unsigned)(c.N * c.H), (unsigned)((c.V + OVB - 1) / OVB), (unsigned)chunks);
@@ -333,5 +368,13 @@ template <class T> ladder_status split_fwd(const tc_call &a) {
 
 template ladder_status split_fwd<__nv_bfloat16>(const tc_call &a);
 template ladder_status split_fwd<__half>(const tc_call &a);
+
+ladder_status split_bwd_states(const tc_call &a, states_mode mode, float *store, int64_t vpitch) {
+    const auto kernel = mode == ST_DH ? states_kernel<__nv_bfloat16, ST_DH> : states_kernel<__nv_bfloat16, ST_S>;
+    LADDER_TRY(ladder_allow_smem(kernel, ST_TOTAL_BWD));
+    kernel<<<states_grid(a.c), 256, ST_TOTAL_BWD>>>(a, store, vpitch);
+    LADDER_LAUNCH_CHECK(mode == ST_DH ? "states_kernel (dH)" : "states_kernel (S)");
+    return LADDER_OK;
+}
 
 } // namespace rec_tc

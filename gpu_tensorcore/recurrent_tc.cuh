@@ -103,6 +103,41 @@ __device__ void cumsum(float *x, int pitch, int width, bool staged, const float 
     }
 }
 
+/*
+ * x rounded to 16 bits (.x) and what that leaves, rounded again (.y), two elements to a register each: hi + lo
+ * carries x to about 2^-16 of itself where one rounding keeps 2^-8 (bf16). The backward multiplies with both
+ * (see operands()).
+ */
+template <class T> __device__ __forceinline__ uint2 split2(float x0, float x1) {
+    const uint16_t h0 = ladder_from_float<T>(x0), h1 = ladder_from_float<T>(x1);
+    return make_uint2(ladder_pack2(h0, h1), ladder_pack2(ladder_from_float<T>(x0 - ladder_to_float<T>(h0)),
+                                                         ladder_from_float<T>(x1 - ladder_to_float<T>(h1))));
+}
+
+/* Steps per chunk of the split passes (recurrent_split.cu, recurrent_split_bwd.cu). */
+constexpr int SC = 64;
+
+/* Where chunk @p chunk (of SC steps) of sequence @p n keeps its starting state: as chunk_slot(), per SC steps. */
+__device__ __forceinline__ int64_t split_slot(const tc_call &a, const rec_seq &s, int64_t n, int64_t chunk) {
+    return (s.b * a.c.T + s.start) / SC + n + chunk;
+}
+
+/* What states_kernel carries (recurrent_split.cu): the forward's S, the backward's S, or the backward's dH. */
+enum states_mode { ST_FWD, ST_S, ST_DH };
+
+/*
+ * The backward's states (ST_S or ST_DH) of every chunk of SC steps, bf16 inputs: fp32 at @p store
+ * ([slot][H][K][vpitch], split_slot()), by states_kernel (recurrent_split.cu).
+ */
+ladder_status split_bwd_states(const tc_call &a, states_mode mode, float *store, int64_t vpitch);
+
+/*
+ * The backward's state parts of dq, dk, dv and its pairs between 16-step sub-chunks, without gv, bf16 inputs
+ * (recurrent_split_bwd.cu): added to partial 0 of dq_part, dk_part and to dv32, which diag_kernel filled; dh0.
+ * With @p dq, @p dk, @p dv (one column block, no dht: nothing else to add) it also writes those outputs.
+ */
+ladder_status split_bwd(const tc_call &a, uint16_t *dq, uint16_t *dk, uint16_t *dv);
+
 /* The forward without gv, split in two (recurrent_split.cu): o and ht of the call @p a. */
 template <class T> ladder_status split_fwd(const tc_call &a);
 

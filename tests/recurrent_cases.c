@@ -87,6 +87,9 @@ static int grid(test_case *out, int max, bool small) {
          * row tiles, the last partial, a last chunk of 2 steps; V odd, packed sequences empty and of length 1 */
         ADD(rc(1, 130, 2, 100, 60, "g,g_gamma,gk,h0,ht,dht", 10, true, true));
         ADD(rc_varlen(2, 130, 9, "gk,h0,ht,dht", 0.1, false, (const int64_t[]){0, 1, 70}, 3));
+        /* without gv and dht, one column block: the split backward finishes dq, dk, dv in its own kernels
+         * (bf16); reverse, packed sequences empty, of length 1 and over two chunks of 64 */
+        ADD(rc_varlen(2, 100, 60, "g,gk,h0,ht", 1, true, (const int64_t[]){0, 70, 1, 130}, 4));
         return n;
     }
     /*
@@ -126,6 +129,8 @@ static int determinism(test_case *out, int max) {
     int n = 0;
     ADD(rc(2, 300, 4, 64, 128, "g,g_gamma,gk,gv,h0,ht,dht", 10, false, true));
     ADD(rc_varlen(2, 60, 100, "gk,gv,h0,ht,dht", 0.1, true, (const int64_t[]){0, 77, 1, 150}, 4));
+    ADD(rc(2, 300, 4, 64, 128, "g,g_gamma,gk,h0,ht", 10, false, true)); /* the split backward, fused finish */
+    ADD(rc(1, 200, 2, 256, 256, "gk,h0,ht,dht", 1, true, false)); /* the split backward, finish kernels */
     return n;
 }
 

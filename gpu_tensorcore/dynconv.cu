@@ -166,8 +166,9 @@ __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t 
     // rows holding input: tokens in [0, T), rows below live
     const int row_lo = (int)max((int64_t)0, -tok0), row_hi = (int)min((int64_t)live, a.T - tok0);
     for (int f0 = 8 * tr.r; f0 < 8 * cpr; f0 += 8 * per_row) {
-        const quot_rem cw = divmod(f0, nw);
-        const int fd = slot == nw ? f0 : cw.q * slot + cw.r; // where the chunk lands in a tile row
+        // where the chunk lands in a tile row (divided only where the slot is padded: computing the quotient for
+        // every chunk moved the compiler's register allocation and doubled the forward's k-loop bookkeeping)
+        const int fd = slot == nw ? f0 : f0 / nw * slot + f0 % nw;
         if (vec && f0 + 8 <= nv) { // each chunk of this column is 16 bytes of input, or a zero row
             // both addresses step down the column: no 64-bit multiply per chunk
             const uint16_t *s = base + (tok0 + r0) * st[1] + f0;

@@ -350,9 +350,16 @@ __device__ warp_plan plan_warp(const tc_args &a) {
 }
 
 /* Units per block (UNIT pairs of one octet each); unit u is octet u % octets, and its first pair's tile row.
- * (TB = TT_SHEAR with one octet: 4 units, so half the warps wait; the SM's other blocks fill the issue slots.) */
+ * (TB = TT_SHEAR with one octet: 4 units, so half the warps wait; the SM's other blocks fill the issue slots.)
+ * With one k step S <= 4 divides UNIT, so a unit's pairs fill the 2*UNIT rows from 2*UNIT*(u / octets) on, and
+ * the one-k-step kernels take that row without pair_row's shifts (by the SASS, with store_diagonal's branch known
+ * too, 74 -> 63 instructions a unit in the forward at W <= 4). The kernels of several k steps keep the general
+ * form: every change tried there moved the forward's register allocation, and with it the length of its k loop
+ * (99 instructions per two k steps; 147 at a80cf1b). */
 template <int TB> __device__ int n_units(const tc_args &a) { return (TB / 2 / UNIT) << a.lg_oct; }
-__device__ int unit_row(int u, const tc_args &a) { return pair_row(UNIT * (u >> a.lg_oct), a); }
+template <int NKC> __device__ int unit_row(int u, const tc_args &a) {
+    return NKC == 1 ? 2 * UNIT * (u >> a.lg_oct) : pair_row(UNIT * (u >> a.lg_oct), a);
+}
 
 /*
  * The output tile sO is [channel][token], pitch OP = TB + 8 (OP / 8 odd), its 16-byte chunks of 8 tokens swizzled
@@ -372,7 +379,7 @@ template <int TB> __device__ int out_at(int c, int k, const tc_args &a) {
  * 2, 3, 6, 7; S = 4: 0 .. 3, then 4 .. 7), one 16-byte store; at S = 8, r0 .. r0+3 and r0+8 .. r0+11, two 8-byte
  * ones. Only 8 lanes hold outputs: the others return.
  */
-template <class T, int TB>
+template <class T, int TB, int NKC>
 __device__ void store_diagonal(uint16_t *sO, int r0, const tc_args &a, const warp_plan &wp,
                                const float (&acc)[UNIT][4]) {
     const int lane = threadIdx.x % 32, g = lane / 4;
@@ -384,7 +391,7 @@ __device__ void store_diagonal(uint16_t *sO, int r0, const tc_args &a, const war
     const uint32_t a01 = ladder_pack2_float<T>(r[0], r[1]), a23 = ladder_pack2_float<T>(r[2], r[3]);
     const uint32_t b01 = ladder_pack2_float<T>(rS[0], rS[1]), b23 = ladder_pack2_float<T>(rS[2], rS[3]);
     const int c = wp.c0 + g;
-    if (a.S <= 4) { // one store; the words' order by selects, not branches
+    if (NKC == 1 || a.S <= 4) { // one store (one k step: S <= 4 known); the words' order by selects, not branches
         const bool s2 = a.S == 2;
         *reinterpret_cast<uint4 *>(sO + out_at<TB>(c, r0, a)) = make_uint4(a01, s2 ? b01 : a23, s2 ? a23 : b01, b23);
     } else {
@@ -408,7 +415,7 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
     const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
     const uint16_t *xl = sX + wp.b_row;           // B: x-tile row r+p is token r-W+1+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
-        const int r0 = unit_row(u, a);
+        const int r0 = unit_row<NKC>(u, a);
         const uint16_t *kb = kl + r0 * a.KR, *xb = xl + r0 * a.CR;
         float acc[UNIT][4] = {};
         for (int b = 0; b < NK; b++, xb += 8 * a.CR) {
@@ -428,7 +435,7 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
                 ladder_mma_m16n8k8<T>(acc[j], A, B[j]);
             }
         }
-        store_diagonal<T, TB>(sO, r0, a, wp, acc);
+        store_diagonal<T, TB, NKC>(sO, r0, a, wp, acc);
     }
 }
 
@@ -447,7 +454,7 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
     const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
     const uint16_t *gl = sG + wp.b_row;           // B: dout-tile row r+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
-        const int r0 = unit_row(u, a);
+        const int r0 = unit_row<NKC>(u, a);
         const uint16_t *kb = kl + r0 * a.KR, *gb = gl + r0 * a.CR;
         float acc[UNIT][4] = {};
         for (int b = 0; b < NK; b++, gb += 8 * a.CR) {
@@ -471,7 +478,7 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
                 ladder_mma_m16n8k8<T>(acc[j], A, B[j]);
             }
         }
-        store_diagonal<T, TB>(sO, r0, a, wp, acc);
+        store_diagonal<T, TB, NKC>(sO, r0, a, wp, acc);
     }
 }
 

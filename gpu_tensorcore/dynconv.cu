@@ -569,14 +569,14 @@ template <int TB>
 __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a, const tile &tl, bool vec) {
     const int lane = threadIdx.x % 32, lg_nm = min(a.lg_oct, 2), nm = 1 << lg_nm;
     const int lg_groups = a.lg_oct - lg_nm; // channel groups of 8 NM, 2^lg_groups of them
-    const int q = lane % 8, c_row = 2 * nm * (q / 2) + 2 * (lane / 8 % nm) + q % 2;
-    const int i = lane / 4, c_lane = 2 * nm * (lane % 4);
-    for (int op = threadIdx.x / 32; op < (TB / 8) << lg_groups; op += NWARPS) {
-        const int kc = op >> lg_groups, cg = 8 * nm * (op & ((1 << lg_groups) - 1));
+    const int q = lane % 8, c_row = 2 * nm * (q / 2) + 2 * (lane / 8 & (nm - 1)) + q % 2;
+    // a warp keeps one channel group (NWARPS is a multiple of their count) and steps through the 8-token chunks:
+    // its lanes' channels stay
+    const int i = lane / 4, cg = 8 * nm * ((threadIdx.x / 32) & ((1 << lg_groups) - 1)), c = cg + 2 * nm * (lane % 4);
+    for (int kc = threadIdx.x / 32 >> lg_groups; kc < TB / 8; kc += NWARPS >> lg_groups) {
         uint32_t v[4];
         ladder_ldsm_x4_trans(v, sO + out_at<TB>(cg + c_row, 8 * kc, a));
         const int64_t tok = tl.t0 + 8 * kc + i;
-        const int c = cg + c_lane;
         if (tok >= a.T || c >= tl.Dv) continue;
         uint16_t *p = dst + (tl.b * a.T + tok) * a.D + tl.d0 + c;
         if (vec && c + 2 * nm <= tl.Dv) {

@@ -468,13 +468,15 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
             const uint32_t m0 = lo ? pm0 : 0u, m1 = hi ? (lo ? pm1 : pm0) : 0u;
             uint32_t B[UNIT];
             ladder_ldsm_x4_trans(B, gb);
+            // the lane's two pairs in the unit's first product, once per k step: a product then adds only its row
+            // offset (k = kb + dk[j], k[e0] had the compiler work out each 16-bit load's address in full)
+            const uint16_t *k0 = kb + e0, *k1 = kb + e1;
 #pragma unroll
             for (int j = 0; j < UNIT; j++) {
-                const uint16_t *k = kb + wp.dk[j];
-                const uint32_t v = ladder_pack2(k[e0], k[e0 + a.KR - 1]);
+                const uint32_t v = ladder_pack2(k0[wp.dk[j]], k0[wp.dk[j] + a.KR - 1]);
                 // when W > 8 the windows overlap: a lane can need both pairs
-                const uint32_t A[2] = {v & m0,
-                                       (NKC != 1 && a.W > 8 ? ladder_pack2(k[e1], k[e1 + a.KR - 1]) : v) & m1};
+                const uint32_t A[2] = {
+                    v & m0, (NKC != 1 && a.W > 8 ? ladder_pack2(k1[wp.dk[j]], k1[wp.dk[j] + a.KR - 1]) : v) & m1};
                 ladder_mma_m16n8k8<T>(acc[j], A, B[j]);
             }
         }

@@ -61,7 +61,7 @@
  *     loops keep one column per thread, so they divide nothing per iteration, and find that column by shifts
  *     where the chunk count is a power of two (divmod). At W <= 4, where an output moves the fewest bytes and
  *     so may cost the fewest instructions, also the one-k-step kernels (2.), and two channels per thread in
- *     dkernels_mul: 32-bit loads, and one 8- or 16-byte store for the taps of both.
+ *     dkernels_mul: 32-bit loads, and one 8-byte store for every 4 taps of the two.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (x, kernels, dout and the outputs all bf16 or all
  * f16; device pointers; any non-negative input strides; contiguous outputs). Inputs must be finite: like
@@ -490,7 +490,8 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
  * by now); store_dkernels sends it out in 16-byte rows. One thread per (row, channel), its taps in pairs, one
  * 32-bit word each. With one k step (NKC = 1: W <= 4, a slot of 2 or 4 taps) a thread takes a row and two
  * neighbouring channels instead: its x and dout loads are then 32-bit words, and the taps of both channels one
- * 8- or 16-byte store.
+ * 8-byte store per 4 taps: at W = 3, 4 two of them, not one 16-byte store, because with a branch per width the
+ * compiler merged the two stores' code and split them into 32-bit ones (three stores at W = 4, two at W = 2).
  */
 template <class T, int TB, int NKC>
 __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_t *sG, const int *wmin,
@@ -515,9 +516,9 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
                 v[1][h] = ladder_pack2_float<T>(k0 ? g1 * ladder_to_float<T>((uint16_t)(x0 >> 16)) : 0.0f,
                                                 k1 ? g1 * ladder_to_float<T>((uint16_t)(x1 >> 16)) : 0.0f);
             }
-            uint16_t *d = sD + row * a.KR + c * a.We; // KS = We here
-            if (a.We == 2) *reinterpret_cast<uint2 *>(d) = make_uint2(v[0][0], v[1][0]);
-            else *reinterpret_cast<uint4 *>(d) = make_uint4(v[0][0], v[0][1], v[1][0], v[1][1]);
+            uint16_t *d = sD + row * a.KR + c * a.We; // KS = We here: the taps of channel c, then of c+1
+            *reinterpret_cast<uint2 *>(d) = make_uint2(v[0][0], a.We == 2 ? v[1][0] : v[0][1]);
+            if (a.We == 4) *reinterpret_cast<uint2 *>(d + 4) = make_uint2(v[1][0], v[1][1]);
         }
         return;
     }

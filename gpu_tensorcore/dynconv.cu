@@ -594,7 +594,10 @@ __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a
     }
 }
 
-template <class T, int NKC> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(const tc_args a) {
+// one k step: 6 blocks per SM, as many as the 37 KB of W = 2's tiles allow (at 42 registers the register file held
+// 5); several k steps: no minimum (0), so the compiler keeps the allocation whose k loop is 99 instructions
+template <class T, int NKC>
+__global__ void __launch_bounds__(NT, NKC == 1 ? 6 : 0) dynconv_fwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 ..
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [TT][KR]: kernels rows t0 ..

@@ -61,7 +61,7 @@
  *     loops keep one column per thread, so they divide nothing per iteration, and find that column by shifts
  *     where the chunk count is a power of two (divmod). At W <= 4, where an output moves the fewest bytes and
  *     so may cost the fewest instructions, also the one-k-step kernels (2.), and two channels per thread in
- *     dkernels_mul: 32-bit loads, and one 8- or 16-byte store for the taps of both.
+ *     dkernels_mul: 32-bit loads, and one 8-byte store for every 4 taps of the two.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (x, kernels, dout and the outputs all bf16 or all
  * f16; device pointers; any non-negative input strides; contiguous outputs). Inputs must be finite: like
@@ -166,8 +166,9 @@ __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t 
     // rows holding input: tokens in [0, T), rows below live
     const int row_lo = (int)max((int64_t)0, -tok0), row_hi = (int)min((int64_t)live, a.T - tok0);
     for (int f0 = 8 * tr.r; f0 < 8 * cpr; f0 += 8 * per_row) {
-        const quot_rem cw = divmod(f0, nw);
-        const int fd = slot == nw ? f0 : cw.q * slot + cw.r; // where the chunk lands in a tile row
+        // where the chunk lands in a tile row (divided only where the slot is padded: computing the quotient for
+        // every chunk moved the compiler's register allocation and doubled the forward's k-loop bookkeeping)
+        const int fd = slot == nw ? f0 : f0 / nw * slot + f0 % nw;
         if (vec && f0 + 8 <= nv) { // each chunk of this column is 16 bytes of input, or a zero row
             // both addresses step down the column: no 64-bit multiply per chunk
             const uint16_t *s = base + (tok0 + r0) * st[1] + f0;
@@ -349,9 +350,16 @@ __device__ warp_plan plan_warp(const tc_args &a) {
 }
 
 /* Units per block (UNIT pairs of one octet each); unit u is octet u % octets, and its first pair's tile row.
- * (TB = TT_SHEAR with one octet: 4 units, so half the warps wait; the SM's other blocks fill the issue slots.) */
+ * (TB = TT_SHEAR with one octet: 4 units, so half the warps wait; the SM's other blocks fill the issue slots.)
+ * With one k step S <= 4 divides UNIT, so a unit's pairs fill the 2*UNIT rows from 2*UNIT*(u / octets) on, and
+ * the one-k-step kernels take that row without pair_row's shifts (by the SASS, with store_diagonal's branch known
+ * too, 74 -> 63 instructions a unit in the forward at W <= 4). The kernels of several k steps keep the general
+ * form: every change tried there moved the forward's register allocation, and with it the length of its k loop
+ * (99 instructions per two k steps; 147 at a80cf1b). */
 template <int TB> __device__ int n_units(const tc_args &a) { return (TB / 2 / UNIT) << a.lg_oct; }
-__device__ int unit_row(int u, const tc_args &a) { return pair_row(UNIT * (u >> a.lg_oct), a); }
+template <int NKC> __device__ int unit_row(int u, const tc_args &a) {
+    return NKC == 1 ? 2 * UNIT * (u >> a.lg_oct) : pair_row(UNIT * (u >> a.lg_oct), a);
+}
 
 /*
  * The output tile sO is [channel][token], pitch OP = TB + 8 (OP / 8 odd), its 16-byte chunks of 8 tokens swizzled
@@ -371,7 +379,7 @@ template <int TB> __device__ int out_at(int c, int k, const tc_args &a) {
  * 2, 3, 6, 7; S = 4: 0 .. 3, then 4 .. 7), one 16-byte store; at S = 8, r0 .. r0+3 and r0+8 .. r0+11, two 8-byte
  * ones. Only 8 lanes hold outputs: the others return.
  */
-template <class T, int TB>
+template <class T, int TB, int NKC>
 __device__ void store_diagonal(uint16_t *sO, int r0, const tc_args &a, const warp_plan &wp,
                                const float (&acc)[UNIT][4]) {
     const int lane = threadIdx.x % 32, g = lane / 4;
@@ -383,7 +391,7 @@ __device__ void store_diagonal(uint16_t *sO, int r0, const tc_args &a, const war
     const uint32_t a01 = ladder_pack2_float<T>(r[0], r[1]), a23 = ladder_pack2_float<T>(r[2], r[3]);
     const uint32_t b01 = ladder_pack2_float<T>(rS[0], rS[1]), b23 = ladder_pack2_float<T>(rS[2], rS[3]);
     const int c = wp.c0 + g;
-    if (a.S <= 4) { // one store; the words' order by selects, not branches
+    if (NKC == 1 || a.S <= 4) { // one store (one k step: S <= 4 known); the words' order by selects, not branches
         const bool s2 = a.S == 2;
         *reinterpret_cast<uint4 *>(sO + out_at<TB>(c, r0, a)) = make_uint4(a01, s2 ? b01 : a23, s2 ? a23 : b01, b23);
     } else {
@@ -407,7 +415,7 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
     const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
     const uint16_t *xl = sX + wp.b_row;           // B: x-tile row r+p is token r-W+1+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
-        const int r0 = unit_row(u, a);
+        const int r0 = unit_row<NKC>(u, a);
         const uint16_t *kb = kl + r0 * a.KR, *xb = xl + r0 * a.CR;
         float acc[UNIT][4] = {};
         for (int b = 0; b < NK; b++, xb += 8 * a.CR) {
@@ -427,7 +435,7 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
                 ladder_mma_m16n8k8<T>(acc[j], A, B[j]);
             }
         }
-        store_diagonal<T, TB>(sO, r0, a, wp, acc);
+        store_diagonal<T, TB, NKC>(sO, r0, a, wp, acc);
     }
 }
 
@@ -446,7 +454,7 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
     const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
     const uint16_t *gl = sG + wp.b_row;           // B: dout-tile row r+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
-        const int r0 = unit_row(u, a);
+        const int r0 = unit_row<NKC>(u, a);
         const uint16_t *kb = kl + r0 * a.KR, *gb = gl + r0 * a.CR;
         float acc[UNIT][4] = {};
         for (int b = 0; b < NK; b++, gb += 8 * a.CR) {
@@ -460,17 +468,19 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
             const uint32_t m0 = lo ? pm0 : 0u, m1 = hi ? (lo ? pm1 : pm0) : 0u;
             uint32_t B[UNIT];
             ladder_ldsm_x4_trans(B, gb);
+            // the lane's two pairs in the unit's first product, once per k step: a product then adds only its row
+            // offset (k = kb + dk[j], k[e0] had the compiler work out each 16-bit load's address in full)
+            const uint16_t *k0 = kb + e0, *k1 = kb + e1;
 #pragma unroll
             for (int j = 0; j < UNIT; j++) {
-                const uint16_t *k = kb + wp.dk[j];
-                const uint32_t v = ladder_pack2(k[e0], k[e0 + a.KR - 1]);
+                const uint32_t v = ladder_pack2(k0[wp.dk[j]], k0[wp.dk[j] + a.KR - 1]);
                 // when W > 8 the windows overlap: a lane can need both pairs
-                const uint32_t A[2] = {v & m0,
-                                       (NKC != 1 && a.W > 8 ? ladder_pack2(k[e1], k[e1 + a.KR - 1]) : v) & m1};
+                const uint32_t A[2] = {
+                    v & m0, (NKC != 1 && a.W > 8 ? ladder_pack2(k1[wp.dk[j]], k1[wp.dk[j] + a.KR - 1]) : v) & m1};
                 ladder_mma_m16n8k8<T>(acc[j], A, B[j]);
             }
         }
-        store_diagonal<T, TB>(sO, r0, a, wp, acc);
+        store_diagonal<T, TB, NKC>(sO, r0, a, wp, acc);
     }
 }
 
@@ -480,7 +490,8 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
  * by now); store_dkernels sends it out in 16-byte rows. One thread per (row, channel), its taps in pairs, one
  * 32-bit word each. With one k step (NKC = 1: W <= 4, a slot of 2 or 4 taps) a thread takes a row and two
  * neighbouring channels instead: its x and dout loads are then 32-bit words, and the taps of both channels one
- * 8- or 16-byte store.
+ * 8-byte store per 4 taps: at W = 3, 4 two of them, not one 16-byte store, because with a branch per width the
+ * compiler merged the two stores' code and split them into 32-bit ones (three stores at W = 4, two at W = 2).
  */
 template <class T, int TB, int NKC>
 __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_t *sG, const int *wmin,
@@ -505,9 +516,9 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
                 v[1][h] = ladder_pack2_float<T>(k0 ? g1 * ladder_to_float<T>((uint16_t)(x0 >> 16)) : 0.0f,
                                                 k1 ? g1 * ladder_to_float<T>((uint16_t)(x1 >> 16)) : 0.0f);
             }
-            uint16_t *d = sD + row * a.KR + c * a.We; // KS = We here
-            if (a.We == 2) *reinterpret_cast<uint2 *>(d) = make_uint2(v[0][0], v[1][0]);
-            else *reinterpret_cast<uint4 *>(d) = make_uint4(v[0][0], v[0][1], v[1][0], v[1][1]);
+            uint16_t *d = sD + row * a.KR + c * a.We; // KS = We here: the taps of channel c, then of c+1
+            *reinterpret_cast<uint2 *>(d) = make_uint2(v[0][0], a.We == 2 ? v[1][0] : v[0][1]);
+            if (a.We == 4) *reinterpret_cast<uint2 *>(d + 4) = make_uint2(v[1][0], v[1][1]);
         }
         return;
     }
@@ -561,14 +572,14 @@ template <int TB>
 __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a, const tile &tl, bool vec) {
     const int lane = threadIdx.x % 32, lg_nm = min(a.lg_oct, 2), nm = 1 << lg_nm;
     const int lg_groups = a.lg_oct - lg_nm; // channel groups of 8 NM, 2^lg_groups of them
-    const int q = lane % 8, c_row = 2 * nm * (q / 2) + 2 * (lane / 8 % nm) + q % 2;
-    const int i = lane / 4, c_lane = 2 * nm * (lane % 4);
-    for (int op = threadIdx.x / 32; op < (TB / 8) << lg_groups; op += NWARPS) {
-        const int kc = op >> lg_groups, cg = 8 * nm * (op & ((1 << lg_groups) - 1));
+    const int q = lane % 8, c_row = 2 * nm * (q / 2) + 2 * (lane / 8 & (nm - 1)) + q % 2;
+    // a warp keeps one channel group (NWARPS is a multiple of their count) and steps through the 8-token chunks:
+    // its lanes' channels stay
+    const int i = lane / 4, cg = 8 * nm * ((threadIdx.x / 32) & ((1 << lg_groups) - 1)), c = cg + 2 * nm * (lane % 4);
+    for (int kc = threadIdx.x / 32 >> lg_groups; kc < TB / 8; kc += NWARPS >> lg_groups) {
         uint32_t v[4];
         ladder_ldsm_x4_trans(v, sO + out_at<TB>(cg + c_row, 8 * kc, a));
         const int64_t tok = tl.t0 + 8 * kc + i;
-        const int c = cg + c_lane;
         if (tok >= a.T || c >= tl.Dv) continue;
         uint16_t *p = dst + (tl.b * a.T + tok) * a.D + tl.d0 + c;
         if (vec && c + 2 * nm <= tl.Dv) {
@@ -583,7 +594,10 @@ __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a
     }
 }
 
-template <class T, int NKC> __global__ void __launch_bounds__(NT) dynconv_fwd_tc_kernel(const tc_args a) {
+// one k step: 6 blocks per SM, as many as the 37 KB of W = 2's tiles allow (at 42 registers the register file held
+// 5); several k steps: no minimum (0), so the compiler keeps the allocation whose k loop is 99 instructions
+template <class T, int NKC>
+__global__ void __launch_bounds__(NT, NKC == 1 ? 6 : 0) dynconv_fwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 ..
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [TT][KR]: kernels rows t0 ..

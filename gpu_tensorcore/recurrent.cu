@@ -1070,14 +1070,14 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
     float *at = (float *)mem.ptr;
     for (int i = 0; i < 9; i++) *slots[i] = sizes[i] ? at : nullptr, at += (sizes[i] + 3) / 4 * 4;
     a.o = nullptr, a.ht = nullptr;
-    LADDER_TRY(launch(diag_kernel<T>, a, "diag_kernel", nvb, (c.T + CH - 1) / CH));
-    /* bf16 without gv: the state parts from stored states, every chunk at once (idea 9), which with one column
-     * block and no dht also finish dq, dk and dv */
+    /* bf16 without gv: the state parts from stored states, every chunk at once, with the diagonal sub-blocks
+     * (idea 9), which with one column block and no dht also finish dq, dk and dv */
     const bool split = !gv && !a.cvt, fused = split && nvb == 1 && !dht;
     uint16_t *dq = (uint16_t *)ar->dq.data, *dk = (uint16_t *)ar->dk.data, *dv = (uint16_t *)ar->dv.data;
     if (split) {
         LADDER_TRY(split_bwd(a, fused ? dq : nullptr, fused ? dk : nullptr, fused ? dv : nullptr));
     } else {
+        LADDER_TRY(launch(diag_kernel<T>, a, "diag_kernel", nvb, (c.T + CH - 1) / CH));
         tc_call fw = a, rv = a; /* the sweeps stage the diagonal parts they complete */
         fw.xk = a.dq_part, fw.xv = a.o32, rv.xk = a.dk_part, rv.xv = a.dv32;
         LADDER_TRY(launch(sweep_kernel<T, __nv_bfloat16>, fw, "sweep_kernel", nvb));
@@ -1093,7 +1093,8 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
         }
     }
     if (!fused) {
-        finish_rows_kernel<T><<<ladder_blocks(tokens * c.K, THREADS), THREADS>>>(a, (int)nvb, dq, dk);
+        /* the split path writes one whole partial (rows_kernel sums every column of V) */
+        finish_rows_kernel<T><<<ladder_blocks(tokens * c.K, THREADS), THREADS>>>(a, split ? 1 : (int)nvb, dq, dk);
         LADDER_LAUNCH_CHECK("finish_rows_kernel");
         finish_cols_kernel<T><<<ladder_blocks(n_v, THREADS), THREADS>>>(a, dv);
         LADDER_LAUNCH_CHECK("finish_cols_kernel");

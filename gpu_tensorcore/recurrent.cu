@@ -55,11 +55,11 @@
  *    What the files share (the call, the staging, the cumulative sums, split2) is in recurrent_tc.cuh.
  * 9. The backward split the same way (recurrent_split_bwd.cu), without gv and with bf16 inputs: states_kernel
  *    carries S forwards and dH backwards, 64 steps a link, storing both in fp32 at every chunk of 64 (the gate
- *    sums need 16 bits of dq and dk); rows_kernel (dq, dk) and cols_kernel (dv) then add every chunk's state
- *    parts and its pairs between 16-step sub-chunks in parallel, to diag_kernel's diagonal parts, in place of the
- *    two sweeps of 5. With one column block and no dht they also finish the outputs (finish_rows_kernel's and
- *    finish_cols_kernel's work). With gv, or fp16 inputs (whose operands need the bf16 conversion of 1.), the
- *    backward keeps the sweeps.
+ *    sums need 16 bits of dq and dk); rows_kernel (dq, dk) and cols_kernel (dv) then compute every chunk's
+ *    state parts, its pairs between 16-step sub-chunks and, in fp32, those inside them, in parallel, in place of
+ *    the two sweeps of 5. and of diag_kernel. With one column block and no dht they also finish the outputs
+ *    (finish_rows_kernel's and finish_cols_kernel's work). With gv, or fp16 inputs (whose operands need the bf16
+ *    conversion of 1.), the backward keeps diag_kernel and the sweeps.
  *
  * Preconditions: validated by ladder_recurrent_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all f16; gates,
  * states and their gradients f32; device pointers; any input strides; contiguous outputs; K, V <= 256).

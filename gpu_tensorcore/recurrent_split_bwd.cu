@@ -6,19 +6,22 @@
  * registers: 2.7 and 3.5 ms of Nsight Compute time at B=8 T=4096 H=16 K=V=128 (H100, commit 10d938c). Here
  * states_kernel (recurrent_split.cu) carries the state S forwards and dH = dL/dS backwards, 64 steps a link,
  * and stores both at every chunk of SC = 64 steps, in fp32 (the gate sums need about 16 bits of dq and dk:
- * chapter 2, "What it costs numerically"). Then every chunk's state parts, and its pairs between 16-step
- * sub-chunks, run as independent blocks, added to the diagonal sub-blocks that diag_kernel wrote:
+ * chapter 2, "What it costs numerically"). Then every chunk's outputs run as independent blocks, its state
+ * parts, its pairs between 16-step sub-chunks and those inside them (diag_kernel's work on the sweeps' path):
  *
  *   rows_kernel: dq_t = scale (exp(A_t) ⊙ (S_c do_t) + sum_{s < t} D_ts k_s ⊙ exp(A_t - A_s)),
  *                dk_s = exp(A_63 - A_s) ⊙ (dH_c v_s) + scale sum_{t > s} D_ts q_t ⊙ exp(A_t - A_s),
- *                D_ts = do_t . v_s (without gv no column weight), for s and t in different sub-chunks: the weight
+ *                D_ts = do_t . v_s (without gv no column weight). For s and t in different sub-chunks the weight
  *                factors around a sub-chunk's edge b, exp(A_t - A_b) exp(A_b - A_s), each at most 1, and the
- *                sums over s (over t) are products on the mma, with D and the decayed k (q) as hi + lo pairs.
+ *                sums over s (over t) are products on the mma, with D and the decayed k (q) as hi + lo pairs;
+ *                inside a sub-chunk they are summed in fp32 with exp(A_t - A_s) per pair and channel.
  *   cols_kernel: dv_s = (k_s ⊙ exp(A_63 - A_s)) dH_c + scale sum_{t > s} P_ts do_t, P as out_kernel forms it
  *                (rounded once: dv feeds no gate sum without gv).
  * S_c is the state at chunk c's start, dH_c the gradient of the state at its end, A the cumulative row gates
- * from the chunk's start. Every block adds to partial 0 of dq_part, dk_part and to dv32 (tc_call), which
- * diag_kernel filled and the finish kernels complete.
+ * from the chunk's start. Each step's own term (D_tt, P_tt) stays apart, for the gate sums (bwd()): the blocks
+ * write partial 0 of dq_part, dk_part, vdo_part and dv32, ptt (tc_call), whole, for the finish and gate kernels.
+ * Folding diag_kernel in took it (2.25 ms of Nsight Compute time with gk at the benchmark shape, H100, commit
+ * 4e32157) and the 1.6 GB of fp32 parts it wrote and these kernels read back off the backward's path.
  */
 #include <stdint.h>
 
@@ -426,7 +429,7 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
 namespace rec_tc {
 
 /*
- * The backward's state parts and pairs between sub-chunks, without gv, bf16 inputs: states_kernel twice (S, dH),
+ * The backward's state parts and pairs, without gv, bf16 inputs: states_kernel twice (S, dH),
  * then rows_kernel and cols_kernel, which with @p dq, @p dk, @p dv (not nullptr) also finish those outputs, as
  * finish_rows_kernel and finish_cols_kernel would (the caller's to decide: one column block, no dht). The states, 2 N H (T/SC + 1) K V fp32 numbers (1.1 GB at the benchmark
  * shape), are the price of the parallel blocks.

@@ -163,9 +163,9 @@ enum states_mode { ST_FWD, ST_S, ST_DH };
 ladder_status split_bwd_states(const tc_call &a, states_mode mode, float *store, int64_t vpitch);
 
 /*
- * The backward's state parts of dq, dk, dv and its pairs between 16-step sub-chunks, without gv, bf16 inputs
- * (recurrent_split_bwd.cu): added to partial 0 of dq_part, dk_part and to dv32, which diag_kernel filled; dh0.
- * With @p dq, @p dk, @p dv (one column block, no dht: nothing else to add) it also writes those outputs.
+ * The backward's dq, dk, dv without gv, bf16 inputs (recurrent_split_bwd.cu), each step's own diagonal term apart:
+ * partial 0 of dq_part, dk_part, vdo_part and dv32, ptt, whole (no diag_kernel on this path); dh0. With @p dq,
+ * @p dk, @p dv (one column block, no dht: nothing else to add) it also writes those outputs.
  */
 ladder_status split_bwd(const tc_call &a, uint16_t *dq, uint16_t *dk, uint16_t *dv);
 

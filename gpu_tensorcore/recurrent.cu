@@ -834,22 +834,23 @@ __device__ __forceinline__ float ld16(const view<uint16_t> &x, const rec_call &c
 /*
  * One thread per (token, row i): the column blocks' partials summed in block order, the diagonal terms put back,
  *   dq = dq_part + scale k (v . do),   dk = dk_part + scale q (v . do) + dkz_part,
- * rounded into the outputs; dq_part, dk_part and dkz_part keep their fp32 sums, for the gate sums.
+ * rounded into the outputs; dq_part, dk_part and dkz_part keep their fp32 sums, for the gate sums. @p parts
+ * partials of dq_part, dk_part, vdo_part (1 on the split path, whose blocks sum every column), @p zparts of
+ * dkz_part (the zrun sweep's column blocks).
  */
-template <class T> __global__ void finish_rows_kernel(tc_call a, int parts, uint16_t *dq, uint16_t *dk) {
+template <class T>
+__global__ void finish_rows_kernel(tc_call a, int parts, int zparts, uint16_t *dq, uint16_t *dk) {
     const int64_t tokens = a.c.B * a.c.T * a.c.H, n = tokens * a.c.K;
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n) return;
     const int64_t token = e / a.c.K, i = e % a.c.K;
     float sq = 0.0f, sk = 0.0f, sz = 0.0f, vdo = 0.0f;
-    for (int p = 0; p < parts; p++) {
+    for (int p = 0; p < parts; p++)
         sq += a.dq_part[p * n + e], sk += a.dk_part[p * n + e], vdo += a.vdo_part[p * tokens + token];
-        if (a.dkz_part) sz += a.dkz_part[p * n + e];
-    }
-    if (parts > 1) { /* with one column block the sums are already in place: 0.54 GB less at the benchmark shape */
-        a.dq_part[e] = sq, a.dk_part[e] = sk;
-        if (a.dkz_part) a.dkz_part[e] = sz;
-    }
+    for (int p = 0; a.dkz_part && p < zparts; p++) sz += a.dkz_part[p * n + e];
+    /* with one partial the sums are already in place: 0.54 GB less at the benchmark shape */
+    if (parts > 1) a.dq_part[e] = sq, a.dk_part[e] = sk;
+    if (a.dkz_part && zparts > 1) a.dkz_part[e] = sz;
     dq[e] = ladder_from_float<T>(sq + a.c.scale * ld16<T>(a.k, a.c, token, i) * vdo);
     dk[e] = ladder_from_float<T>(sk + a.c.scale * ld16<T>(a.q, a.c, token, i) * vdo + sz);
 }
@@ -1093,8 +1094,9 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
         }
     }
     if (!fused) {
-        /* the split path writes one whole partial (rows_kernel sums every column of V) */
-        finish_rows_kernel<T><<<ladder_blocks(tokens * c.K, THREADS), THREADS>>>(a, split ? 1 : (int)nvb, dq, dk);
+        /* the split path writes one whole partial (rows_kernel sums every column of V); dht's sweep nvb */
+        finish_rows_kernel<T><<<ladder_blocks(tokens * c.K, THREADS), THREADS>>>(a, split ? 1 : (int)nvb, (int)nvb,
+                                                                                dq, dk);
         LADDER_LAUNCH_CHECK("finish_rows_kernel");
         finish_cols_kernel<T><<<ladder_blocks(n_v, THREADS), THREADS>>>(a, dv);
         LADDER_LAUNCH_CHECK("finish_cols_kernel");

@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(THREADS, 2)
 #pragma unroll
             for (int e = 0; e < 4; e += 2) {
                 const int tl = g + 8 * (e >> 1), ul = 8 * nt + 2 * tq;
-                if (warp < 6) { /* D's off-diagonal sub-block, times the scale that every pair carries, hi + lo, [t][s] */
+                if (warp < 6) { /* D's off-diagonal sub-block, times the scale every pair carries, hi + lo, [t][s] */
                     const int t = 16 * di + tl, u = 16 * dj + ul;
                     const uint2 x = split2<T>(scale * accD[0][nt][e], scale * accD[0][nt][e + 1]);
                     *(uint32_t *)(Dh + t * P16 + u) = x.x, *(uint32_t *)(Dl + t * P16 + u) = x.y;

@@ -55,11 +55,11 @@
  *    What the files share (the call, the staging, the cumulative sums, split2) is in recurrent_tc.cuh.
  * 9. The backward split the same way (recurrent_split_bwd.cu), without gv and with bf16 inputs: states_kernel
  *    carries S forwards and dH backwards, 64 steps a link, storing both in fp32 at every chunk of 64 (the gate
- *    sums need 16 bits of dq and dk); rows_kernel (dq, dk) and cols_kernel (dv) then add every chunk's state
- *    parts and its pairs between 16-step sub-chunks in parallel, to diag_kernel's diagonal parts, in place of the
- *    two sweeps of 5. With one column block and no dht they also finish the outputs (finish_rows_kernel's and
- *    finish_cols_kernel's work). With gv, or fp16 inputs (whose operands need the bf16 conversion of 1.), the
- *    backward keeps the sweeps.
+ *    sums need 16 bits of dq and dk); rows_kernel (dq, dk) and cols_kernel (dv) then compute every chunk's
+ *    state parts, its pairs between 16-step sub-chunks and, in fp32, those inside them, in parallel, in place of
+ *    the two sweeps of 5. and of diag_kernel. With one column block and no dht they also finish the outputs
+ *    (finish_rows_kernel's and finish_cols_kernel's work). With gv, or fp16 inputs (whose operands need the bf16
+ *    conversion of 1.), the backward keeps diag_kernel and the sweeps.
  *
  * Preconditions: validated by ladder_recurrent_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all f16; gates,
  * states and their gradients f32; device pointers; any input strides; contiguous outputs; K, V <= 256).
@@ -834,22 +834,23 @@ __device__ __forceinline__ float ld16(const view<uint16_t> &x, const rec_call &c
 /*
  * One thread per (token, row i): the column blocks' partials summed in block order, the diagonal terms put back,
  *   dq = dq_part + scale k (v . do),   dk = dk_part + scale q (v . do) + dkz_part,
- * rounded into the outputs; dq_part, dk_part and dkz_part keep their fp32 sums, for the gate sums.
+ * rounded into the outputs; dq_part, dk_part and dkz_part keep their fp32 sums, for the gate sums. @p parts
+ * partials of dq_part, dk_part, vdo_part (1 on the split path, whose blocks sum every column), @p zparts of
+ * dkz_part (the zrun sweep's column blocks).
  */
-template <class T> __global__ void finish_rows_kernel(tc_call a, int parts, uint16_t *dq, uint16_t *dk) {
+template <class T>
+__global__ void finish_rows_kernel(tc_call a, int parts, int zparts, uint16_t *dq, uint16_t *dk) {
     const int64_t tokens = a.c.B * a.c.T * a.c.H, n = tokens * a.c.K;
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n) return;
     const int64_t token = e / a.c.K, i = e % a.c.K;
     float sq = 0.0f, sk = 0.0f, sz = 0.0f, vdo = 0.0f;
-    for (int p = 0; p < parts; p++) {
+    for (int p = 0; p < parts; p++)
         sq += a.dq_part[p * n + e], sk += a.dk_part[p * n + e], vdo += a.vdo_part[p * tokens + token];
-        if (a.dkz_part) sz += a.dkz_part[p * n + e];
-    }
-    if (parts > 1) { /* with one column block the sums are already in place: 0.54 GB less at the benchmark shape */
-        a.dq_part[e] = sq, a.dk_part[e] = sk;
-        if (a.dkz_part) a.dkz_part[e] = sz;
-    }
+    for (int p = 0; a.dkz_part && p < zparts; p++) sz += a.dkz_part[p * n + e];
+    /* with one partial the sums are already in place: 0.54 GB less at the benchmark shape */
+    if (parts > 1) a.dq_part[e] = sq, a.dk_part[e] = sk;
+    if (a.dkz_part && zparts > 1) a.dkz_part[e] = sz;
     dq[e] = ladder_from_float<T>(sq + a.c.scale * ld16<T>(a.k, a.c, token, i) * vdo);
     dk[e] = ladder_from_float<T>(sk + a.c.scale * ld16<T>(a.q, a.c, token, i) * vdo + sz);
 }
@@ -1070,14 +1071,14 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
     float *at = (float *)mem.ptr;
     for (int i = 0; i < 9; i++) *slots[i] = sizes[i] ? at : nullptr, at += (sizes[i] + 3) / 4 * 4;
     a.o = nullptr, a.ht = nullptr;
-    LADDER_TRY(launch(diag_kernel<T>, a, "diag_kernel", nvb, (c.T + CH - 1) / CH));
-    /* bf16 without gv: the state parts from stored states, every chunk at once (idea 9), which with one column
-     * block and no dht also finish dq, dk and dv */
+    /* bf16 without gv: the state parts from stored states, every chunk at once, with the diagonal sub-blocks
+     * (idea 9), which with one column block and no dht also finish dq, dk and dv */
     const bool split = !gv && !a.cvt, fused = split && nvb == 1 && !dht;
     uint16_t *dq = (uint16_t *)ar->dq.data, *dk = (uint16_t *)ar->dk.data, *dv = (uint16_t *)ar->dv.data;
     if (split) {
         LADDER_TRY(split_bwd(a, fused ? dq : nullptr, fused ? dk : nullptr, fused ? dv : nullptr));
     } else {
+        LADDER_TRY(launch(diag_kernel<T>, a, "diag_kernel", nvb, (c.T + CH - 1) / CH));
         tc_call fw = a, rv = a; /* the sweeps stage the diagonal parts they complete */
         fw.xk = a.dq_part, fw.xv = a.o32, rv.xk = a.dk_part, rv.xv = a.dv32;
         LADDER_TRY(launch(sweep_kernel<T, __nv_bfloat16>, fw, "sweep_kernel", nvb));
@@ -1093,7 +1094,9 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
         }
     }
     if (!fused) {
-        finish_rows_kernel<T><<<ladder_blocks(tokens * c.K, THREADS), THREADS>>>(a, (int)nvb, dq, dk);
+        /* the split path writes one whole partial (rows_kernel sums every column of V); dht's sweep nvb */
+        finish_rows_kernel<T><<<ladder_blocks(tokens * c.K, THREADS), THREADS>>>(a, split ? 1 : (int)nvb, (int)nvb,
+                                                                                dq, dk);
         LADDER_LAUNCH_CHECK("finish_rows_kernel");
         finish_cols_kernel<T><<<ladder_blocks(n_v, THREADS), THREADS>>>(a, dv);
         LADDER_LAUNCH_CHECK("finish_cols_kernel");

@@ -263,28 +263,7 @@ __global__ void __launch_bounds__(256, 2) out_kernel(tc_call a, const uint16_t *
                     ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * __expf(Ab.x - As.x),
                                           ladder_to_float<T>(k2 >> 16) * __expf(Ab.y - As.y));
             }
-            /* The diagonal sub-blocks' entries below their diagonal, 4 x 120, two per thread: thread (tl, ul) takes
-             * (tl, ul) in sub-blocks 0 and 2 when ul < tl, (ul, tl) in 1 and 3 when ul > tl (one in four entries
-             * a thread, half the threads idle, was the first plan); the 16 threads tl == ul have P_tt above. */
-            for (int m = 0; tl != ul && m < 2; m++) {
-                const int d = 2 * m + (ul > tl), t = 16 * d + max(tl, ul), u = 16 * d + min(tl, ul);
-                float p = 0.0f; /* without gk the decay is the same in every channel: one exponential a pair */
-                for (int i0c = 0; i0c < SKB; i0c += 8) {
-#pragma unroll
-                    for (int i = i0c; i < i0c + 8; i += 2) {
-                        const uint32_t q2 = ladder_lds32(q + t * SK16 + i), k2 = ladder_lds32(k + u * SK16 + i);
-                        float x0 = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff);
-                        float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
-                        if (a.gk.p) {
-                            const float2 At = *(const float2 *)(A + t * SK32 + i);
-                            const float2 Au = *(const float2 *)(A + u * SK32 + i);
-                            x0 *= __expf(At.x - Au.x), x1 *= __expf(At.y - Au.y);
-                        }
-                        p += x0 + x1;
-                    }
-                }
-                pd[m] += a.gk.p ? p : p * __expf(A[t * SK32] - A[u * SK32]);
-            }
+            diag_pairs<T, SKB>(pd, q, k, SK16, A, SK32, a.gk.p != nullptr, tl, ul); /* P's diagonal sub-blocks */
             __syncthreads();
             ladder_mma_warp_tile<T, 1, OVB / 16, SKB / 16, false, true>(acc, Qe + 16 * (warp & 3) * SK16, SK16,
                                                                         St + 64 * (warp >> 2), OV16, lane);

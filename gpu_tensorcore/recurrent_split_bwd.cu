@@ -6,19 +6,22 @@
  * registers: 2.7 and 3.5 ms of Nsight Compute time at B=8 T=4096 H=16 K=V=128 (H100, commit 10d938c). Here
  * states_kernel (recurrent_split.cu) carries the state S forwards and dH = dL/dS backwards, 64 steps a link,
  * and stores both at every chunk of SC = 64 steps, in fp32 (the gate sums need about 16 bits of dq and dk:
- * chapter 2, "What it costs numerically"). Then every chunk's state parts, and its pairs between 16-step
- * sub-chunks, run as independent blocks, added to the diagonal sub-blocks that diag_kernel wrote:
+ * chapter 2, "What it costs numerically"). Then every chunk's outputs run as independent blocks, its state
+ * parts, its pairs between 16-step sub-chunks and those inside them (diag_kernel's work on the sweeps' path):
  *
  *   rows_kernel: dq_t = scale (exp(A_t) ⊙ (S_c do_t) + sum_{s < t} D_ts k_s ⊙ exp(A_t - A_s)),
  *                dk_s = exp(A_63 - A_s) ⊙ (dH_c v_s) + scale sum_{t > s} D_ts q_t ⊙ exp(A_t - A_s),
- *                D_ts = do_t . v_s (without gv no column weight), for s and t in different sub-chunks: the weight
+ *                D_ts = do_t . v_s (without gv no column weight). For s and t in different sub-chunks the weight
  *                factors around a sub-chunk's edge b, exp(A_t - A_b) exp(A_b - A_s), each at most 1, and the
- *                sums over s (over t) are products on the mma, with D and the decayed k (q) as hi + lo pairs.
+ *                sums over s (over t) are products on the mma, with D and the decayed k (q) as hi + lo pairs;
+ *                inside a sub-chunk they are summed in fp32 with exp(A_t - A_s) per pair and channel.
  *   cols_kernel: dv_s = (k_s ⊙ exp(A_63 - A_s)) dH_c + scale sum_{t > s} P_ts do_t, P as out_kernel forms it
  *                (rounded once: dv feeds no gate sum without gv).
  * S_c is the state at chunk c's start, dH_c the gradient of the state at its end, A the cumulative row gates
- * from the chunk's start. Every block adds to partial 0 of dq_part, dk_part and to dv32 (tc_call), which
- * diag_kernel filled and the finish kernels complete.
+ * from the chunk's start. Each step's own term (D_tt, P_tt) stays apart, for the gate sums (bwd()): the blocks
+ * write partial 0 of dq_part, dk_part, vdo_part and dv32, ptt (tc_call), whole, for the finish and gate kernels.
+ * Folding diag_kernel in took it (2.25 ms of Nsight Compute time with gk at the benchmark shape, H100, commit
+ * 4e32157) and the 1.6 GB of fp32 parts it wrote and these kernels read back off the backward's path.
  */
 #include <stdint.h>
 
@@ -40,10 +43,11 @@ constexpr int P16 = BC + 8, P32 = BC + 4; /* padded row pitches (elements) of 16
 constexpr int TILE = SC * P16 * 2;      /* bytes of one 64 x 64 16-bit tile */
 constexpr int KR = 96;                  /* rows of the factored operands: 16 + 32 + 48 steps (pair_rows()) */
 
-/* rows_kernel's shared memory (bytes): A, g, R, v . do, q, k, D (hi, lo); then the V loop's do, v, S, dH (hi, lo), over
- * which the pair operands Kr and Qd (hi, lo) are built once the loop is done. */
+/* rows_kernel's shared memory (bytes): A, g, R, v . do, D's diagonal sub-blocks (fp32), q, k, D (hi, lo); then the V
+ * loop's do, v, S, dH (hi, lo), over which the pair operands Kr and Qd (hi, lo) are built once the loop is done. */
+constexpr int DP = 17; /* row pitch of the diagonal sub-blocks [t][s - 16 (t / 16)] (floats) */
 constexpr int RW_A = 0, RW_GS = RW_A + SC * P32 * 4, RW_R = RW_GS + SC * 4, RW_PT = RW_R + SC * 8;
-constexpr int RW_Q = RW_PT + SC * 4;
+constexpr int RW_DD = RW_PT + SC * 4, RW_Q = RW_DD + SC * DP * 4;
 constexpr int RW_K = RW_Q + TILE, RW_D = RW_K + TILE, RW_X = RW_D + 2 * TILE;
 constexpr int RW_TOTAL = RW_X + (6 * TILE > 4 * KR * P16 * 2 ? 6 * TILE : 4 * KR * P16 * 2);
 /* cols_kernel's: A, g, R, q . k, q, k, do, dH (hi, lo), Kt (hi, lo), Qi, Kr, P. */
@@ -97,13 +101,10 @@ __device__ __forceinline__ void state_split(uint16_t *hi, uint16_t *lo, const fl
     }
 }
 
-/*
- * The chunk's q, k (channels i0.., nk of them), gk, g, each step's row R and, with @p fin, the step's entry of
- * the per-token @p fin into PT (the diagonal term's factor, for outputs finished here); one cp.async group.
- */
+/* The chunk's q, k (channels i0.., nk of them), gk, g and each step's row R; one cp.async group. */
 __device__ __forceinline__ void stage_rows(unsigned char *sm, int a_off, int gs_off, int r_off, int q_off, int k_off,
-                                           const float *fin, const tc_call &a, const rec_seq &s, int64_t h,
-                                           int64_t step0, int64_t i0, int64_t nk) {
+                                           const tc_call &a, const rec_seq &s, int64_t h, int64_t step0, int64_t i0,
+                                           int64_t nk) {
     stage_tile<uint16_t, SC>((uint16_t *)(sm + q_off), P16, BC, a.q, a, s, h, step0, i0, nk);
     stage_tile<uint16_t, SC>((uint16_t *)(sm + k_off), P16, BC, a.k, a, s, h, step0, i0, nk);
     if (a.gk.p) stage_tile<float, SC>((float *)(sm + a_off), P32, BC, a.gk, a, s, h, step0, i0, nk);
@@ -111,7 +112,6 @@ __device__ __forceinline__ void stage_rows(unsigned char *sm, int a_off, int gs_
         const int64_t t = token_of(a, s, step0 + threadIdx.x), row = t >= 0 ? rec_row(a.c, s.b, t, h) : -1;
         ((float *)(sm + gs_off))[threadIdx.x] = t >= 0 ? rec_ld(a.c.g, s.b, t, h, 0) : 0.0f;
         ((int64_t *)(sm + r_off))[threadIdx.x] = row;
-        if (fin) ((float *)(sm + r_off + SC * 8))[threadIdx.x] = t >= 0 ? fin[row] : 0.0f; /* PT follows R */
     }
     ladder_cp_async_commit();
 }
@@ -120,7 +120,7 @@ __device__ __forceinline__ void stage_rows(unsigned char *sm, int a_off, int gs_
  * One block per (sequence x head, BC rows i of dq and dk, chunk of SC steps), chunks striding by gridDim.z; 8
  * warps, warp w holding steps 16 (w & 3).. (its sub-chunk) and rows 32 (w >> 2).. of dq and dk. The V columns
  * come BC at a time: each tile adds to the state parts and to D, whose 6 off-diagonal 16 x 16 sub-blocks
- * (warps 0..5, one each) stay in fragments until the last tile.
+ * (warps 0..5, one each) and 4 diagonal ones (warps 6 and 7, two each) stay in fragments until the last tile.
  */
 __global__ void __launch_bounds__(THREADS, 2)
     rows_kernel(tc_call a, const float *Sst, const float *Hst, int64_t vpitch, uint16_t *dq, uint16_t *dk) {
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(THREADS, 2)
     const rec_seq s = rec_seq_of(a.c, n);
     const int64_t nch = (s.len + SC - 1) / SC;
     const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0), scale = a.c.scale;
-    float *A = (float *)(sm + RW_A);
+    float *A = (float *)(sm + RW_A), *PT = (float *)(sm + RW_PT), *DD = (float *)(sm + RW_DD);
     const int64_t *R = (const int64_t *)(sm + RW_R);
     uint16_t *q = (uint16_t *)(sm + RW_Q), *k = (uint16_t *)(sm + RW_K);
     uint16_t *Dh = (uint16_t *)(sm + RW_D), *Dl = Dh + SC * P16;
@@ -139,13 +139,14 @@ __global__ void __launch_bounds__(THREADS, 2)
     uint16_t *Hh = Sl + SC * P16, *Hl = Hh + SC * P16;
     uint16_t *Krh = (uint16_t *)(sm + RW_X), *Krl = Krh + KR * P16, *Qdh = Krl + KR * P16, *Qdl = Qdh + KR * P16;
     const int sub = warp & 3, cw = 32 * (warp >> 2); /* the warp's sub-chunk and first row of the tile */
-    /* warp w < 6 owns D's sub-block (di, dj), di > dj */
-    const int di = warp < 1 ? 1 : warp < 3 ? 2 : 3, dj = warp < 1 ? 0 : warp < 3 ? warp - 1 : warp - 3;
+    /* warp w < 6 owns D's sub-block (di, dj), di > dj; warps 6 and 7 the diagonal ones di = dj and di + 1 */
+    const int di = warp < 1 ? 1 : warp < 3 ? 2 : warp < 6 ? 3 : 2 * (warp - 6);
+    const int dj = warp < 1 ? 0 : warp < 3 ? warp - 1 : warp < 6 ? warp - 3 : di;
     for (int64_t ch = blockIdx.z; ch < nch; ch += gridDim.z) {
         const int64_t step0 = ch * SC, at = (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
         const int rows = (int)min((int64_t)SC, s.len - step0);
-        stage_rows(sm, RW_A, RW_GS, RW_R, RW_Q, RW_K, dq ? a.vdo_part : nullptr, a, s, h, step0, i0, nk);
-        float accSq[1][4][4] = {}, accSk[1][4][4] = {}, accD[1][2][4] = {};
+        stage_rows(sm, RW_A, RW_GS, RW_R, RW_Q, RW_K, a, s, h, step0, i0, nk);
+        float accSq[1][4][4] = {}, accSk[1][4][4] = {}, accD[1][2][4] = {}, accE[1][2][4] = {};
         for (int64_t j0 = 0; j0 < V; j0 += BC) {
             const int64_t nv = min((int64_t)BC, V - j0);
             stage_tile<uint16_t, SC>(dO, P16, BC, a.dO, a, s, h, step0, j0, nv);
@@ -164,22 +165,41 @@ __global__ void __launch_bounds__(THREADS, 2)
             ladder_mma_warp_tile<T, 1, 4, BC / 16, false, false>(accSq, X, P16, Sl + cw * P16, P16, lane);
             ladder_mma_warp_tile<T, 1, 4, BC / 16, false, false>(accSk, Y, P16, Hh + cw * P16, P16, lane);
             ladder_mma_warp_tile<T, 1, 4, BC / 16, false, false>(accSk, Y, P16, Hl + cw * P16, P16, lane);
-            if (warp < 6) /* D_ts = do_t . v_s: products of bf16 inputs, exact in the fp32 accumulator */
-                ladder_mma_warp_tile<T, 1, 2, BC / 16, false, false>(accD, dO + 16 * di * P16, P16,
-                                                                     v + 16 * dj * P16, P16, lane);
+            /* D_ts = do_t . v_s: products of bf16 inputs, exact in the fp32 accumulator */
+            ladder_mma_warp_tile<T, 1, 2, BC / 16, false, false>(accD, dO + 16 * di * P16, P16, v + 16 * dj * P16,
+                                                                 P16, lane);
+            if (warp >= 6)
+                ladder_mma_warp_tile<T, 1, 2, BC / 16, false, false>(accE, dO + 16 * (di + 1) * P16, P16,
+                                                                     v + 16 * (di + 1) * P16, P16, lane);
             __syncthreads(); /* the tiles are done with before the next columns (or Kr, Qd) are written over them */
         }
         cumsum<SC>(A, P32, BC, a.gk.p, (const float *)(sm + RW_GS), gamma, rows);
-        if (warp < 6) /* D's sub-block, times the scale that every pair carries, as hi + lo, [t][s] */
 #pragma unroll
-            for (int nt = 0; nt < 2; nt++)
+        for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-                for (int e = 0; e < 4; e += 2) {
-                    const int t = 16 * di + g + 8 * (e >> 1), u = 16 * dj + 8 * nt + 2 * tq;
+            for (int e = 0; e < 4; e += 2) {
+                const int tl = g + 8 * (e >> 1), ul = 8 * nt + 2 * tq;
+                if (warp < 6) { /* D's off-diagonal sub-block, times the scale every pair carries, hi + lo, [t][s] */
+                    const int t = 16 * di + tl, u = 16 * dj + ul;
                     const uint2 x = split2<T>(scale * accD[0][nt][e], scale * accD[0][nt][e + 1]);
                     *(uint32_t *)(Dh + t * P16 + u) = x.x, *(uint32_t *)(Dl + t * P16 + u) = x.y;
+                    continue;
                 }
-        __syncthreads(); /* A is summed before the operands read it */
+                /* the diagonal ones in fp32, scaled, without each step's own term, which goes to PT (v_t . do_t) */
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    const float *x = m ? accE[0][nt] : accD[0][nt];
+                    const int t = 16 * (di + m) + tl;
+#pragma unroll
+                    for (int o = 0; o < 2; o++) {
+                        DD[t * DP + ul + o] = ul + o == tl ? 0.0f : scale * x[e + o];
+                        if (ul + o == tl) PT[t] = x[e + o];
+                    }
+                }
+            }
+        __syncthreads(); /* A, D and PT are in place before the operands and the pairs read them */
+        if (!dq && blockIdx.y == 0 && threadIdx.x < rows) /* for finish_rows_kernel: partial 0 of vdo_part */
+            a.vdo_part[R[threadIdx.x]] = PT[threadIdx.x];
         /* Kr_s = k_s exp(A_b - A_s) (b = 16 sub - 1, the step before the queries' sub-chunk) and
          * Qd_t = q_t exp(A_t - A_b) (b = 16 sub + 15, the keys' sub-chunk's last step), hi + lo */
         for (int id = threadIdx.x; id < KR * BC / 2; id += blockDim.x) {
@@ -225,21 +245,44 @@ __global__ void __launch_bounds__(THREADS, 2)
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accSk, Ah, P16, Qdl + qd, P16, lane);
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accSk, Al, P16, Qdh + qd, P16, lane);
         }
-        /* diag_kernel's parts of the warp's entries, every load out before the first store (entry
-         * by entry, a load then its stores, each load waited in turn: the stores may alias the next load) */
-        float pq[16], pk[16]; /* entry x: fragment nt = x / 4, element e = x % 4 */
-        {
-            const float *rq[2], *rk[2]; /* the rows of the warp's two steps, from which every entry is a constant */
 #pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int64_t at = (16 * sub + g + 8 * hf < rows ? R[16 * sub + g + 8 * hf] : 0) * K + i0 + cw + 2 * tq;
-                rq[hf] = a.dq_part + at, rk[hf] = a.dk_part + at;
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int t = 16 * sub + g + 8 * (e >> 1), i = cw + 8 * nt + 2 * tq + (e & 1);
+                const float At = A[t * P32 + i];
+                accSq[0][nt][e] *= expf(At - (sub > 0 ? A[bq * P32 + i] : 0.0f));
+                accSk[0][nt][e] *= expf(A[bk * P32 + i] - At);
             }
+        /* The pairs inside the warp's sub-chunk, in fp32 with exp(A_t - A_s) per pair and channel (diag_kernel's
+         * work, as out_kernel does P's diagonal sub-blocks): each entry (t, i) of the fragments walks the
+         * sub-chunk's other steps u, a term of dq_t when u < t (D_tu k_u), of dk_t when u > t (D_ut q_u), each
+         * factor at most 1 for gates <= 0. Without gk one exponential a pair serves every channel. */
 #pragma unroll
-            for (int x = 0; x < 16; x++) {
-                const int hf = x >> 1 & 1, o = 8 * (x >> 2) + (x & 1);
-                const bool in = 16 * sub + g + 8 * hf < rows && cw + 2 * tq + o < nk;
-                pq[x] = in ? rq[hf][o] : 0.0f, pk[x] = in ? rk[hf][o] : 0.0f;
+        for (int hf = 0; hf < 2; hf++) {
+            const int tl = g + 8 * hf, t = 16 * sub + tl;
+            float2 At[4];
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++) At[nt] = *(const float2 *)(A + t * P32 + cw + 8 * nt + 2 * tq);
+#pragma unroll 4
+            for (int ul = 0; ul < 16; ul++) {
+                const int u = 16 * sub + ul;
+                const bool before = ul < tl;
+                const float d = DD[(before ? t : u) * DP + (before ? ul : tl)]; /* 0 at u = t */
+                const uint16_t *x = (before ? k : q) + u * P16 + cw + 2 * tq;
+                const float w = a.gk.p ? d : d * __expf(before ? A[t * P32] - A[u * P32] : A[u * P32] - A[t * P32]);
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++) {
+                    const uint32_t x2 = ladder_lds32(x + 8 * nt);
+                    float y0 = w * ladder_to_float<T>(x2 & 0xffff), y1 = w * ladder_to_float<T>(x2 >> 16);
+                    if (a.gk.p) {
+                        const float2 Au = *(const float2 *)(A + u * P32 + cw + 8 * nt + 2 * tq);
+                        y0 *= __expf(before ? At[nt].x - Au.x : Au.x - At[nt].x);
+                        y1 *= __expf(before ? At[nt].y - Au.y : Au.y - At[nt].y);
+                    }
+                    accSq[0][nt][2 * hf] += before ? y0 : 0.0f, accSq[0][nt][2 * hf + 1] += before ? y1 : 0.0f;
+                    accSk[0][nt][2 * hf] += before ? 0.0f : y0, accSk[0][nt][2 * hf + 1] += before ? 0.0f : y1;
+                }
             }
         }
 #pragma unroll
@@ -248,25 +291,24 @@ __global__ void __launch_bounds__(THREADS, 2)
             for (int e = 0; e < 4; e++) {
                 const int t = 16 * sub + g + 8 * (e >> 1), i = cw + 8 * nt + 2 * tq + (e & 1);
                 if (t >= rows || i >= nk) continue;
-                const float At = A[t * P32 + i];
-                const int64_t e_at = R[t] * K + i0 + i; /* partial 0: diag_kernel's diagonal part is in */
-                const float xq = pq[4 * nt + e] + expf(At - (sub > 0 ? A[bq * P32 + i] : 0.0f)) * accSq[0][nt][e];
-                const float xk = pk[4 * nt + e] + expf(A[bk * P32 + i] - At) * accSk[0][nt][e];
+                const int64_t e_at = R[t] * K + i0 + i; /* partial 0, whole: no diag_kernel on this path */
+                const float xq = accSq[0][nt][e], xk = accSk[0][nt][e];
                 a.dq_part[e_at] = xq, a.dk_part[e_at] = xk; /* for the gate sums */
                 if (dq) { /* finish_rows_kernel's work: the diagonal term, scale k (v . do) and scale q (v . do) */
-                    const float vd = scale * ((const float *)(sm + RW_PT))[t];
+                    const float vd = scale * PT[t];
                     dq[e_at] = ladder_from_float<T>(xq + ladder_to_float<T>(k[t * P16 + i]) * vd);
                     dk[e_at] = ladder_from_float<T>(xk + ladder_to_float<T>(q[t * P16 + i]) * vd);
                 }
             }
-        __syncthreads(); /* A, R, q, k and D are done with before the next chunk is staged */
+        __syncthreads(); /* A, R, PT, q, k and D are done with before the next chunk is staged */
     }
 }
 
 /*
  * One block per (sequence x head, BC columns j of dv, chunk of SC steps), chunks striding by gridDim.z; 8 warps,
  * warp w holding steps 16 (w & 3).. and columns 32 (w >> 2).. of dv. The state rows come BC at a time: each tile
- * adds to the state part and to P, whose off-diagonal sub-blocks (warps 0..5) stay in fragments.
+ * adds to the state part and to P, whose off-diagonal sub-blocks (warps 0..5) stay in fragments, the diagonal
+ * sub-blocks' entries in registers (diag_pairs(), as out_kernel), P_tt = q_t . k_t in shared memory (PT).
  */
 __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float *Hst, int64_t vpitch, uint16_t *dv) {
     extern __shared__ __align__(16) unsigned char sm[];
@@ -281,16 +323,19 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
     uint16_t *q = (uint16_t *)(sm + CL_Q), *k = (uint16_t *)(sm + CL_K), *dO = (uint16_t *)(sm + CL_DO);
     uint16_t *Hh = (uint16_t *)(sm + CL_H), *Hl = Hh + SC * P16, *Kth = (uint16_t *)(sm + CL_KT), *Ktl = Kth + SC * P16;
     uint16_t *Qi = (uint16_t *)(sm + CL_QI), *Kr = (uint16_t *)(sm + CL_KR), *P = (uint16_t *)(sm + CL_P);
+    float *PT = (float *)(sm + CL_PT);
     const int sub = warp & 3, cw = 32 * (warp >> 2);
     const int di = warp < 1 ? 1 : warp < 3 ? 2 : 3, dj = warp < 1 ? 0 : warp < 3 ? warp - 1 : warp - 3;
+    const int tl = threadIdx.x / 16, ul = threadIdx.x % 16; /* the thread's entries in the diagonal sub-blocks */
     for (int64_t ch = blockIdx.z; ch < nch; ch += gridDim.z) {
         const int64_t step0 = ch * SC, at = (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
         const int rows = (int)min((int64_t)SC, s.len - step0);
         stage_tile<uint16_t, SC>(dO, P16, BC, a.dO, a, s, h, step0, c0, nv);
-        float accS[1][4][4] = {}, accP[1][4][4] = {}, pacc[1][2][4] = {};
+        if (threadIdx.x < SC) PT[threadIdx.x] = 0.0f;
+        float accS[1][4][4] = {}, accP[1][4][4] = {}, pacc[1][2][4] = {}, pd[2] = {};
         for (int64_t i0 = 0; i0 < K; i0 += BC) {
             const int64_t nk = min((int64_t)BC, K - i0);
-            stage_rows(sm, CL_A, CL_GS, CL_R, CL_Q, CL_K, dv ? a.ptt : nullptr, a, s, h, step0, i0, nk);
+            stage_rows(sm, CL_A, CL_GS, CL_R, CL_Q, CL_K, a, s, h, step0, i0, nk);
             float2 xh[PAIRS];
             state_load(xh, Hst + at, vpitch, i0, nk, c0, nv);
             state_split(Hh, Hl, xh);
@@ -298,7 +343,8 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
             __syncthreads();
             cumsum<SC>(A, P32, BC, a.gk.p, (const float *)(sm + CL_GS), gamma, rows);
             __syncthreads();
-            /* Kt = k ⊙ exp(A_63 - A) (hi + lo); Qi_t = q_t exp(A_t - A_b), b = 16 (t / 16) - 1, for t >= 16 */
+            /* Kt = k ⊙ exp(A_63 - A) (hi + lo); Qi_t = q_t exp(A_t - A_b), b = 16 (t / 16) - 1, for t >= 16; and
+             * P_tt (no decay: exp(A_t - A_t) = 1), a warp per row */
             for (int id = threadIdx.x; id < SC * BC / 2; id += blockDim.x) {
                 const int t = id / (BC / 2), i = id % (BC / 2) * 2;
                 const float2 At = *(const float2 *)(A + t * P32 + i), Ac = *(const float2 *)(A + (SC - 1) * P32 + i);
@@ -312,6 +358,11 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                         ladder_pack2_float<T>(ladder_to_float<T>(q2 & 0xffff) * __expf(At.x - Ab.x),
                                               ladder_to_float<T>(q2 >> 16) * __expf(At.y - Ab.y));
                 }
+                float dot = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff) +
+                            ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                if (lane == 0) PT[t] += dot;
             }
             for (int id = threadIdx.x; id < KR * BC / 2; id += blockDim.x) { /* Kr, as rows_kernel's, rounded once */
                 const int r = id / (BC / 2), i = id % (BC / 2) * 2;
@@ -323,6 +374,7 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                     ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * __expf(Ab.x - As.x),
                                           ladder_to_float<T>(k2 >> 16) * __expf(Ab.y - As.y));
             }
+            diag_pairs<T, BC>(pd, q, k, P16, A, P32, a.gk.p != nullptr, tl, ul); /* P's diagonal sub-blocks */
             __syncthreads();
             /* dv's state part Kt dH: three products of the split pairs */
             const uint16_t *Xh = Kth + 16 * sub * P16, *Xl = Ktl + 16 * sub * P16;
@@ -335,7 +387,7 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                                                                      lane);
             __syncthreads(); /* the tiles are done with before the next rows are staged over them */
         }
-        if (warp < 6) /* P's sub-block (di, dj), rounded once, [t][s]; the others are never read */
+        if (warp < 6) /* P's sub-block (di, dj), rounded once, [t][s]; those above the diagonal are never read */
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)
 #pragma unroll
@@ -343,22 +395,18 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                     const int t = 16 * di + g + 8 * (e >> 1), u = 16 * dj + 8 * nt + 2 * tq;
                     *(uint32_t *)(P + t * P16 + u) = ladder_pack2_float<T>(pacc[0][nt][e], pacc[0][nt][e + 1]);
                 }
+#pragma unroll
+        for (int d = 0; d < 4; d++) { /* diagonal sub-blocks: the entries below by their holder, zeros on and above
+                                       * (P_tt stays apart, in PT, for the gate sums' diagonal term) */
+            if (ul >= tl) P[(16 * d + tl) * P16 + 16 * d + ul] = 0;
+            if (tl != ul && (d & 1) == (ul > tl))
+                P[(16 * d + max(tl, ul)) * P16 + 16 * d + min(tl, ul)] = ladder_from_float<T>(pd[d / 2]);
+        }
         __syncthreads();
-        for (int kk = sub + 1; kk < 4; kk++) /* dv_s += sum_t P_ts do_t over the later sub-chunks: P^T do */
+        if (!dv && blockIdx.y == 0 && threadIdx.x < rows) a.ptt[R[threadIdx.x]] = PT[threadIdx.x]; /* for finish_cols */
+        for (int kk = sub; kk < 4; kk++) /* dv_s += sum_t P_ts do_t over the later steps: P^T do */
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accP, P + 16 * kk * P16 + 16 * sub, P16,
                                                          dO + 16 * kk * P16 + cw, P16, lane);
-        float pv[16]; /* diag_kernel's parts, every load before the first store, as in rows_kernel */
-        {
-            const float *rv[2];
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++)
-                rv[hf] = a.dv32 + (16 * sub + g + 8 * hf < rows ? R[16 * sub + g + 8 * hf] : 0) * V + c0 + cw + 2 * tq;
-#pragma unroll
-            for (int x = 0; x < 16; x++) {
-                const int hf = x >> 1 & 1, o = 8 * (x >> 2) + (x & 1);
-                pv[x] = 16 * sub + g + 8 * hf < rows && cw + 2 * tq + o < nv ? rv[hf][o] : 0.0f;
-            }
-        }
 #pragma unroll
         for (int nt = 0; nt < 4; nt++)
 #pragma unroll
@@ -366,14 +414,13 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                 const int t = 16 * sub + g + 8 * (e >> 1), j = cw + 8 * nt + 2 * tq + (e & 1);
                 if (t >= rows || j >= nv) continue;
                 const int64_t at = R[t] * V + c0 + j;
-                const float x = pv[4 * nt + e] + accS[0][nt][e] + a.c.scale * accP[0][nt][e]; /* dH carries the scale */
+                const float x = accS[0][nt][e] + a.c.scale * accP[0][nt][e]; /* dH carries the scale */
                 if (dv) /* finish_cols_kernel's work: the diagonal term scale (q . k) do; no gate sum reads dv32 */
-                    dv[at] = ladder_from_float<T>(
-                        x + a.c.scale * ((const float *)(sm + CL_PT))[t] * ladder_to_float<T>(dO[t * P16 + j]));
+                    dv[at] = ladder_from_float<T>(x + a.c.scale * PT[t] * ladder_to_float<T>(dO[t * P16 + j]));
                 else
                     a.dv32[at] = x;
             }
-        __syncthreads(); /* do, R and P are done with before the next chunk is staged */
+        __syncthreads(); /* do, R, PT and P are done with before the next chunk is staged */
     }
 }
 
@@ -382,7 +429,7 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
 namespace rec_tc {
 
 /*
- * The backward's state parts and pairs between sub-chunks, without gv, bf16 inputs: states_kernel twice (S, dH),
+ * The backward's state parts and pairs, without gv, bf16 inputs: states_kernel twice (S, dH),
  * then rows_kernel and cols_kernel, which with @p dq, @p dk, @p dv (not nullptr) also finish those outputs, as
  * finish_rows_kernel and finish_cols_kernel would (the caller's to decide: one column block, no dht). The states, 2 N H (T/SC + 1) K V fp32 numbers (1.1 GB at the benchmark
  * shape), are the price of the parallel blocks.

@@ -117,6 +117,37 @@ template <class T> __device__ __forceinline__ uint2 split2(float x0, float x1) {
 /* Steps per chunk of the split passes (recurrent_split.cu, recurrent_split_bwd.cu). */
 constexpr int SC = 64;
 
+/*
+ * The entries below the diagonal of the four 16 x 16 diagonal sub-blocks of a chunk's pair matrix,
+ * P_ts = sum_i q_t[i] k_s[i] exp(A_t[i] - A_s[i]), over the W channels of a tile (q, k [step][channel], pitch
+ * @p p16; A the cumulative row gates, pitch @p p32), summed in fp32 with the decay per pair and channel, as
+ * diag_kernel does, each factor at most 1 for gates <= 0. 4 x 120 entries, two for each of 256 threads: thread
+ * (tl, ul) takes (tl, ul) in sub-blocks 0 and 2 when ul < tl, (ul, tl) in 1 and 3 when ul > tl (one in four
+ * entries a thread, half the threads idle, was the first plan); the 16 threads tl == ul take none. Adds to pd.
+ */
+template <class T, int W>
+__device__ __forceinline__ void diag_pairs(float (&pd)[2], const uint16_t *q, const uint16_t *k, int p16,
+                                           const float *A, int p32, bool gk, int tl, int ul) {
+    for (int m = 0; tl != ul && m < 2; m++) {
+        const int d = 2 * m + (ul > tl), t = 16 * d + max(tl, ul), u = 16 * d + min(tl, ul);
+        float p = 0.0f; /* without gk the decay is the same in every channel: one exponential a pair */
+        for (int i0c = 0; i0c < W; i0c += 8) {
+#pragma unroll
+            for (int i = i0c; i < i0c + 8; i += 2) {
+                const uint32_t q2 = ladder_lds32(q + t * p16 + i), k2 = ladder_lds32(k + u * p16 + i);
+                float x0 = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff);
+                float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
+                if (gk) {
+                    const float2 At = *(const float2 *)(A + t * p32 + i), Au = *(const float2 *)(A + u * p32 + i);
+                    x0 *= __expf(At.x - Au.x), x1 *= __expf(At.y - Au.y);
+                }
+                p += x0 + x1;
+            }
+        }
+        pd[m] += gk ? p : p * __expf(A[t * p32] - A[u * p32]);
+    }
+}
+
 /* Where chunk @p chunk (of SC steps) of sequence @p n keeps its starting state: as chunk_slot(), per SC steps. */
 __device__ __forceinline__ int64_t split_slot(const tc_call &a, const rec_seq &s, int64_t n, int64_t chunk) {
     return (s.b * a.c.T + s.start) / SC + n + chunk;
@@ -132,9 +163,9 @@ enum states_mode { ST_FWD, ST_S, ST_DH };
 ladder_status split_bwd_states(const tc_call &a, states_mode mode, float *store, int64_t vpitch);
 
 /*
- * The backward's state parts of dq, dk, dv and its pairs between 16-step sub-chunks, without gv, bf16 inputs
- * (recurrent_split_bwd.cu): added to partial 0 of dq_part, dk_part and to dv32, which diag_kernel filled; dh0.
- * With @p dq, @p dk, @p dv (one column block, no dht: nothing else to add) it also writes those outputs.
+ * The backward's dq, dk, dv without gv, bf16 inputs (recurrent_split_bwd.cu), each step's own diagonal term apart:
+ * partial 0 of dq_part, dk_part, vdo_part and dv32, ptt, whole (no diag_kernel on this path); dh0. With @p dq,
+ * @p dk, @p dv (one column block, no dht: nothing else to add) it also writes those outputs.
  */
 ladder_status split_bwd(const tc_call &a, uint16_t *dq, uint16_t *dk, uint16_t *dv);
 

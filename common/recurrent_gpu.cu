@@ -1,4 +1,7 @@
-/* The end of the recurrent GPU backwards, shared by gpu_naive and gpu_tiled: see recurrent_gpu.cuh. */
+/*
+ * The end of the recurrent GPU backwards: rec_finish_gates() for gpu_naive and gpu_tiled, rec_finish_dg() for
+ * gpu_tensorcore, which writes dgk and dgv itself (see recurrent_gpu.cuh).
+ */
 #include "recurrent_gpu.cuh"
 
 namespace {
@@ -27,6 +30,19 @@ __global__ void finish_tokens_kernel(rec_call c, const double *G_row, const doub
     if (c.dg) c.dg[e] = (float)sum;
 }
 
+/*
+ * One thread per token (b,t,h): dg_t = the sum of the @p parts partial sums of G_t over blocks of rows, in
+ * block order (bitwise-repeatable), kept in G_tok for dg_gamma.
+ */
+__global__ void finish_dg_kernel(rec_call c, const double *G_part, int parts, double *G_tok) {
+    const int64_t tokens = c.B * c.T * c.H, e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= tokens) return;
+    double sum = 0;
+    for (int p = 0; p < parts; p++) sum += G_part[p * tokens + e];
+    G_tok[e] = sum;
+    if (c.dg) c.dg[e] = (float)sum;
+}
+
 constexpr int GAMMA_THREADS = 256;
 
 /*
@@ -48,6 +64,15 @@ __global__ void finish_gamma_kernel(rec_call c, const double *G_tok) {
     if (threadIdx.x == 0) c.dg_gamma[h] = (float)part[0];
 }
 
+/* dg_gamma from G_tok, when it is asked for. */
+ladder_status finish_gamma(const rec_call &c, const double *G_tok) {
+    if (c.dg_gamma) {
+        finish_gamma_kernel<<<(unsigned)c.H, GAMMA_THREADS>>>(c, G_tok);
+        LADDER_LAUNCH_CHECK("finish_gamma_kernel");
+    }
+    return LADDER_OK;
+}
+
 } // namespace
 
 ladder_status rec_finish_gates(const rec_call &c, const rec_gate_scratch &s) {
@@ -55,9 +80,12 @@ ladder_status rec_finish_gates(const rec_call &c, const rec_gate_scratch &s) {
     const int threads = 256;
     finish_tokens_kernel<<<ladder_blocks(c.B * c.T * c.H * 32, threads), threads>>>(c, s.G_row, s.G_col, s.G_tok);
     LADDER_LAUNCH_CHECK("finish_tokens_kernel");
-    if (c.dg_gamma) {
-        finish_gamma_kernel<<<(unsigned)c.H, GAMMA_THREADS>>>(c, s.G_tok);
-        LADDER_LAUNCH_CHECK("finish_gamma_kernel");
-    }
-    return LADDER_OK;
+    return finish_gamma(c, s.G_tok);
+}
+
+ladder_status rec_finish_dg(const rec_call &c, const double *G_part, int parts, double *G_tok) {
+    const int threads = 256;
+    finish_dg_kernel<<<ladder_blocks(c.B * c.T * c.H, threads), threads>>>(c, G_part, parts, G_tok);
+    LADDER_LAUNCH_CHECK("finish_dg_kernel");
+    return finish_gamma(c, G_tok);
 }

@@ -7,7 +7,9 @@
  * The gate gradients follow the cpu rung's three passes (cpu/recurrent.c): a rung writes, for every token t,
  * G_t[i] (the gradient of the row-i gate summed over the columns) into `G_row` and, with gv, G_t[j] into
  * `G_col`; rec_finish_gates() then writes dgk and dgv from them, dg_t = sum_i G_t[i], and dg_gamma[h] as the
- * sum of dg over every token, in a fixed order (bitwise-repeatable). Its kernels are in recurrent_gpu.cu.
+ * sum of dg over every token, in a fixed order (bitwise-repeatable). The tensor-core rung writes dgk and dgv
+ * from its own sums and leaves only dg_t's partial sums to rec_finish_dg(). Its kernels are in
+ * recurrent_gpu.cu.
  */
 #ifndef LADDER_RECURRENT_GPU_CUH
 #define LADDER_RECURRENT_GPU_CUH
@@ -111,5 +113,12 @@ struct rec_gate_scratch {
 
 /** Write dgk, dgv, dg and dg_gamma from the scratch the rung filled (nothing when no gate was given). */
 ladder_status rec_finish_gates(const rec_call &c, const rec_gate_scratch &s);
+
+/**
+ * Write dg and dg_gamma (those asked for) for a rung that wrote dgk and dgv itself and left dg_t's sum over the
+ * rows in @p parts partial sums over blocks of rows, @p G_part [parts][B*T*H] (device, doubles): dg_t adds them
+ * in block order; @p G_tok [B*T*H] (device scratch) keeps dg_t in double for dg_gamma.
+ */
+ladder_status rec_finish_dg(const rec_call &c, const double *G_part, int parts, double *G_tok);
 
 #endif

@@ -34,6 +34,7 @@ namespace {
 
 using namespace rec_tc;
 
+constexpr int ST_THREADS = 256; /* states_kernel's block: 8 warps */
 constexpr int SKB = 64;  /* state rows (K channels) per tile, both kernels */
 constexpr int SVB = 128; /* state columns per states_kernel block (8 warps of 16 rows x 64 columns) */
 constexpr int OVB = 128; /* output columns per out_kernel block (8 warps of 16 steps x 64 columns) */
@@ -50,6 +51,27 @@ constexpr int OT_QI = OT_QE + SC * SK16 * 2, OT_KR = OT_QI + SC * SK16 * 2, OT_R
 constexpr int OT_PT = OT_R + SC * 8, OT_TOTAL = OT_PT + SC * 4; /* OT_PT: P's diagonal, P_tt = q_t . k_t */
 
 /*
+ * stage_tile() for a chunk of SC steps that lies whole in the sequence, from an input whose rows go 16 bytes at a
+ * time, WIDTH columns all real: its rows are consecutive tokens, so one pointer and one row stride, computed once,
+ * address every copy. stage_tile() computes each 16-byte copy's token and 64-bit address, with the test of its
+ * element fallback beside it: about 60 instructions a copy, a third of states_kernel's, and a link of its
+ * chain was bound by issue (55 to 62% of the slots busy; H100, B=8 T=4096 H=16 K=V=128, commit d033212).
+ */
+template <class U, int WIDTH>
+__device__ __forceinline__ void stage_whole(U *dst, int pitch, const view<U> &x, const tc_call &a, const rec_seq &s,
+                                            int64_t h, int64_t step0, int64_t c0) {
+    constexpr int E = 16 / sizeof(U), PER_ROW = WIDTH / E, COPIES = SC * PER_ROW / ST_THREADS;
+    static_assert(SC * PER_ROW % ST_THREADS == 0, "every thread takes the same number of copies");
+    const int64_t dt = a.c.reverse ? -x.s[1] : x.s[1]; /* the next step's row */
+    const U *src = x.p + s.b * x.s[0] + rec_token(a.c, s, step0) * x.s[1] + h * x.s[2] + c0;
+#pragma unroll 1 /* unrolled, the copies' addresses stayed live across the chain's link: spills */
+    for (int k = 0; k < COPIES; k++) {
+        const int id = threadIdx.x + k * ST_THREADS, r = id / PER_ROW, col = id % PER_ROW * E;
+        ladder_cp_async16(dst + r * pitch + col, src + r * dt + col, true);
+    }
+}
+
+/*
  * One block per (sequence x head, SVB state columns, SKB state rows), 8 warps: warp w holds rows 16 (w & 3).. and
  * columns 64 (w >> 2).. of the tile as the fp32 C fragments of S (not S^T: the update S += Kt^T v is
  * ladder_mma_warp_tile's A = X^T form). At the benchmark's shape that is 256 blocks, one wave of two per SM.
@@ -63,7 +85,7 @@ constexpr int OT_PT = OT_R + SC * 8, OT_TOTAL = OT_PT + SC * 4; /* OT_PT: P's di
  *           dH at the sequence's start into dh0. It starts at 0: dht's part is carried apart (bwd()).
  */
 template <class T, int MODE>
-__global__ void __launch_bounds__(256, 2) states_kernel(tc_call a, void *store, int64_t vpitch) {
+__global__ void __launch_bounds__(ST_THREADS, 2) states_kernel(tc_call a, void *store, int64_t vpitch) {
     extern __shared__ __align__(16) unsigned char sm[];
     constexpr bool BWD = MODE != ST_FWD, REV = MODE == ST_DH;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
@@ -72,11 +94,23 @@ __global__ void __launch_bounds__(256, 2) states_kernel(tc_call a, void *store, 
     const rec_seq s = rec_seq_of(a.c, n);
     const int64_t nch = (s.len + SC - 1) / SC;
     const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0);
+    const view<uint16_t> &kx = REV ? a.q : a.k, &vx = REV ? a.dO : a.v;
     const auto stage = [&](int buf, int64_t ch) {
         unsigned char *b = sm + buf * ST_BUF;
-        stage_tile<uint16_t, SC>((uint16_t *)(b + ST_K), SK16, SKB, REV ? a.q : a.k, a, s, h, ch * SC, i0, nk);
-        stage_tile<uint16_t, SC>((uint16_t *)(b + ST_V), SV16, SVB, REV ? a.dO : a.v, a, s, h, ch * SC, c0, nv);
-        if (a.gk.p) stage_tile<float, SC>((float *)(b + ST_G), SK32, SKB, a.gk, a, s, h, ch * SC, i0, nk);
+        /* every step of the chunk in the sequence; the forward keeps stage_tile(), as this spilled its registers */
+        const bool whole = BWD && (ch + 1) * SC <= s.len;
+        if (whole && kx.vec && nk == SKB)
+            stage_whole<uint16_t, SKB>((uint16_t *)(b + ST_K), SK16, kx, a, s, h, ch * SC, i0);
+        else
+            stage_tile<uint16_t, SC>((uint16_t *)(b + ST_K), SK16, SKB, kx, a, s, h, ch * SC, i0, nk);
+        if (whole && vx.vec && nv == SVB)
+            stage_whole<uint16_t, SVB>((uint16_t *)(b + ST_V), SV16, vx, a, s, h, ch * SC, c0);
+        else
+            stage_tile<uint16_t, SC>((uint16_t *)(b + ST_V), SV16, SVB, vx, a, s, h, ch * SC, c0, nv);
+        if (a.gk.p && whole && a.gk.vec && nk == SKB)
+            stage_whole<float, SKB>((float *)(b + ST_G), SK32, a.gk, a, s, h, ch * SC, i0);
+        else if (a.gk.p)
+            stage_tile<float, SC>((float *)(b + ST_G), SK32, SKB, a.gk, a, s, h, ch * SC, i0, nk);
         if (threadIdx.x < SC) {
             const int64_t t = token_of(a, s, ch * SC + threadIdx.x);
             ((float *)(b + ST_GS))[threadIdx.x] = t >= 0 ? rec_ld(a.c.g, s.b, t, h, 0) : 0.0f;
@@ -109,7 +143,19 @@ __global__ void __launch_bounds__(256, 2) states_kernel(tc_call a, void *store, 
     for (int64_t it = 0; it < nch; it++) {
         const int64_t ch = REV ? nch - 1 - it : it;
         const int64_t slot = (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
-        put([&](int64_t i, int64_t j, float x0, float x1, bool pair) { /* vpitch is even: 4- or 8-byte pairs */
+        if (nk == SKB && nv == SVB) { /* a whole tile: two row pointers, the fragments at fixed offsets from them */
+            const int64_t at = slot + (i0 + r0 + g) * vpitch + c0 + j0 + 2 * tq; /* even, as vpitch is */
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e += 2) {
+                    const int64_t x = at + 8 * (e >> 1) * vpitch + 8 * nt;
+                    if (BWD)
+                        *(float2 *)((float *)store + x) = make_float2(S[0][nt][e], S[0][nt][e + 1]);
+                    else
+                        *(uint32_t *)((uint16_t *)store + x) = ladder_pack2_float<T>(S[0][nt][e], S[0][nt][e + 1]);
+                }
+        } else put([&](int64_t i, int64_t j, float x0, float x1, bool pair) { /* vpitch is even: 4- or 8-byte pairs */
             if (BWD) {
                 float *out = (float *)store + slot + i * vpitch + j;
                 if (pair)
@@ -336,7 +382,7 @@ template <class T> ladder_status split_fwd(const tc_call &a) {
     uint16_t *store = (uint16_t *)mem.ptr;
     LADDER_TRY(ladder_allow_smem(states_kernel<T, ST_FWD>, ST_TOTAL));
     LADDER_TRY(ladder_allow_smem(out_kernel<T>, OT_TOTAL));
-    states_kernel<T, ST_FWD><<<states_grid(c), 256, ST_TOTAL>>>(a, store, vpitch);
+    states_kernel<T, ST_FWD><<<states_grid(c), ST_THREADS, ST_TOTAL>>>(a, store, vpitch);
     LADDER_LAUNCH_CHECK("states_kernel");
     const int64_t chunks = min(max((c.T + SC - 1) / SC, (int64_t)1), (int64_t)65535);
     const dim3 og((unsigned)(c.N * c.H), (unsigned)((c.V + OVB - 1) / OVB), (unsigned)chunks);
@@ -351,7 +397,7 @@ template ladder_status split_fwd<__half>(const tc_call &a);
 ladder_status split_bwd_states(const tc_call &a, states_mode mode, float *store, int64_t vpitch) {
     const auto kernel = mode == ST_DH ? states_kernel<__nv_bfloat16, ST_DH> : states_kernel<__nv_bfloat16, ST_S>;
     LADDER_TRY(ladder_allow_smem(kernel, ST_TOTAL_BWD));
-    kernel<<<states_grid(a.c), 256, ST_TOTAL_BWD>>>(a, store, vpitch);
+    kernel<<<states_grid(a.c), ST_THREADS, ST_TOTAL_BWD>>>(a, store, vpitch);
     LADDER_LAUNCH_CHECK(mode == ST_DH ? "states_kernel (dH)" : "states_kernel (S)");
     return LADDER_OK;
 }

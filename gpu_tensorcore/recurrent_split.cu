@@ -52,23 +52,24 @@ constexpr int OT_PT = OT_R + SC * 8, OT_TOTAL = OT_PT + SC * 4; /* OT_PT: P's di
 
 /*
  * stage_tile() for a chunk of SC steps that lies whole in the sequence, from an input whose rows go 16 bytes at a
- * time, WIDTH columns all real: its rows are consecutive tokens, so one pointer and one row stride, computed once,
- * address every copy. stage_tile() computes each 16-byte copy's token and 64-bit address, with the test of its
- * element fallback beside it: about 60 instructions a copy, a third of states_kernel's, and a link of its
- * chain was bound by issue (55 to 62% of the slots busy; H100, B=8 T=4096 H=16 K=V=128, commit d033212).
+ * time, WIDTH columns all real: its rows are consecutive tokens, so a thread copies the same column of every
+ * ROWS-th row, one pointer moving by a fixed stride. stage_tile() computes each copy's token and 64-bit address
+ * beside the test of its element fallback, and states_kernel's links were bound by issue (55 to 62% of the
+ * slots busy; H100, B=8 T=4096 H=16 K=V=128, commit d033212). With this and the whole-tile stores of the states
+ * (an earlier form of both, db4842f), the backward took 4.97 ms instead of 5.07 with g, 5.89 instead of 5.91
+ * with gk (same shape and GPU, one run).
  */
 template <class U, int WIDTH>
 __device__ __forceinline__ void stage_whole(U *dst, int pitch, const view<U> &x, const tc_call &a, const rec_seq &s,
                                             int64_t h, int64_t step0, int64_t c0) {
-    constexpr int E = 16 / sizeof(U), PER_ROW = WIDTH / E, COPIES = SC * PER_ROW / ST_THREADS;
-    static_assert(SC * PER_ROW % ST_THREADS == 0, "every thread takes the same number of copies");
+    constexpr int E = 16 / sizeof(U), PER_ROW = WIDTH / E, ROWS = ST_THREADS / PER_ROW; /* rows a pass copies */
+    static_assert(ST_THREADS % PER_ROW == 0 && SC % ROWS == 0, "every thread takes the same column each pass");
     const int64_t dt = a.c.reverse ? -x.s[1] : x.s[1]; /* the next step's row */
-    const U *src = x.p + s.b * x.s[0] + rec_token(a.c, s, step0) * x.s[1] + h * x.s[2] + c0;
+    const int r = threadIdx.x / PER_ROW, col = threadIdx.x % PER_ROW * E;
+    const U *from = x.p + s.b * x.s[0] + rec_token(a.c, s, step0) * x.s[1] + h * x.s[2] + c0 + col + r * dt;
+    U *to = dst + r * pitch + col;
 #pragma unroll 1 /* unrolled, the copies' addresses stayed live across the chain's link: spills */
-    for (int k = 0; k < COPIES; k++) {
-        const int id = threadIdx.x + k * ST_THREADS, r = id / PER_ROW, col = id % PER_ROW * E;
-        ladder_cp_async16(dst + r * pitch + col, src + r * dt + col, true);
-    }
+    for (int k = 0; k < SC / ROWS; k++, from += ROWS * dt, to += ROWS * pitch) ladder_cp_async16(to, from, true);
 }
 
 /*
@@ -97,8 +98,7 @@ __global__ void __launch_bounds__(ST_THREADS, 2) states_kernel(tc_call a, void *
     const view<uint16_t> &kx = REV ? a.q : a.k, &vx = REV ? a.dO : a.v;
     const auto stage = [&](int buf, int64_t ch) {
         unsigned char *b = sm + buf * ST_BUF;
-        /* every step of the chunk in the sequence; the forward keeps stage_tile(), as this spilled its registers */
-        const bool whole = BWD && (ch + 1) * SC <= s.len;
+        const bool whole = (ch + 1) * SC <= s.len; /* every step of the chunk in the sequence */
         if (whole && kx.vec && nk == SKB)
             stage_whole<uint16_t, SKB>((uint16_t *)(b + ST_K), SK16, kx, a, s, h, ch * SC, i0);
         else

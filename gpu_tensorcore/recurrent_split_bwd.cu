@@ -71,6 +71,19 @@ __device__ __forceinline__ int2 pair_rows(int r) {
  */
 __host__ __device__ constexpr int later_off(int sub) { return 48 * sub - 8 * sub * (sub - 1); }
 
+/*
+ * 2^x by the ex2 instruction alone, a result below 2^-126 flushed to zero, as recurrent.cu's exp_ftz: expf is
+ * about eight instructions and __expf five, three of them guarding subnormal results. Every exponential here is
+ * a decay over steps of the chunk, at most 1 for gates <= 0, that weighs inputs of order one: below 2^-126 it
+ * adds nothing fp32 keeps. Arguments in log2 units (LOG2E times the natural one).
+ */
+constexpr float LOG2E = 1.4426950408889634f;
+__device__ __forceinline__ float ex2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 constexpr int THREADS = 256;                    /* every kernel here: 8 warps */
 constexpr int PAIRS = BC * BC / 2 / THREADS;    /* pairs of state elements a thread loads per 64 x 64 tile */
 
@@ -211,10 +224,10 @@ __global__ void __launch_bounds__(THREADS, 2)
             const uint32_t k2 = ladder_lds32(k + ks * P16 + i), q2 = ladder_lds32(q + qt * P16 + i);
             const float2 As = *(const float2 *)(A + ks * P32 + i), Akb = *(const float2 *)(A + kb * P32 + i);
             const float2 At = *(const float2 *)(A + qt * P32 + i), Aqb = *(const float2 *)(A + qb * P32 + i);
-            const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * expf(Akb.x - As.x),
-                                      ladder_to_float<T>(k2 >> 16) * expf(Akb.y - As.y));
-            const uint2 y = split2<T>(ladder_to_float<T>(q2 & 0xffff) * expf(At.x - Aqb.x),
-                                      ladder_to_float<T>(q2 >> 16) * expf(At.y - Aqb.y));
+            const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * ex2_ftz(LOG2E * (Akb.x - As.x)),
+                                      ladder_to_float<T>(k2 >> 16) * ex2_ftz(LOG2E * (Akb.y - As.y)));
+            const uint2 y = split2<T>(ladder_to_float<T>(q2 & 0xffff) * ex2_ftz(LOG2E * (At.x - Aqb.x)),
+                                      ladder_to_float<T>(q2 >> 16) * ex2_ftz(LOG2E * (At.y - Aqb.y)));
             *(uint32_t *)(Krh + r * P16 + i) = x.x, *(uint32_t *)(Krl + r * P16 + i) = x.y;
             *(uint32_t *)(Qdh + r * P16 + i) = y.x, *(uint32_t *)(Qdl + r * P16 + i) = y.y;
         }
@@ -227,8 +240,8 @@ __global__ void __launch_bounds__(THREADS, 2)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int i = cw + 8 * nt + 2 * tq + (e & 1);
-                accSq[0][nt][e] *= scale * (sub > 0 ? expf(A[bq * P32 + i]) : 1.0f);
-                accSk[0][nt][e] *= expf(A[(SC - 1) * P32 + i] - A[bk * P32 + i]);
+                accSq[0][nt][e] *= scale * (sub > 0 ? ex2_ftz(LOG2E * A[bq * P32 + i]) : 1.0f);
+                accSk[0][nt][e] *= ex2_ftz(LOG2E * (A[(SC - 1) * P32 + i] - A[bk * P32 + i]));
             }
         __syncthreads();
         for (int kk = 0; kk < sub; kk++) { /* dq: D's row blocks of the warp's sub-chunk, times Kr */
@@ -251,13 +264,14 @@ __global__ void __launch_bounds__(THREADS, 2)
             for (int e = 0; e < 4; e++) {
                 const int t = 16 * sub + g + 8 * (e >> 1), i = cw + 8 * nt + 2 * tq + (e & 1);
                 const float At = A[t * P32 + i];
-                accSq[0][nt][e] *= expf(At - (sub > 0 ? A[bq * P32 + i] : 0.0f));
-                accSk[0][nt][e] *= expf(A[bk * P32 + i] - At);
+                accSq[0][nt][e] *= ex2_ftz(LOG2E * (At - (sub > 0 ? A[bq * P32 + i] : 0.0f)));
+                accSk[0][nt][e] *= ex2_ftz(LOG2E * (A[bk * P32 + i] - At));
             }
         /* The pairs inside the warp's sub-chunk, in fp32 with exp(A_t - A_s) per pair and channel (diag_kernel's
          * work, as out_kernel does P's diagonal sub-blocks): each entry (t, i) of the fragments walks the
          * sub-chunk's other steps u, a term of dq_t when u < t (D_tu k_u), of dk_t when u > t (D_ut q_u), each
-         * factor at most 1 for gates <= 0. Without gk one exponential a pair serves every channel. */
+         * factor at most 1 for gates <= 0. Without gk one exponential a pair serves every channel. The term goes
+         * to dq or dk by its weight (wq or wk zero), two fused multiply-adds rather than selects and adds. */
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
             const int tl = g + 8 * hf, t = 16 * sub + tl;
@@ -269,38 +283,80 @@ __global__ void __launch_bounds__(THREADS, 2)
                 const int u = 16 * sub + ul;
                 const bool before = ul < tl;
                 const float d = DD[(before ? t : u) * DP + (before ? ul : tl)]; /* 0 at u = t */
+                /* log2 units, with the sign that makes the exponent A_t - A_u before t and A_u - A_t after it */
+                const float sl = before ? LOG2E : -LOG2E;
+                float wq = before ? d : 0.0f, wk = before ? 0.0f : d;
+                if (!a.gk.p) {
+                    const float e = ex2_ftz(sl * (A[t * P32] - A[u * P32]));
+                    wq *= e, wk *= e;
+                }
                 const uint16_t *x = (before ? k : q) + u * P16 + cw + 2 * tq;
-                const float w = a.gk.p ? d : d * __expf(before ? A[t * P32] - A[u * P32] : A[u * P32] - A[t * P32]);
 #pragma unroll
                 for (int nt = 0; nt < 4; nt++) {
                     const uint32_t x2 = ladder_lds32(x + 8 * nt);
-                    float y0 = w * ladder_to_float<T>(x2 & 0xffff), y1 = w * ladder_to_float<T>(x2 >> 16);
+                    float y0 = ladder_to_float<T>(x2 & 0xffff), y1 = ladder_to_float<T>(x2 >> 16);
                     if (a.gk.p) {
                         const float2 Au = *(const float2 *)(A + u * P32 + cw + 8 * nt + 2 * tq);
-                        y0 *= __expf(before ? At[nt].x - Au.x : Au.x - At[nt].x);
-                        y1 *= __expf(before ? At[nt].y - Au.y : Au.y - At[nt].y);
+                        y0 *= ex2_ftz(sl * (At[nt].x - Au.x)), y1 *= ex2_ftz(sl * (At[nt].y - Au.y));
                     }
-                    accSq[0][nt][2 * hf] += before ? y0 : 0.0f, accSq[0][nt][2 * hf + 1] += before ? y1 : 0.0f;
-                    accSk[0][nt][2 * hf] += before ? 0.0f : y0, accSk[0][nt][2 * hf + 1] += before ? 0.0f : y1;
+                    accSq[0][nt][2 * hf] = fmaf(wq, y0, accSq[0][nt][2 * hf]);
+                    accSq[0][nt][2 * hf + 1] = fmaf(wq, y1, accSq[0][nt][2 * hf + 1]);
+                    accSk[0][nt][2 * hf] = fmaf(wk, y0, accSk[0][nt][2 * hf]);
+                    accSk[0][nt][2 * hf + 1] = fmaf(wk, y1, accSk[0][nt][2 * hf + 1]);
                 }
             }
         }
+        /* dq_part, dk_part (partial 0, whole: no diag_kernel on this path) and dq, dk, from one row address each */
 #pragma unroll
-        for (int nt = 0; nt < 4; nt++)
+        for (int hf = 0; hf < 2; hf++) {
+            const int t = 16 * sub + g + 8 * hf;
+            if (t >= rows) continue;
+            const int64_t row = R[t] * K + i0;
+            float *pq = a.dq_part + row, *pk = a.dk_part + row;
+            const float vd = scale * PT[t];
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int t = 16 * sub + g + 8 * (e >> 1), i = cw + 8 * nt + 2 * tq + (e & 1);
-                if (t >= rows || i >= nk) continue;
-                const int64_t e_at = R[t] * K + i0 + i; /* partial 0, whole: no diag_kernel on this path */
-                const float xq = accSq[0][nt][e], xk = accSk[0][nt][e];
-                a.dq_part[e_at] = xq, a.dk_part[e_at] = xk; /* for the gate sums */
-                if (dq) { /* finish_rows_kernel's work: the diagonal term, scale k (v . do) and scale q (v . do) */
-                    const float vd = scale * PT[t];
-                    dq[e_at] = ladder_from_float<T>(xq + ladder_to_float<T>(k[t * P16 + i]) * vd);
-                    dk[e_at] = ladder_from_float<T>(xk + ladder_to_float<T>(q[t * P16 + i]) * vd);
+            for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+                for (int o = 0; o < 2; o++) {
+                    const int i = cw + 8 * nt + 2 * tq + o;
+                    if (i >= (int)nk) continue;
+                    const float xq = accSq[0][nt][2 * hf + o], xk = accSk[0][nt][2 * hf + o];
+                    pq[i] = xq, pk[i] = xk; /* for the gate sums */
+                    if (dq) { /* finish_rows_kernel's work: the diagonal term, scale k (v . do) and scale q (v . do) */
+                        dq[row + i] = ladder_from_float<T>(xq + ladder_to_float<T>(k[t * P16 + i]) * vd);
+                        dk[row + i] = ladder_from_float<T>(xk + ladder_to_float<T>(q[t * P16 + i]) * vd);
+                    }
+                }
+        }
+        __syncthreads(); /* A, R, PT, q, k and D are done with before the next chunk is staged */
+    }
+}
+
+/*
+ * recurrent_tc.cuh's diag_pairs (the entries of P's diagonal sub-blocks, two a thread, over the BC channels of a
+ * tile, added to pd), with ex2_ftz and a fused multiply-add per channel: 8 instructions a channel where __expf's
+ * guards made 12.
+ */
+__device__ __forceinline__ void pair_diag(float (&pd)[2], const uint16_t *q, const uint16_t *k, const float *A,
+                                          bool gk, int tl, int ul) {
+    for (int m = 0; tl != ul && m < 2; m++) {
+        const int d = 2 * m + (ul > tl), t = 16 * d + max(tl, ul), u = 16 * d + min(tl, ul);
+        float p = 0.0f; /* without gk the decay is the same in every channel: one exponential a pair */
+        for (int i0c = 0; i0c < BC; i0c += 8) {
+#pragma unroll
+            for (int i = i0c; i < i0c + 8; i += 2) {
+                const uint32_t q2 = ladder_lds32(q + t * P16 + i), k2 = ladder_lds32(k + u * P16 + i);
+                const float x0 = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff);
+                const float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
+                if (gk) {
+                    const float2 At = *(const float2 *)(A + t * P32 + i), Au = *(const float2 *)(A + u * P32 + i);
+                    p = fmaf(x0, ex2_ftz(LOG2E * (At.x - Au.x)), p), p = fmaf(x1, ex2_ftz(LOG2E * (At.y - Au.y)), p);
+                } else {
+                    p += x0 + x1;
                 }
             }
-        __syncthreads(); /* A, R, PT, q, k and D are done with before the next chunk is staged */
+        }
+        pd[m] += gk ? p : p * ex2_ftz(LOG2E * (A[t * P32] - A[u * P32]));
     }
 }
 
@@ -349,14 +405,14 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                 const int t = id / (BC / 2), i = id % (BC / 2) * 2;
                 const float2 At = *(const float2 *)(A + t * P32 + i), Ac = *(const float2 *)(A + (SC - 1) * P32 + i);
                 const uint32_t k2 = ladder_lds32(k + t * P16 + i), q2 = ladder_lds32(q + t * P16 + i);
-                const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * expf(Ac.x - At.x),
-                                          ladder_to_float<T>(k2 >> 16) * expf(Ac.y - At.y));
+                const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * ex2_ftz(LOG2E * (Ac.x - At.x)),
+                                          ladder_to_float<T>(k2 >> 16) * ex2_ftz(LOG2E * (Ac.y - At.y)));
                 *(uint32_t *)(Kth + t * P16 + i) = x.x, *(uint32_t *)(Ktl + t * P16 + i) = x.y;
                 if (t >= 16) {
                     const float2 Ab = *(const float2 *)(A + (t / 16 * 16 - 1) * P32 + i);
                     *(uint32_t *)(Qi + t * P16 + i) =
-                        ladder_pack2_float<T>(ladder_to_float<T>(q2 & 0xffff) * __expf(At.x - Ab.x),
-                                              ladder_to_float<T>(q2 >> 16) * __expf(At.y - Ab.y));
+                        ladder_pack2_float<T>(ladder_to_float<T>(q2 & 0xffff) * ex2_ftz(LOG2E * (At.x - Ab.x)),
+                                              ladder_to_float<T>(q2 >> 16) * ex2_ftz(LOG2E * (At.y - Ab.y)));
                 }
                 float dot = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff) +
                             ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
@@ -371,10 +427,10 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                 const float2 Ab = *(const float2 *)(A + (16 * kr.x - 1) * P32 + i);
                 const uint32_t k2 = ladder_lds32(k + kr.y * P16 + i);
                 *(uint32_t *)(Kr + r * P16 + i) =
-                    ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * __expf(Ab.x - As.x),
-                                          ladder_to_float<T>(k2 >> 16) * __expf(Ab.y - As.y));
+                    ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * ex2_ftz(LOG2E * (Ab.x - As.x)),
+                                          ladder_to_float<T>(k2 >> 16) * ex2_ftz(LOG2E * (Ab.y - As.y)));
             }
-            diag_pairs<T, BC>(pd, q, k, P16, A, P32, a.gk.p != nullptr, tl, ul); /* P's diagonal sub-blocks */
+            pair_diag(pd, q, k, A, a.gk.p != nullptr, tl, ul); /* P's diagonal sub-blocks */
             __syncthreads();
             /* dv's state part Kt dH: three products of the split pairs */
             const uint16_t *Xh = Kth + 16 * sub * P16, *Xl = Ktl + 16 * sub * P16;
@@ -412,7 +468,7 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int t = 16 * sub + g + 8 * (e >> 1), j = cw + 8 * nt + 2 * tq + (e & 1);
-                if (t >= rows || j >= nv) continue;
+                if (t >= rows || j >= (int)nv) continue;
                 const int64_t at = R[t] * V + c0 + j;
                 const float x = accS[0][nt][e] + a.c.scale * accP[0][nt][e]; /* dH carries the scale */
                 if (dv) /* finish_cols_kernel's work: the diagonal term scale (q . k) do; no gate sum reads dv32 */

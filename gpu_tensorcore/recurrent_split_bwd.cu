@@ -50,10 +50,12 @@ constexpr int RW_A = 0, RW_GS = RW_A + SC * P32 * 4, RW_R = RW_GS + SC * 4, RW_P
 constexpr int RW_DD = RW_PT + SC * 4, RW_Q = RW_DD + SC * DP * 4;
 constexpr int RW_K = RW_Q + TILE, RW_D = RW_K + TILE, RW_X = RW_D + 2 * TILE;
 constexpr int RW_TOTAL = RW_X + (6 * TILE > 4 * KR * P16 * 2 ? 6 * TILE : 4 * KR * P16 * 2);
-/* cols_kernel's: A, g, R, q . k, q, k, do, dH (hi, lo), Kt (hi, lo), Qi, Kr, P. */
+/* cols_kernel's: A, g, R, q . k, q, k, do, dH (hi, lo), Kt (hi, lo), Qi, Kr, P; do and dH CV columns wide. */
+constexpr int CV = 2 * BC;              /* dv columns of a cols_kernel block */
+constexpr int P16V = CV + 8, TILEV = SC * P16V * 2;
 constexpr int CL_A = 0, CL_GS = CL_A + SC * P32 * 4, CL_R = CL_GS + SC * 4, CL_PT = CL_R + SC * 8;
 constexpr int CL_Q = CL_PT + SC * 4;
-constexpr int CL_K = CL_Q + TILE, CL_DO = CL_K + TILE, CL_H = CL_DO + TILE, CL_KT = CL_H + 2 * TILE;
+constexpr int CL_K = CL_Q + TILE, CL_DO = CL_K + TILE, CL_H = CL_DO + TILEV, CL_KT = CL_H + 2 * TILEV;
 constexpr int CL_QI = CL_KT + 2 * TILE, CL_KR = CL_QI + TILE, CL_P = CL_KR + KR * P16 * 2, CL_TOTAL = CL_P + TILE;
 
 /*
@@ -84,33 +86,35 @@ __device__ __forceinline__ float ex2_ftz(float x) {
     return y;
 }
 
-constexpr int THREADS = 256;                    /* every kernel here: 8 warps */
-constexpr int PAIRS = BC * BC / 2 / THREADS;    /* pairs of state elements a thread loads per 64 x 64 tile */
+constexpr int THREADS = 256, CTHREADS = 512; /* rows_kernel's 8 warps, cols_kernel's 16 */
+constexpr int PAIRS = BC * BC / 2 / THREADS; /* pairs of state elements a thread loads per tile: 64 x 64 of 256 */
+static_assert(BC * CV / 2 / CTHREADS == PAIRS, "cols_kernel's 64 x 128 state tiles take as many pairs a thread");
 
 /*
- * fp32 state rows r0.. (nr of them) and columns c0.. (nc) of a stored state into registers, zeros past the ends
+ * fp32 state rows r0.. (nr of them) and columns c0.. (nc; W of them in the tile, NT threads) into registers, zeros past the ends
  * (the store holds nothing there). Every load of the tile goes out before the first is used (state_split): one
  * load at a time, each split and stored before the next, left rows_kernel waiting on memory (Nsight Compute's
  * long-scoreboard stalls, 5.4 per issued instruction at the benchmark shape, H100, commit bcafd3f).
  */
+template <int W, int NT>
 __device__ __forceinline__ void state_load(float2 (&x)[PAIRS], const float *st, int64_t vpitch, int64_t r0,
                                            int64_t nr, int64_t c0, int64_t nc) {
 #pragma unroll
     for (int u = 0; u < PAIRS; u++) {
-        const int id = threadIdx.x + u * THREADS, r = id / (BC / 2), c = id % (BC / 2) * 2;
+        const int id = threadIdx.x + u * NT, r = id / (W / 2), c = id % (W / 2) * 2;
         x[u] = r < nr && c < nc ? __ldg((const float2 *)(st + (r0 + r) * vpitch + c0 + c)) /* even: aligned */
                                 : make_float2(0.0f, 0.0f);
         if (c + 1 >= nc) x[u].y = 0.0f;
     }
 }
 
-/* The loaded pairs as hi + lo bf16 tiles [row][col] (P16). */
-__device__ __forceinline__ void state_split(uint16_t *hi, uint16_t *lo, const float2 (&x)[PAIRS]) {
+/* The loaded pairs as hi + lo bf16 tiles [row][col] (pitch W + 8). */
+template <int W, int NT> __device__ __forceinline__ void state_split(uint16_t *hi, uint16_t *lo, const float2 (&x)[PAIRS]) {
 #pragma unroll
     for (int u = 0; u < PAIRS; u++) {
-        const int id = threadIdx.x + u * THREADS, r = id / (BC / 2), c = id % (BC / 2) * 2;
+        const int id = threadIdx.x + u * NT, r = id / (W / 2), c = id % (W / 2) * 2;
         const uint2 y = split2<T>(x[u].x, x[u].y);
-        *(uint32_t *)(hi + r * P16 + c) = y.x, *(uint32_t *)(lo + r * P16 + c) = y.y;
+        *(uint32_t *)(hi + r * (W + 8) + c) = y.x, *(uint32_t *)(lo + r * (W + 8) + c) = y.y;
     }
 }
 
@@ -166,10 +170,10 @@ __global__ void __launch_bounds__(THREADS, 2)
             stage_tile<uint16_t, SC>(v, P16, BC, a.v, a, s, h, step0, j0, nv);
             ladder_cp_async_commit();
             float2 xs[PAIRS], xh[PAIRS];
-            state_load(xs, Sst + at, vpitch, i0, nk, j0, nv);
-            state_load(xh, Hst + at, vpitch, i0, nk, j0, nv);
-            state_split(Sh, Sl, xs);
-            state_split(Hh, Hl, xh);
+            state_load<BC, THREADS>(xs, Sst + at, vpitch, i0, nk, j0, nv);
+            state_load<BC, THREADS>(xh, Hst + at, vpitch, i0, nk, j0, nv);
+            state_split<BC, THREADS>(Sh, Sl, xs);
+            state_split<BC, THREADS>(Hh, Hl, xh);
             ladder_cp_async_wait_group<0>();
             __syncthreads();
             /* dq's state part do S^T, dk's v dH^T: S and dH as hi + lo, do and v exact in bf16 */
@@ -333,13 +337,13 @@ __global__ void __launch_bounds__(THREADS, 2)
 }
 
 /*
- * recurrent_tc.cuh's diag_pairs (the entries of P's diagonal sub-blocks, two a thread, over the BC channels of a
- * tile, added to pd), with ex2_ftz and a fused multiply-add per channel: 8 instructions a channel where __expf's
- * guards made 12.
+ * recurrent_tc.cuh's diag_pairs for cols_kernel's 512 threads, one entry a thread: thread (m, tl, ul) takes
+ * (tl, ul) in sub-block 2 m when ul < tl, (ul, tl) in 2 m + 1 when ul > tl, over the BC channels of a tile, added
+ * to pd; with ex2_ftz and a fused multiply-add per channel (8 instructions a channel where __expf's guards made 12).
  */
-__device__ __forceinline__ void pair_diag(float (&pd)[2], const uint16_t *q, const uint16_t *k, const float *A,
-                                          bool gk, int tl, int ul) {
-    for (int m = 0; tl != ul && m < 2; m++) {
+__device__ __forceinline__ void pair_diag(float &pd, const uint16_t *q, const uint16_t *k, const float *A, bool gk,
+                                          int m, int tl, int ul) {
+    if (tl != ul) {
         const int d = 2 * m + (ul > tl), t = 16 * d + max(tl, ul), u = 16 * d + min(tl, ul);
         float p = 0.0f; /* without gk the decay is the same in every channel: one exponential a pair */
         for (int i0c = 0; i0c < BC; i0c += 8) {
@@ -356,45 +360,48 @@ __device__ __forceinline__ void pair_diag(float (&pd)[2], const uint16_t *q, con
                 }
             }
         }
-        pd[m] += gk ? p : p * ex2_ftz(LOG2E * (A[t * P32] - A[u * P32]));
+        pd += gk ? p : p * ex2_ftz(LOG2E * (A[t * P32] - A[u * P32]));
     }
 }
 
 /*
- * One block per (sequence x head, BC columns j of dv, chunk of SC steps), chunks striding by gridDim.z; 8 warps,
- * warp w holding steps 16 (w & 3).. and columns 32 (w >> 2).. of dv. The state rows come BC at a time: each tile
- * adds to the state part and to P, whose off-diagonal sub-blocks (warps 0..5) stay in fragments, the diagonal
- * sub-blocks' entries in registers (diag_pairs(), as out_kernel), P_tt = q_t . k_t in shared memory (PT).
+ * One block per (sequence x head, CV = 128 columns j of dv, chunk of SC steps), chunks striding by gridDim.z; 16
+ * warps, warp w holding steps 16 (w & 3).. and columns 32 (w >> 2).. of dv. The state rows come BC at a time: each
+ * tile adds to the state part and to P, whose off-diagonal sub-blocks (warps 0..5) stay in fragments, the diagonal
+ * sub-blocks' entries in registers (pair_diag(), as out_kernel), P_tt = q_t . k_t in shared memory (PT). P, and
+ * the operands Kt, Qi, Kr it takes, serve every column of the block: with 64 columns a block (8 warps, two blocks
+ * an SM) each of V / 64 blocks formed them all again.
  */
-__global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float *Hst, int64_t vpitch, uint16_t *dv) {
+__global__ void __launch_bounds__(CTHREADS, 1) cols_kernel(tc_call a, const float *Hst, int64_t vpitch, uint16_t *dv) {
     extern __shared__ __align__(16) unsigned char sm[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
-    const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, c0 = blockIdx.y * BC;
-    const int64_t K = a.c.K, V = a.c.V, nv = min((int64_t)BC, V - c0);
+    const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, c0 = blockIdx.y * CV;
+    const int64_t K = a.c.K, V = a.c.V, nv = min((int64_t)CV, V - c0);
     const rec_seq s = rec_seq_of(a.c, n);
     const int64_t nch = (s.len + SC - 1) / SC;
     const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0);
     float *A = (float *)(sm + CL_A);
     const int64_t *R = (const int64_t *)(sm + CL_R);
     uint16_t *q = (uint16_t *)(sm + CL_Q), *k = (uint16_t *)(sm + CL_K), *dO = (uint16_t *)(sm + CL_DO);
-    uint16_t *Hh = (uint16_t *)(sm + CL_H), *Hl = Hh + SC * P16, *Kth = (uint16_t *)(sm + CL_KT), *Ktl = Kth + SC * P16;
+    uint16_t *Hh = (uint16_t *)(sm + CL_H), *Hl = Hh + SC * P16V, *Kth = (uint16_t *)(sm + CL_KT), *Ktl = Kth + SC * P16;
     uint16_t *Qi = (uint16_t *)(sm + CL_QI), *Kr = (uint16_t *)(sm + CL_KR), *P = (uint16_t *)(sm + CL_P);
     float *PT = (float *)(sm + CL_PT);
     const int sub = warp & 3, cw = 32 * (warp >> 2);
     const int di = warp < 1 ? 1 : warp < 3 ? 2 : 3, dj = warp < 1 ? 0 : warp < 3 ? warp - 1 : warp - 3;
-    const int tl = threadIdx.x / 16, ul = threadIdx.x % 16; /* the thread's entries in the diagonal sub-blocks */
+    /* the thread's entry in the diagonal sub-blocks (pair_diag()) */
+    const int dm = threadIdx.x / 256, tl = threadIdx.x / 16 % 16, ul = threadIdx.x % 16;
     for (int64_t ch = blockIdx.z; ch < nch; ch += gridDim.z) {
         const int64_t step0 = ch * SC, at = (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
         const int rows = (int)min((int64_t)SC, s.len - step0);
-        stage_tile<uint16_t, SC>(dO, P16, BC, a.dO, a, s, h, step0, c0, nv);
+        stage_tile<uint16_t, SC>(dO, P16V, CV, a.dO, a, s, h, step0, c0, nv);
         if (threadIdx.x < SC) PT[threadIdx.x] = 0.0f;
-        float accS[1][4][4] = {}, accP[1][4][4] = {}, pacc[1][2][4] = {}, pd[2] = {};
+        float accS[1][4][4] = {}, accP[1][4][4] = {}, pacc[1][2][4] = {}, pd = 0.0f;
         for (int64_t i0 = 0; i0 < K; i0 += BC) {
             const int64_t nk = min((int64_t)BC, K - i0);
             stage_rows(sm, CL_A, CL_GS, CL_R, CL_Q, CL_K, a, s, h, step0, i0, nk);
             float2 xh[PAIRS];
-            state_load(xh, Hst + at, vpitch, i0, nk, c0, nv);
-            state_split(Hh, Hl, xh);
+            state_load<CV, CTHREADS>(xh, Hst + at, vpitch, i0, nk, c0, nv);
+            state_split<CV, CTHREADS>(Hh, Hl, xh);
             ladder_cp_async_wait_group<0>();
             __syncthreads();
             cumsum<SC>(A, P32, BC, a.gk.p, (const float *)(sm + CL_GS), gamma, rows);
@@ -430,13 +437,13 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                     ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * ex2_ftz(LOG2E * (Ab.x - As.x)),
                                           ladder_to_float<T>(k2 >> 16) * ex2_ftz(LOG2E * (Ab.y - As.y)));
             }
-            pair_diag(pd, q, k, A, a.gk.p != nullptr, tl, ul); /* P's diagonal sub-blocks */
+            pair_diag(pd, q, k, A, a.gk.p != nullptr, dm, tl, ul); /* P's diagonal sub-blocks */
             __syncthreads();
             /* dv's state part Kt dH: three products of the split pairs */
             const uint16_t *Xh = Kth + 16 * sub * P16, *Xl = Ktl + 16 * sub * P16;
-            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xh, P16, Hh + cw, P16, lane);
-            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xh, P16, Hl + cw, P16, lane);
-            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xl, P16, Hh + cw, P16, lane);
+            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xh, P16, Hh + cw, P16V, lane);
+            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xh, P16, Hl + cw, P16V, lane);
+            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xl, P16, Hh + cw, P16V, lane);
             if (warp < 6)
                 ladder_mma_warp_tile<T, 1, 2, BC / 16, false, false>(pacc, Qi + 16 * di * P16, P16,
                                                                      Kr + (8 * di * (di - 1) + 16 * dj) * P16, P16,
@@ -452,17 +459,17 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                     *(uint32_t *)(P + t * P16 + u) = ladder_pack2_float<T>(pacc[0][nt][e], pacc[0][nt][e + 1]);
                 }
 #pragma unroll
-        for (int d = 0; d < 4; d++) { /* diagonal sub-blocks: the entries below by their holder, zeros on and above
-                                       * (P_tt stays apart, in PT, for the gate sums' diagonal term) */
+        for (int d = 2 * dm; d < 2 * dm + 2; d++) { /* diagonal sub-blocks: the entries below by their holder, zeros
+                                                     * on and above (P_tt stays apart, in PT, for the gate sums) */
             if (ul >= tl) P[(16 * d + tl) * P16 + 16 * d + ul] = 0;
             if (tl != ul && (d & 1) == (ul > tl))
-                P[(16 * d + max(tl, ul)) * P16 + 16 * d + min(tl, ul)] = ladder_from_float<T>(pd[d / 2]);
+                P[(16 * d + max(tl, ul)) * P16 + 16 * d + min(tl, ul)] = ladder_from_float<T>(pd);
         }
         __syncthreads();
         if (!dv && blockIdx.y == 0 && threadIdx.x < rows) a.ptt[R[threadIdx.x]] = PT[threadIdx.x]; /* for finish_cols */
         for (int kk = sub; kk < 4; kk++) /* dv_s += sum_t P_ts do_t over the later steps: P^T do */
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accP, P + 16 * kk * P16 + 16 * sub, P16,
-                                                         dO + 16 * kk * P16 + cw, P16, lane);
+                                                         dO + 16 * kk * P16V + cw, P16V, lane);
 #pragma unroll
         for (int nt = 0; nt < 4; nt++)
 #pragma unroll
@@ -472,7 +479,7 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                 const int64_t at = R[t] * V + c0 + j;
                 const float x = accS[0][nt][e] + a.c.scale * accP[0][nt][e]; /* dH carries the scale */
                 if (dv) /* finish_cols_kernel's work: the diagonal term scale (q . k) do; no gate sum reads dv32 */
-                    dv[at] = ladder_from_float<T>(x + a.c.scale * PT[t] * ladder_to_float<T>(dO[t * P16 + j]));
+                    dv[at] = ladder_from_float<T>(x + a.c.scale * PT[t] * ladder_to_float<T>(dO[t * P16V + j]));
                 else
                     a.dv32[at] = x;
             }
@@ -505,8 +512,8 @@ ladder_status split_bwd(const tc_call &a, uint16_t *dq, uint16_t *dk, uint16_t *
     const dim3 rg((unsigned)(c.N * c.H), (unsigned)((c.K + BC - 1) / BC), chunks);
     rows_kernel<<<rg, THREADS, RW_TOTAL>>>(a, S, dH, vpitch, dq, dk);
     LADDER_LAUNCH_CHECK("rows_kernel");
-    const dim3 cg((unsigned)(c.N * c.H), (unsigned)((c.V + BC - 1) / BC), chunks);
-    cols_kernel<<<cg, THREADS, CL_TOTAL>>>(a, dH, vpitch, dv);
+    const dim3 cg((unsigned)(c.N * c.H), (unsigned)((c.V + CV - 1) / CV), chunks);
+    cols_kernel<<<cg, CTHREADS, CL_TOTAL>>>(a, dH, vpitch, dv);
     LADDER_LAUNCH_CHECK("cols_kernel");
     return LADDER_OK;
 }

@@ -14,14 +14,18 @@
  *                D_ts = do_t . v_s (without gv no column weight). For s and t in different sub-chunks the weight
  *                factors around a sub-chunk's edge b, exp(A_t - A_b) exp(A_b - A_s), each at most 1, and the
  *                sums over s (over t) are products on the mma, with D and the decayed k (q) as hi + lo pairs;
- *                inside a sub-chunk they are summed in fp32 with exp(A_t - A_s) per pair and channel.
+ *                so do those across the two 8-step halves of a sub-chunk, around the first half's last step;
+ *                inside a half they are summed in fp32 with exp(A_t - A_s) per pair and channel.
  *   cols_kernel: dv_s = (k_s ⊙ exp(A_63 - A_s)) dH_c + scale sum_{t > s} P_ts do_t, P as out_kernel forms it
- *                (rounded once: dv feeds no gate sum without gv).
+ *                (rounded once: dv feeds no gate sum without gv), 128 columns of dv a block so that P is formed
+ *                once for V <= 128.
  * S_c is the state at chunk c's start, dH_c the gradient of the state at its end, A the cumulative row gates
  * from the chunk's start. Each step's own term (D_tt, P_tt) stays apart, for the gate sums (bwd()): the blocks
  * write partial 0 of dq_part, dk_part, vdo_part and dv32, ptt (tc_call), whole, for the finish and gate kernels.
  * Folding diag_kernel in took it (2.25 ms of Nsight Compute time with gk at the benchmark shape, H100, commit
- * 4e32157) and the 1.6 GB of fp32 parts it wrote and these kernels read back off the backward's path.
+ * 4e32157) and the 1.6 GB of fp32 parts it wrote and these kernels read back off the backward's path. Both kernels
+ * are bound by instruction issue, not memory: their exponentials are ex2 alone (ex2_ftz()), and the pairs left
+ * to fp32 are those inside 8-step halves.
  */
 #include <stdint.h>
 
@@ -155,10 +159,16 @@ __global__ void __launch_bounds__(THREADS, 2)
     uint16_t *dO = (uint16_t *)(sm + RW_X), *v = dO + SC * P16, *Sh = v + SC * P16, *Sl = Sh + SC * P16;
     uint16_t *Hh = Sl + SC * P16, *Hl = Hh + SC * P16;
     uint16_t *Krh = (uint16_t *)(sm + RW_X), *Krl = Krh + KR * P16, *Qdh = Krl + KR * P16, *Qdl = Qdh + KR * P16;
+    uint16_t *KQh = (uint16_t *)(sm + RW_X), *KQl = KQh + SC * P16;
     const int sub = warp & 3, cw = 32 * (warp >> 2); /* the warp's sub-chunk and first row of the tile */
     /* warp w < 6 owns D's sub-block (di, dj), di > dj; warps 6 and 7 the diagonal ones di = dj and di + 1 */
     const int di = warp < 1 ? 1 : warp < 3 ? 2 : warp < 6 ? 3 : 2 * (warp - 6);
     const int dj = warp < 1 ? 0 : warp < 3 ? warp - 1 : warp < 6 ? warp - 3 : di;
+    /* zeros in D's diagonal sub-blocks, once: each chunk writes only their lower left quarters there (below) */
+    for (int id = threadIdx.x; id < 4 * 16 * 16; id += blockDim.x) {
+        const int qs = id / 256, r = 16 * qs + id / 16 % 16, c = 16 * qs + id % 16;
+        Dh[r * P16 + c] = 0, Dl[r * P16 + c] = 0;
+    }
     for (int64_t ch = blockIdx.z; ch < nch; ch += gridDim.z) {
         const int64_t step0 = ch * SC, at = (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
         const int rows = (int)min((int64_t)SC, s.len - step0);
@@ -217,6 +227,13 @@ __global__ void __launch_bounds__(THREADS, 2)
         __syncthreads(); /* A, D and PT are in place before the operands and the pairs read them */
         if (!dq && blockIdx.y == 0 && threadIdx.x < rows) /* for finish_rows_kernel: partial 0 of vdo_part */
             a.vdo_part[R[threadIdx.x]] = PT[threadIdx.x];
+        { /* the lower left 8 x 8 quarters of D's diagonal sub-blocks (t in the second half of the sub-chunk, s in
+           * the first), hi + lo, into D's tiles, for the pairs across the halves (KQ below); one entry a thread */
+            const int qs = threadIdx.x / 64, t = 16 * qs + 8 + threadIdx.x / 8 % 8, u = 16 * qs + threadIdx.x % 8;
+            const float x = DD[t * DP + u - 16 * qs];
+            const uint16_t hi = ladder_from_float<T>(x);
+            Dh[t * P16 + u] = hi, Dl[t * P16 + u] = ladder_from_float<T>(x - ladder_to_float<T>(hi));
+        }
         /* Kr_s = k_s exp(A_b - A_s) (b = 16 sub - 1, the step before the queries' sub-chunk) and
          * Qd_t = q_t exp(A_t - A_b) (b = 16 sub + 15, the keys' sub-chunk's last step), hi + lo */
         for (int id = threadIdx.x; id < KR * BC / 2; id += blockDim.x) {
@@ -262,6 +279,22 @@ __global__ void __launch_bounds__(THREADS, 2)
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accSk, Ah, P16, Qdl + qd, P16, lane);
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accSk, Al, P16, Qdh + qd, P16, lane);
         }
+        __syncthreads(); /* Kr and Qd are done with before KQ is written over them */
+        /* The pairs across the halves of a sub-chunk (s in steps 0..7 of it, t in 8..15) factor around the first
+         * half's last step m = 16 sub + 7 as the pairs across sub-chunks do, with one operand KQ (hi + lo):
+         * KQ_s = k_s exp(A_m - A_s) in a first half, KQ_t = q_t exp(A_t - A_m) in a second. D's quarter is zero
+         * where a product would take the other half's rows. */
+#pragma unroll 2
+        for (int id = threadIdx.x; id < SC * BC / 2; id += blockDim.x) {
+            const int r = id / (BC / 2), i = id % (BC / 2) * 2, m = (r | 15) - 8;
+            const bool first = (r & 15) < 8;
+            const uint32_t x2 = ladder_lds32((first ? k : q) + r * P16 + i);
+            const float2 Ar = *(const float2 *)(A + r * P32 + i), Am = *(const float2 *)(A + m * P32 + i);
+            const float sl = first ? LOG2E : -LOG2E; /* the exponent A_m - A_s, or A_t - A_m */
+            const uint2 z = split2<T>(ladder_to_float<T>(x2 & 0xffff) * ex2_ftz(sl * (Am.x - Ar.x)),
+                                      ladder_to_float<T>(x2 >> 16) * ex2_ftz(sl * (Am.y - Ar.y)));
+            *(uint32_t *)(KQh + r * P16 + i) = z.x, *(uint32_t *)(KQl + r * P16 + i) = z.y;
+        }
 #pragma unroll
         for (int nt = 0; nt < 4; nt++)
 #pragma unroll
@@ -271,9 +304,10 @@ __global__ void __launch_bounds__(THREADS, 2)
                 accSq[0][nt][e] *= ex2_ftz(LOG2E * (At - (sub > 0 ? A[bq * P32 + i] : 0.0f)));
                 accSk[0][nt][e] *= ex2_ftz(LOG2E * (A[bk * P32 + i] - At));
             }
-        /* The pairs inside the warp's sub-chunk, in fp32 with exp(A_t - A_s) per pair and channel (diag_kernel's
-         * work, as out_kernel does P's diagonal sub-blocks): each entry (t, i) of the fragments walks the
-         * sub-chunk's other steps u, a term of dq_t when u < t (D_tu k_u), of dk_t when u > t (D_ut q_u), each
+        __syncthreads();
+        /* The pairs inside each half of the warp's sub-chunk, in fp32 with exp(A_t - A_s) per pair and channel
+         * (diag_kernel's work, as out_kernel does P's diagonal sub-blocks): each entry (t, i) of the fragments walks
+         * the half's other steps u, a term of dq_t when u < t (D_tu k_u), of dk_t when u > t (D_ut q_u), each
          * factor at most 1 for gates <= 0. Without gk one exponential a pair serves every channel. The term goes
          * to dq or dk by its weight (wq or wk zero), two fused multiply-adds rather than selects and adds. */
 #pragma unroll
@@ -283,7 +317,7 @@ __global__ void __launch_bounds__(THREADS, 2)
 #pragma unroll
             for (int nt = 0; nt < 4; nt++) At[nt] = *(const float2 *)(A + t * P32 + cw + 8 * nt + 2 * tq);
 #pragma unroll 4
-            for (int ul = 0; ul < 16; ul++) {
+            for (int ul = 8 * hf; ul < 8 * hf + 8; ul++) {
                 const int u = 16 * sub + ul;
                 const bool before = ul < tl;
                 const float d = DD[(before ? t : u) * DP + (before ? ul : tl)]; /* 0 at u = t */
@@ -308,6 +342,37 @@ __global__ void __launch_bounds__(THREADS, 2)
                     accSk[0][nt][2 * hf] = fmaf(wk, y0, accSk[0][nt][2 * hf]);
                     accSk[0][nt][2 * hf + 1] = fmaf(wk, y1, accSk[0][nt][2 * hf + 1]);
                 }
+            }
+        }
+        /* the pairs across the halves: D's quarter times KQ (dq, second-half rows), its transpose times KQ (dk,
+         * first-half rows), then brought from m to each step by exp(A_t - A_m), exp(A_m - A_s); 16 channels at a
+         * time (the registers of the 32 would spill) */
+        const uint16_t *Dqh = Dh + 16 * sub * P16 + 16 * sub, *Dql = Dl + 16 * sub * P16 + 16 * sub;
+        const int hm = 16 * sub + 7; /* m */
+#pragma unroll
+        for (int np = 0; np < 4; np += 2) {
+            const int at = 16 * sub * P16 + cw + 8 * np;
+            float x[1][2][4] = {};
+            ladder_mma_warp_tile<T, 1, 2, 1, false, true>(x, Dqh, P16, KQh + at, P16, lane);
+            ladder_mma_warp_tile<T, 1, 2, 1, false, true>(x, Dqh, P16, KQl + at, P16, lane);
+            ladder_mma_warp_tile<T, 1, 2, 1, false, true>(x, Dql, P16, KQh + at, P16, lane);
+#pragma unroll
+            for (int o = 0; o < 2; o++) {
+                const int i = cw + 8 * (np + o) + 2 * tq;
+                const float2 Am = *(const float2 *)(A + hm * P32 + i), At = *(const float2 *)(A + (hm + 1 + g) * P32 + i);
+                accSq[0][np + o][2] += x[0][o][2] * ex2_ftz(LOG2E * (At.x - Am.x));
+                accSq[0][np + o][3] += x[0][o][3] * ex2_ftz(LOG2E * (At.y - Am.y));
+            }
+            float y[1][2][4] = {};
+            ladder_mma_warp_tile<T, 1, 2, 1, true, true>(y, Dqh, P16, KQh + at, P16, lane);
+            ladder_mma_warp_tile<T, 1, 2, 1, true, true>(y, Dqh, P16, KQl + at, P16, lane);
+            ladder_mma_warp_tile<T, 1, 2, 1, true, true>(y, Dql, P16, KQh + at, P16, lane);
+#pragma unroll
+            for (int o = 0; o < 2; o++) {
+                const int i = cw + 8 * (np + o) + 2 * tq;
+                const float2 Am = *(const float2 *)(A + hm * P32 + i), As = *(const float2 *)(A + (hm - 7 + g) * P32 + i);
+                accSk[0][np + o][0] += y[0][o][0] * ex2_ftz(LOG2E * (Am.x - As.x));
+                accSk[0][np + o][1] += y[0][o][1] * ex2_ftz(LOG2E * (Am.y - As.y));
             }
         }
         /* dq_part, dk_part (partial 0, whole: no diag_kernel on this path) and dq, dk, from one row address each */

@@ -103,11 +103,13 @@ static_assert(BC * CV / 2 / CTHREADS == PAIRS, "cols_kernel's 64 x 128 state til
 template <int W, int NT>
 __device__ __forceinline__ void state_load(float2 (&x)[PAIRS], const float *st, int64_t vpitch, int64_t r0,
                                            int64_t nr, int64_t c0, int64_t nc) {
+    constexpr int RS = NT / (W / 2); /* rows between a thread's pairs; its column stays */
+    const int rt = threadIdx.x / (W / 2), c = threadIdx.x % (W / 2) * 2;
+    const float *p = st + (r0 + rt) * vpitch + c0 + c; /* one address, then a row step a pair */
 #pragma unroll
     for (int u = 0; u < PAIRS; u++) {
-        const int id = threadIdx.x + u * NT, r = id / (W / 2), c = id % (W / 2) * 2;
-        x[u] = r < nr && c < nc ? __ldg((const float2 *)(st + (r0 + r) * vpitch + c0 + c)) /* even: aligned */
-                                : make_float2(0.0f, 0.0f);
+        x[u] = rt + u * RS < nr && c < nc ? __ldg((const float2 *)(p + u * RS * vpitch)) /* even: aligned */
+                                          : make_float2(0.0f, 0.0f);
         if (c + 1 >= nc) x[u].y = 0.0f;
     }
 }

@@ -14,14 +14,18 @@
  *                D_ts = do_t . v_s (without gv no column weight). For s and t in different sub-chunks the weight
  *                factors around a sub-chunk's edge b, exp(A_t - A_b) exp(A_b - A_s), each at most 1, and the
  *                sums over s (over t) are products on the mma, with D and the decayed k (q) as hi + lo pairs;
- *                inside a sub-chunk they are summed in fp32 with exp(A_t - A_s) per pair and channel.
+ *                so do those across the two 8-step halves of a sub-chunk, around the first half's last step;
+ *                inside a half they are summed in fp32 with exp(A_t - A_s) per pair and channel.
  *   cols_kernel: dv_s = (k_s ⊙ exp(A_63 - A_s)) dH_c + scale sum_{t > s} P_ts do_t, P as out_kernel forms it
- *                (rounded once: dv feeds no gate sum without gv).
+ *                (rounded once: dv feeds no gate sum without gv), 128 columns of dv a block so that P is formed
+ *                once for V <= 128.
  * S_c is the state at chunk c's start, dH_c the gradient of the state at its end, A the cumulative row gates
  * from the chunk's start. Each step's own term (D_tt, P_tt) stays apart, for the gate sums (bwd()): the blocks
  * write partial 0 of dq_part, dk_part, vdo_part and dv32, ptt (tc_call), whole, for the finish and gate kernels.
  * Folding diag_kernel in took it (2.25 ms of Nsight Compute time with gk at the benchmark shape, H100, commit
- * 4e32157) and the 1.6 GB of fp32 parts it wrote and these kernels read back off the backward's path.
+ * 4e32157) and the 1.6 GB of fp32 parts it wrote and these kernels read back off the backward's path. Both kernels
+ * are bound by instruction issue, not memory: their exponentials are ex2 alone (ex2_ftz()), and the pairs left
+ * to fp32 are those inside 8-step halves.
  */
 #include <stdint.h>
 
@@ -50,10 +54,12 @@ constexpr int RW_A = 0, RW_GS = RW_A + SC * P32 * 4, RW_R = RW_GS + SC * 4, RW_P
 constexpr int RW_DD = RW_PT + SC * 4, RW_Q = RW_DD + SC * DP * 4;
 constexpr int RW_K = RW_Q + TILE, RW_D = RW_K + TILE, RW_X = RW_D + 2 * TILE;
 constexpr int RW_TOTAL = RW_X + (6 * TILE > 4 * KR * P16 * 2 ? 6 * TILE : 4 * KR * P16 * 2);
-/* cols_kernel's: A, g, R, q . k, q, k, do, dH (hi, lo), Kt (hi, lo), Qi, Kr, P. */
+/* cols_kernel's: A, g, R, q . k, q, k, do, dH (hi, lo), Kt (hi, lo), Qi, Kr, P; do and dH CV columns wide. */
+constexpr int CV = 2 * BC;              /* dv columns of a cols_kernel block */
+constexpr int P16V = CV + 8, TILEV = SC * P16V * 2;
 constexpr int CL_A = 0, CL_GS = CL_A + SC * P32 * 4, CL_R = CL_GS + SC * 4, CL_PT = CL_R + SC * 8;
 constexpr int CL_Q = CL_PT + SC * 4;
-constexpr int CL_K = CL_Q + TILE, CL_DO = CL_K + TILE, CL_H = CL_DO + TILE, CL_KT = CL_H + 2 * TILE;
+constexpr int CL_K = CL_Q + TILE, CL_DO = CL_K + TILE, CL_H = CL_DO + TILEV, CL_KT = CL_H + 2 * TILEV;
 constexpr int CL_QI = CL_KT + 2 * TILE, CL_KR = CL_QI + TILE, CL_P = CL_KR + KR * P16 * 2, CL_TOTAL = CL_P + TILE;
 
 /*
@@ -71,33 +77,50 @@ __device__ __forceinline__ int2 pair_rows(int r) {
  */
 __host__ __device__ constexpr int later_off(int sub) { return 48 * sub - 8 * sub * (sub - 1); }
 
-constexpr int THREADS = 256;                    /* every kernel here: 8 warps */
-constexpr int PAIRS = BC * BC / 2 / THREADS;    /* pairs of state elements a thread loads per 64 x 64 tile */
+/*
+ * 2^x by the ex2 instruction alone, a result below 2^-126 flushed to zero, as recurrent.cu's exp_ftz: expf is
+ * about eight instructions and __expf five, three of them guarding subnormal results. Every exponential here is
+ * a decay over steps of the chunk, at most 1 for gates <= 0, that weighs inputs of order one: below 2^-126 it
+ * adds nothing fp32 keeps. Arguments in log2 units (LOG2E times the natural one).
+ */
+constexpr float LOG2E = 1.4426950408889634f;
+__device__ __forceinline__ float ex2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+constexpr int THREADS = 256, CTHREADS = 512; /* rows_kernel's 8 warps, cols_kernel's 16 */
+constexpr int PAIRS = BC * BC / 2 / THREADS; /* pairs of state elements a thread loads per tile: 64 x 64 of 256 */
+static_assert(BC * CV / 2 / CTHREADS == PAIRS, "cols_kernel's 64 x 128 state tiles take as many pairs a thread");
 
 /*
- * fp32 state rows r0.. (nr of them) and columns c0.. (nc) of a stored state into registers, zeros past the ends
+ * fp32 state rows r0.. (nr of them) and columns c0.. (nc; W of them in the tile, NT threads) into registers, zeros past the ends
  * (the store holds nothing there). Every load of the tile goes out before the first is used (state_split): one
  * load at a time, each split and stored before the next, left rows_kernel waiting on memory (Nsight Compute's
  * long-scoreboard stalls, 5.4 per issued instruction at the benchmark shape, H100, commit bcafd3f).
  */
+template <int W, int NT>
 __device__ __forceinline__ void state_load(float2 (&x)[PAIRS], const float *st, int64_t vpitch, int64_t r0,
                                            int64_t nr, int64_t c0, int64_t nc) {
+    constexpr int RS = NT / (W / 2); /* rows between a thread's pairs; its column stays */
+    const int rt = threadIdx.x / (W / 2), c = threadIdx.x % (W / 2) * 2;
+    const float *p = st + (r0 + rt) * vpitch + c0 + c; /* one address, then a row step a pair */
 #pragma unroll
     for (int u = 0; u < PAIRS; u++) {
-        const int id = threadIdx.x + u * THREADS, r = id / (BC / 2), c = id % (BC / 2) * 2;
-        x[u] = r < nr && c < nc ? __ldg((const float2 *)(st + (r0 + r) * vpitch + c0 + c)) /* even: aligned */
-                                : make_float2(0.0f, 0.0f);
+        x[u] = rt + u * RS < nr && c < nc ? __ldg((const float2 *)(p + u * RS * vpitch)) /* even: aligned */
+                                          : make_float2(0.0f, 0.0f);
         if (c + 1 >= nc) x[u].y = 0.0f;
     }
 }
 
-/* The loaded pairs as hi + lo bf16 tiles [row][col] (P16). */
-__device__ __forceinline__ void state_split(uint16_t *hi, uint16_t *lo, const float2 (&x)[PAIRS]) {
+/* The loaded pairs as hi + lo bf16 tiles [row][col] (pitch W + 8). */
+template <int W, int NT> __device__ __forceinline__ void state_split(uint16_t *hi, uint16_t *lo, const float2 (&x)[PAIRS]) {
 #pragma unroll
     for (int u = 0; u < PAIRS; u++) {
-        const int id = threadIdx.x + u * THREADS, r = id / (BC / 2), c = id % (BC / 2) * 2;
+        const int id = threadIdx.x + u * NT, r = id / (W / 2), c = id % (W / 2) * 2;
         const uint2 y = split2<T>(x[u].x, x[u].y);
-        *(uint32_t *)(hi + r * P16 + c) = y.x, *(uint32_t *)(lo + r * P16 + c) = y.y;
+        *(uint32_t *)(hi + r * (W + 8) + c) = y.x, *(uint32_t *)(lo + r * (W + 8) + c) = y.y;
     }
 }
 
@@ -138,10 +161,16 @@ __global__ void __launch_bounds__(THREADS, 2)
     uint16_t *dO = (uint16_t *)(sm + RW_X), *v = dO + SC * P16, *Sh = v + SC * P16, *Sl = Sh + SC * P16;
     uint16_t *Hh = Sl + SC * P16, *Hl = Hh + SC * P16;
     uint16_t *Krh = (uint16_t *)(sm + RW_X), *Krl = Krh + KR * P16, *Qdh = Krl + KR * P16, *Qdl = Qdh + KR * P16;
+    uint16_t *KQh = (uint16_t *)(sm + RW_X), *KQl = KQh + SC * P16;
     const int sub = warp & 3, cw = 32 * (warp >> 2); /* the warp's sub-chunk and first row of the tile */
     /* warp w < 6 owns D's sub-block (di, dj), di > dj; warps 6 and 7 the diagonal ones di = dj and di + 1 */
     const int di = warp < 1 ? 1 : warp < 3 ? 2 : warp < 6 ? 3 : 2 * (warp - 6);
     const int dj = warp < 1 ? 0 : warp < 3 ? warp - 1 : warp < 6 ? warp - 3 : di;
+    /* zeros in D's diagonal sub-blocks, once: each chunk writes only their lower left quarters there (below) */
+    for (int id = threadIdx.x; id < 4 * 16 * 16; id += blockDim.x) {
+        const int qs = id / 256, r = 16 * qs + id / 16 % 16, c = 16 * qs + id % 16;
+        Dh[r * P16 + c] = 0, Dl[r * P16 + c] = 0;
+    }
     for (int64_t ch = blockIdx.z; ch < nch; ch += gridDim.z) {
         const int64_t step0 = ch * SC, at = (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
         const int rows = (int)min((int64_t)SC, s.len - step0);
@@ -153,10 +182,10 @@ __global__ void __launch_bounds__(THREADS, 2)
             stage_tile<uint16_t, SC>(v, P16, BC, a.v, a, s, h, step0, j0, nv);
             ladder_cp_async_commit();
             float2 xs[PAIRS], xh[PAIRS];
-            state_load(xs, Sst + at, vpitch, i0, nk, j0, nv);
-            state_load(xh, Hst + at, vpitch, i0, nk, j0, nv);
-            state_split(Sh, Sl, xs);
-            state_split(Hh, Hl, xh);
+            state_load<BC, THREADS>(xs, Sst + at, vpitch, i0, nk, j0, nv);
+            state_load<BC, THREADS>(xh, Hst + at, vpitch, i0, nk, j0, nv);
+            state_split<BC, THREADS>(Sh, Sl, xs);
+            state_split<BC, THREADS>(Hh, Hl, xh);
             ladder_cp_async_wait_group<0>();
             __syncthreads();
             /* dq's state part do S^T, dk's v dH^T: S and dH as hi + lo, do and v exact in bf16 */
@@ -200,6 +229,13 @@ __global__ void __launch_bounds__(THREADS, 2)
         __syncthreads(); /* A, D and PT are in place before the operands and the pairs read them */
         if (!dq && blockIdx.y == 0 && threadIdx.x < rows) /* for finish_rows_kernel: partial 0 of vdo_part */
             a.vdo_part[R[threadIdx.x]] = PT[threadIdx.x];
+        { /* the lower left 8 x 8 quarters of D's diagonal sub-blocks (t in the second half of the sub-chunk, s in
+           * the first), hi + lo, into D's tiles, for the pairs across the halves (KQ below); one entry a thread */
+            const int qs = threadIdx.x / 64, t = 16 * qs + 8 + threadIdx.x / 8 % 8, u = 16 * qs + threadIdx.x % 8;
+            const float x = DD[t * DP + u - 16 * qs];
+            const uint16_t hi = ladder_from_float<T>(x);
+            Dh[t * P16 + u] = hi, Dl[t * P16 + u] = ladder_from_float<T>(x - ladder_to_float<T>(hi));
+        }
         /* Kr_s = k_s exp(A_b - A_s) (b = 16 sub - 1, the step before the queries' sub-chunk) and
          * Qd_t = q_t exp(A_t - A_b) (b = 16 sub + 15, the keys' sub-chunk's last step), hi + lo */
         for (int id = threadIdx.x; id < KR * BC / 2; id += blockDim.x) {
@@ -211,10 +247,10 @@ __global__ void __launch_bounds__(THREADS, 2)
             const uint32_t k2 = ladder_lds32(k + ks * P16 + i), q2 = ladder_lds32(q + qt * P16 + i);
             const float2 As = *(const float2 *)(A + ks * P32 + i), Akb = *(const float2 *)(A + kb * P32 + i);
             const float2 At = *(const float2 *)(A + qt * P32 + i), Aqb = *(const float2 *)(A + qb * P32 + i);
-            const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * expf(Akb.x - As.x),
-                                      ladder_to_float<T>(k2 >> 16) * expf(Akb.y - As.y));
-            const uint2 y = split2<T>(ladder_to_float<T>(q2 & 0xffff) * expf(At.x - Aqb.x),
-                                      ladder_to_float<T>(q2 >> 16) * expf(At.y - Aqb.y));
+            const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * ex2_ftz(LOG2E * (Akb.x - As.x)),
+                                      ladder_to_float<T>(k2 >> 16) * ex2_ftz(LOG2E * (Akb.y - As.y)));
+            const uint2 y = split2<T>(ladder_to_float<T>(q2 & 0xffff) * ex2_ftz(LOG2E * (At.x - Aqb.x)),
+                                      ladder_to_float<T>(q2 >> 16) * ex2_ftz(LOG2E * (At.y - Aqb.y)));
             *(uint32_t *)(Krh + r * P16 + i) = x.x, *(uint32_t *)(Krl + r * P16 + i) = x.y;
             *(uint32_t *)(Qdh + r * P16 + i) = y.x, *(uint32_t *)(Qdl + r * P16 + i) = y.y;
         }
@@ -227,8 +263,8 @@ __global__ void __launch_bounds__(THREADS, 2)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int i = cw + 8 * nt + 2 * tq + (e & 1);
-                accSq[0][nt][e] *= scale * (sub > 0 ? expf(A[bq * P32 + i]) : 1.0f);
-                accSk[0][nt][e] *= expf(A[(SC - 1) * P32 + i] - A[bk * P32 + i]);
+                accSq[0][nt][e] *= scale * (sub > 0 ? ex2_ftz(LOG2E * A[bq * P32 + i]) : 1.0f);
+                accSk[0][nt][e] *= ex2_ftz(LOG2E * (A[(SC - 1) * P32 + i] - A[bk * P32 + i]));
             }
         __syncthreads();
         for (int kk = 0; kk < sub; kk++) { /* dq: D's row blocks of the warp's sub-chunk, times Kr */
@@ -245,19 +281,37 @@ __global__ void __launch_bounds__(THREADS, 2)
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accSk, Ah, P16, Qdl + qd, P16, lane);
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accSk, Al, P16, Qdh + qd, P16, lane);
         }
+        __syncthreads(); /* Kr and Qd are done with before KQ is written over them */
+        /* The pairs across the halves of a sub-chunk (s in steps 0..7 of it, t in 8..15) factor around the first
+         * half's last step m = 16 sub + 7 as the pairs across sub-chunks do, with one operand KQ (hi + lo):
+         * KQ_s = k_s exp(A_m - A_s) in a first half, KQ_t = q_t exp(A_t - A_m) in a second. D's quarter is zero
+         * where a product would take the other half's rows. */
+#pragma unroll 2
+        for (int id = threadIdx.x; id < SC * BC / 2; id += blockDim.x) {
+            const int r = id / (BC / 2), i = id % (BC / 2) * 2, m = (r | 15) - 8;
+            const bool first = (r & 15) < 8;
+            const uint32_t x2 = ladder_lds32((first ? k : q) + r * P16 + i);
+            const float2 Ar = *(const float2 *)(A + r * P32 + i), Am = *(const float2 *)(A + m * P32 + i);
+            const float sl = first ? LOG2E : -LOG2E; /* the exponent A_m - A_s, or A_t - A_m */
+            const uint2 z = split2<T>(ladder_to_float<T>(x2 & 0xffff) * ex2_ftz(sl * (Am.x - Ar.x)),
+                                      ladder_to_float<T>(x2 >> 16) * ex2_ftz(sl * (Am.y - Ar.y)));
+            *(uint32_t *)(KQh + r * P16 + i) = z.x, *(uint32_t *)(KQl + r * P16 + i) = z.y;
+        }
 #pragma unroll
         for (int nt = 0; nt < 4; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int t = 16 * sub + g + 8 * (e >> 1), i = cw + 8 * nt + 2 * tq + (e & 1);
                 const float At = A[t * P32 + i];
-                accSq[0][nt][e] *= expf(At - (sub > 0 ? A[bq * P32 + i] : 0.0f));
-                accSk[0][nt][e] *= expf(A[bk * P32 + i] - At);
+                accSq[0][nt][e] *= ex2_ftz(LOG2E * (At - (sub > 0 ? A[bq * P32 + i] : 0.0f)));
+                accSk[0][nt][e] *= ex2_ftz(LOG2E * (A[bk * P32 + i] - At));
             }
-        /* The pairs inside the warp's sub-chunk, in fp32 with exp(A_t - A_s) per pair and channel (diag_kernel's
-         * work, as out_kernel does P's diagonal sub-blocks): each entry (t, i) of the fragments walks the
-         * sub-chunk's other steps u, a term of dq_t when u < t (D_tu k_u), of dk_t when u > t (D_ut q_u), each
-         * factor at most 1 for gates <= 0. Without gk one exponential a pair serves every channel. */
+        __syncthreads();
+        /* The pairs inside each half of the warp's sub-chunk, in fp32 with exp(A_t - A_s) per pair and channel
+         * (diag_kernel's work, as out_kernel does P's diagonal sub-blocks): each entry (t, i) of the fragments walks
+         * the half's other steps u, a term of dq_t when u < t (D_tu k_u), of dk_t when u > t (D_ut q_u), each
+         * factor at most 1 for gates <= 0. Without gk one exponential a pair serves every channel. The term goes
+         * to dq or dk by its weight (wq or wk zero), two fused multiply-adds rather than selects and adds. */
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
             const int tl = g + 8 * hf, t = 16 * sub + tl;
@@ -265,80 +319,156 @@ __global__ void __launch_bounds__(THREADS, 2)
 #pragma unroll
             for (int nt = 0; nt < 4; nt++) At[nt] = *(const float2 *)(A + t * P32 + cw + 8 * nt + 2 * tq);
 #pragma unroll 4
-            for (int ul = 0; ul < 16; ul++) {
+            for (int ul = 8 * hf; ul < 8 * hf + 8; ul++) {
                 const int u = 16 * sub + ul;
                 const bool before = ul < tl;
                 const float d = DD[(before ? t : u) * DP + (before ? ul : tl)]; /* 0 at u = t */
+                /* log2 units, with the sign that makes the exponent A_t - A_u before t and A_u - A_t after it */
+                const float sl = before ? LOG2E : -LOG2E;
+                float wq = before ? d : 0.0f, wk = before ? 0.0f : d;
+                if (!a.gk.p) {
+                    const float e = ex2_ftz(sl * (A[t * P32] - A[u * P32]));
+                    wq *= e, wk *= e;
+                }
                 const uint16_t *x = (before ? k : q) + u * P16 + cw + 2 * tq;
-                const float w = a.gk.p ? d : d * __expf(before ? A[t * P32] - A[u * P32] : A[u * P32] - A[t * P32]);
 #pragma unroll
                 for (int nt = 0; nt < 4; nt++) {
                     const uint32_t x2 = ladder_lds32(x + 8 * nt);
-                    float y0 = w * ladder_to_float<T>(x2 & 0xffff), y1 = w * ladder_to_float<T>(x2 >> 16);
+                    float y0 = ladder_to_float<T>(x2 & 0xffff), y1 = ladder_to_float<T>(x2 >> 16);
                     if (a.gk.p) {
                         const float2 Au = *(const float2 *)(A + u * P32 + cw + 8 * nt + 2 * tq);
-                        y0 *= __expf(before ? At[nt].x - Au.x : Au.x - At[nt].x);
-                        y1 *= __expf(before ? At[nt].y - Au.y : Au.y - At[nt].y);
+                        y0 *= ex2_ftz(sl * (At[nt].x - Au.x)), y1 *= ex2_ftz(sl * (At[nt].y - Au.y));
                     }
-                    accSq[0][nt][2 * hf] += before ? y0 : 0.0f, accSq[0][nt][2 * hf + 1] += before ? y1 : 0.0f;
-                    accSk[0][nt][2 * hf] += before ? 0.0f : y0, accSk[0][nt][2 * hf + 1] += before ? 0.0f : y1;
+                    accSq[0][nt][2 * hf] = fmaf(wq, y0, accSq[0][nt][2 * hf]);
+                    accSq[0][nt][2 * hf + 1] = fmaf(wq, y1, accSq[0][nt][2 * hf + 1]);
+                    accSk[0][nt][2 * hf] = fmaf(wk, y0, accSk[0][nt][2 * hf]);
+                    accSk[0][nt][2 * hf + 1] = fmaf(wk, y1, accSk[0][nt][2 * hf + 1]);
                 }
             }
         }
+        /* the pairs across the halves: D's quarter times KQ (dq, second-half rows), its transpose times KQ (dk,
+         * first-half rows), then brought from m to each step by exp(A_t - A_m), exp(A_m - A_s); 16 channels at a
+         * time (the registers of the 32 would spill) */
+        const uint16_t *Dqh = Dh + 16 * sub * P16 + 16 * sub, *Dql = Dl + 16 * sub * P16 + 16 * sub;
+        const int hm = 16 * sub + 7; /* m */
 #pragma unroll
-        for (int nt = 0; nt < 4; nt++)
+        for (int np = 0; np < 4; np += 2) {
+            const int at = 16 * sub * P16 + cw + 8 * np;
+            float x[1][2][4] = {};
+            ladder_mma_warp_tile<T, 1, 2, 1, false, true>(x, Dqh, P16, KQh + at, P16, lane);
+            ladder_mma_warp_tile<T, 1, 2, 1, false, true>(x, Dqh, P16, KQl + at, P16, lane);
+            ladder_mma_warp_tile<T, 1, 2, 1, false, true>(x, Dql, P16, KQh + at, P16, lane);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int t = 16 * sub + g + 8 * (e >> 1), i = cw + 8 * nt + 2 * tq + (e & 1);
-                if (t >= rows || i >= nk) continue;
-                const int64_t e_at = R[t] * K + i0 + i; /* partial 0, whole: no diag_kernel on this path */
-                const float xq = accSq[0][nt][e], xk = accSk[0][nt][e];
-                a.dq_part[e_at] = xq, a.dk_part[e_at] = xk; /* for the gate sums */
-                if (dq) { /* finish_rows_kernel's work: the diagonal term, scale k (v . do) and scale q (v . do) */
-                    const float vd = scale * PT[t];
-                    dq[e_at] = ladder_from_float<T>(xq + ladder_to_float<T>(k[t * P16 + i]) * vd);
-                    dk[e_at] = ladder_from_float<T>(xk + ladder_to_float<T>(q[t * P16 + i]) * vd);
-                }
+            for (int o = 0; o < 2; o++) {
+                const int i = cw + 8 * (np + o) + 2 * tq;
+                const float2 Am = *(const float2 *)(A + hm * P32 + i), At = *(const float2 *)(A + (hm + 1 + g) * P32 + i);
+                accSq[0][np + o][2] += x[0][o][2] * ex2_ftz(LOG2E * (At.x - Am.x));
+                accSq[0][np + o][3] += x[0][o][3] * ex2_ftz(LOG2E * (At.y - Am.y));
             }
+            float y[1][2][4] = {};
+            ladder_mma_warp_tile<T, 1, 2, 1, true, true>(y, Dqh, P16, KQh + at, P16, lane);
+            ladder_mma_warp_tile<T, 1, 2, 1, true, true>(y, Dqh, P16, KQl + at, P16, lane);
+            ladder_mma_warp_tile<T, 1, 2, 1, true, true>(y, Dql, P16, KQh + at, P16, lane);
+#pragma unroll
+            for (int o = 0; o < 2; o++) {
+                const int i = cw + 8 * (np + o) + 2 * tq;
+                const float2 Am = *(const float2 *)(A + hm * P32 + i), As = *(const float2 *)(A + (hm - 7 + g) * P32 + i);
+                accSk[0][np + o][0] += y[0][o][0] * ex2_ftz(LOG2E * (Am.x - As.x));
+                accSk[0][np + o][1] += y[0][o][1] * ex2_ftz(LOG2E * (Am.y - As.y));
+            }
+        }
+        /* dq_part, dk_part (partial 0, whole: no diag_kernel on this path) and dq, dk, from one row address each */
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int t = 16 * sub + g + 8 * hf;
+            if (t >= rows) continue;
+            const int64_t row = R[t] * K + i0;
+            float *pq = a.dq_part + row, *pk = a.dk_part + row;
+            const float vd = scale * PT[t];
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+                for (int o = 0; o < 2; o++) {
+                    const int i = cw + 8 * nt + 2 * tq + o;
+                    if (i >= (int)nk) continue;
+                    const float xq = accSq[0][nt][2 * hf + o], xk = accSk[0][nt][2 * hf + o];
+                    pq[i] = xq, pk[i] = xk; /* for the gate sums */
+                    if (dq) { /* finish_rows_kernel's work: the diagonal term, scale k (v . do) and scale q (v . do) */
+                        dq[row + i] = ladder_from_float<T>(xq + ladder_to_float<T>(k[t * P16 + i]) * vd);
+                        dk[row + i] = ladder_from_float<T>(xk + ladder_to_float<T>(q[t * P16 + i]) * vd);
+                    }
+                }
+        }
         __syncthreads(); /* A, R, PT, q, k and D are done with before the next chunk is staged */
     }
 }
 
 /*
- * One block per (sequence x head, BC columns j of dv, chunk of SC steps), chunks striding by gridDim.z; 8 warps,
- * warp w holding steps 16 (w & 3).. and columns 32 (w >> 2).. of dv. The state rows come BC at a time: each tile
- * adds to the state part and to P, whose off-diagonal sub-blocks (warps 0..5) stay in fragments, the diagonal
- * sub-blocks' entries in registers (diag_pairs(), as out_kernel), P_tt = q_t . k_t in shared memory (PT).
+ * recurrent_tc.cuh's diag_pairs for cols_kernel's 512 threads, one entry a thread: thread (m, tl, ul) takes
+ * (tl, ul) in sub-block 2 m when ul < tl, (ul, tl) in 2 m + 1 when ul > tl, over the BC channels of a tile, added
+ * to pd; with ex2_ftz and a fused multiply-add per channel (8 instructions a channel where __expf's guards made 12).
  */
-__global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float *Hst, int64_t vpitch, uint16_t *dv) {
+__device__ __forceinline__ void pair_diag(float &pd, const uint16_t *q, const uint16_t *k, const float *A, bool gk,
+                                          int m, int tl, int ul) {
+    if (tl != ul) {
+        const int d = 2 * m + (ul > tl), t = 16 * d + max(tl, ul), u = 16 * d + min(tl, ul);
+        float p = 0.0f; /* without gk the decay is the same in every channel: one exponential a pair */
+        for (int i0c = 0; i0c < BC; i0c += 8) {
+#pragma unroll
+            for (int i = i0c; i < i0c + 8; i += 2) {
+                const uint32_t q2 = ladder_lds32(q + t * P16 + i), k2 = ladder_lds32(k + u * P16 + i);
+                const float x0 = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff);
+                const float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
+                if (gk) {
+                    const float2 At = *(const float2 *)(A + t * P32 + i), Au = *(const float2 *)(A + u * P32 + i);
+                    p = fmaf(x0, ex2_ftz(LOG2E * (At.x - Au.x)), p), p = fmaf(x1, ex2_ftz(LOG2E * (At.y - Au.y)), p);
+                } else {
+                    p += x0 + x1;
+                }
+            }
+        }
+        pd += gk ? p : p * ex2_ftz(LOG2E * (A[t * P32] - A[u * P32]));
+    }
+}
+
+/*
+ * One block per (sequence x head, CV = 128 columns j of dv, chunk of SC steps), chunks striding by gridDim.z; 16
+ * warps, warp w holding steps 16 (w & 3).. and columns 32 (w >> 2).. of dv. The state rows come BC at a time: each
+ * tile adds to the state part and to P, whose off-diagonal sub-blocks (warps 0..5) stay in fragments, the diagonal
+ * sub-blocks' entries in registers (pair_diag(), as out_kernel), P_tt = q_t . k_t in shared memory (PT). P, and
+ * the operands Kt, Qi, Kr it takes, serve every column of the block: with 64 columns a block (8 warps, two blocks
+ * an SM) each of V / 64 blocks formed them all again.
+ */
+__global__ void __launch_bounds__(CTHREADS, 1) cols_kernel(tc_call a, const float *Hst, int64_t vpitch, uint16_t *dv) {
     extern __shared__ __align__(16) unsigned char sm[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
-    const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, c0 = blockIdx.y * BC;
-    const int64_t K = a.c.K, V = a.c.V, nv = min((int64_t)BC, V - c0);
+    const int64_t n = blockIdx.x / a.c.H, h = blockIdx.x % a.c.H, c0 = blockIdx.y * CV;
+    const int64_t K = a.c.K, V = a.c.V, nv = min((int64_t)CV, V - c0);
     const rec_seq s = rec_seq_of(a.c, n);
     const int64_t nch = (s.len + SC - 1) / SC;
     const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0);
     float *A = (float *)(sm + CL_A);
     const int64_t *R = (const int64_t *)(sm + CL_R);
     uint16_t *q = (uint16_t *)(sm + CL_Q), *k = (uint16_t *)(sm + CL_K), *dO = (uint16_t *)(sm + CL_DO);
-    uint16_t *Hh = (uint16_t *)(sm + CL_H), *Hl = Hh + SC * P16, *Kth = (uint16_t *)(sm + CL_KT), *Ktl = Kth + SC * P16;
+    uint16_t *Hh = (uint16_t *)(sm + CL_H), *Hl = Hh + SC * P16V, *Kth = (uint16_t *)(sm + CL_KT), *Ktl = Kth + SC * P16;
     uint16_t *Qi = (uint16_t *)(sm + CL_QI), *Kr = (uint16_t *)(sm + CL_KR), *P = (uint16_t *)(sm + CL_P);
     float *PT = (float *)(sm + CL_PT);
     const int sub = warp & 3, cw = 32 * (warp >> 2);
     const int di = warp < 1 ? 1 : warp < 3 ? 2 : 3, dj = warp < 1 ? 0 : warp < 3 ? warp - 1 : warp - 3;
-    const int tl = threadIdx.x / 16, ul = threadIdx.x % 16; /* the thread's entries in the diagonal sub-blocks */
+    /* the thread's entry in the diagonal sub-blocks (pair_diag()) */
+    const int dm = threadIdx.x / 256, tl = threadIdx.x / 16 % 16, ul = threadIdx.x % 16;
     for (int64_t ch = blockIdx.z; ch < nch; ch += gridDim.z) {
         const int64_t step0 = ch * SC, at = (split_slot(a, s, n, ch) * a.c.H + h) * K * vpitch;
         const int rows = (int)min((int64_t)SC, s.len - step0);
-        stage_tile<uint16_t, SC>(dO, P16, BC, a.dO, a, s, h, step0, c0, nv);
+        stage_tile<uint16_t, SC>(dO, P16V, CV, a.dO, a, s, h, step0, c0, nv);
         if (threadIdx.x < SC) PT[threadIdx.x] = 0.0f;
-        float accS[1][4][4] = {}, accP[1][4][4] = {}, pacc[1][2][4] = {}, pd[2] = {};
+        float accS[1][4][4] = {}, accP[1][4][4] = {}, pacc[1][2][4] = {}, pd = 0.0f;
         for (int64_t i0 = 0; i0 < K; i0 += BC) {
             const int64_t nk = min((int64_t)BC, K - i0);
             stage_rows(sm, CL_A, CL_GS, CL_R, CL_Q, CL_K, a, s, h, step0, i0, nk);
             float2 xh[PAIRS];
-            state_load(xh, Hst + at, vpitch, i0, nk, c0, nv);
-            state_split(Hh, Hl, xh);
+            state_load<CV, CTHREADS>(xh, Hst + at, vpitch, i0, nk, c0, nv);
+            state_split<CV, CTHREADS>(Hh, Hl, xh);
             ladder_cp_async_wait_group<0>();
             __syncthreads();
             cumsum<SC>(A, P32, BC, a.gk.p, (const float *)(sm + CL_GS), gamma, rows);
@@ -349,14 +479,14 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                 const int t = id / (BC / 2), i = id % (BC / 2) * 2;
                 const float2 At = *(const float2 *)(A + t * P32 + i), Ac = *(const float2 *)(A + (SC - 1) * P32 + i);
                 const uint32_t k2 = ladder_lds32(k + t * P16 + i), q2 = ladder_lds32(q + t * P16 + i);
-                const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * expf(Ac.x - At.x),
-                                          ladder_to_float<T>(k2 >> 16) * expf(Ac.y - At.y));
+                const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * ex2_ftz(LOG2E * (Ac.x - At.x)),
+                                          ladder_to_float<T>(k2 >> 16) * ex2_ftz(LOG2E * (Ac.y - At.y)));
                 *(uint32_t *)(Kth + t * P16 + i) = x.x, *(uint32_t *)(Ktl + t * P16 + i) = x.y;
                 if (t >= 16) {
                     const float2 Ab = *(const float2 *)(A + (t / 16 * 16 - 1) * P32 + i);
                     *(uint32_t *)(Qi + t * P16 + i) =
-                        ladder_pack2_float<T>(ladder_to_float<T>(q2 & 0xffff) * __expf(At.x - Ab.x),
-                                              ladder_to_float<T>(q2 >> 16) * __expf(At.y - Ab.y));
+                        ladder_pack2_float<T>(ladder_to_float<T>(q2 & 0xffff) * ex2_ftz(LOG2E * (At.x - Ab.x)),
+                                              ladder_to_float<T>(q2 >> 16) * ex2_ftz(LOG2E * (At.y - Ab.y)));
                 }
                 float dot = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff) +
                             ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
@@ -371,16 +501,16 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                 const float2 Ab = *(const float2 *)(A + (16 * kr.x - 1) * P32 + i);
                 const uint32_t k2 = ladder_lds32(k + kr.y * P16 + i);
                 *(uint32_t *)(Kr + r * P16 + i) =
-                    ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * __expf(Ab.x - As.x),
-                                          ladder_to_float<T>(k2 >> 16) * __expf(Ab.y - As.y));
+                    ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * ex2_ftz(LOG2E * (Ab.x - As.x)),
+                                          ladder_to_float<T>(k2 >> 16) * ex2_ftz(LOG2E * (Ab.y - As.y)));
             }
-            diag_pairs<T, BC>(pd, q, k, P16, A, P32, a.gk.p != nullptr, tl, ul); /* P's diagonal sub-blocks */
+            pair_diag(pd, q, k, A, a.gk.p != nullptr, dm, tl, ul); /* P's diagonal sub-blocks */
             __syncthreads();
             /* dv's state part Kt dH: three products of the split pairs */
             const uint16_t *Xh = Kth + 16 * sub * P16, *Xl = Ktl + 16 * sub * P16;
-            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xh, P16, Hh + cw, P16, lane);
-            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xh, P16, Hl + cw, P16, lane);
-            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xl, P16, Hh + cw, P16, lane);
+            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xh, P16, Hh + cw, P16V, lane);
+            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xh, P16, Hl + cw, P16V, lane);
+            ladder_mma_warp_tile<T, 1, 4, BC / 16, false, true>(accS, Xl, P16, Hh + cw, P16V, lane);
             if (warp < 6)
                 ladder_mma_warp_tile<T, 1, 2, BC / 16, false, false>(pacc, Qi + 16 * di * P16, P16,
                                                                      Kr + (8 * di * (di - 1) + 16 * dj) * P16, P16,
@@ -396,27 +526,27 @@ __global__ void __launch_bounds__(THREADS, 2) cols_kernel(tc_call a, const float
                     *(uint32_t *)(P + t * P16 + u) = ladder_pack2_float<T>(pacc[0][nt][e], pacc[0][nt][e + 1]);
                 }
 #pragma unroll
-        for (int d = 0; d < 4; d++) { /* diagonal sub-blocks: the entries below by their holder, zeros on and above
-                                       * (P_tt stays apart, in PT, for the gate sums' diagonal term) */
+        for (int d = 2 * dm; d < 2 * dm + 2; d++) { /* diagonal sub-blocks: the entries below by their holder, zeros
+                                                     * on and above (P_tt stays apart, in PT, for the gate sums) */
             if (ul >= tl) P[(16 * d + tl) * P16 + 16 * d + ul] = 0;
             if (tl != ul && (d & 1) == (ul > tl))
-                P[(16 * d + max(tl, ul)) * P16 + 16 * d + min(tl, ul)] = ladder_from_float<T>(pd[d / 2]);
+                P[(16 * d + max(tl, ul)) * P16 + 16 * d + min(tl, ul)] = ladder_from_float<T>(pd);
         }
         __syncthreads();
         if (!dv && blockIdx.y == 0 && threadIdx.x < rows) a.ptt[R[threadIdx.x]] = PT[threadIdx.x]; /* for finish_cols */
         for (int kk = sub; kk < 4; kk++) /* dv_s += sum_t P_ts do_t over the later steps: P^T do */
             ladder_mma_warp_tile<T, 1, 4, 1, true, true>(accP, P + 16 * kk * P16 + 16 * sub, P16,
-                                                         dO + 16 * kk * P16 + cw, P16, lane);
+                                                         dO + 16 * kk * P16V + cw, P16V, lane);
 #pragma unroll
         for (int nt = 0; nt < 4; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int t = 16 * sub + g + 8 * (e >> 1), j = cw + 8 * nt + 2 * tq + (e & 1);
-                if (t >= rows || j >= nv) continue;
+                if (t >= rows || j >= (int)nv) continue;
                 const int64_t at = R[t] * V + c0 + j;
                 const float x = accS[0][nt][e] + a.c.scale * accP[0][nt][e]; /* dH carries the scale */
                 if (dv) /* finish_cols_kernel's work: the diagonal term scale (q . k) do; no gate sum reads dv32 */
-                    dv[at] = ladder_from_float<T>(x + a.c.scale * PT[t] * ladder_to_float<T>(dO[t * P16 + j]));
+                    dv[at] = ladder_from_float<T>(x + a.c.scale * PT[t] * ladder_to_float<T>(dO[t * P16V + j]));
                 else
                     a.dv32[at] = x;
             }
@@ -449,8 +579,8 @@ ladder_status split_bwd(const tc_call &a, uint16_t *dq, uint16_t *dk, uint16_t *
     const dim3 rg((unsigned)(c.N * c.H), (unsigned)((c.K + BC - 1) / BC), chunks);
     rows_kernel<<<rg, THREADS, RW_TOTAL>>>(a, S, dH, vpitch, dq, dk);
     LADDER_LAUNCH_CHECK("rows_kernel");
-    const dim3 cg((unsigned)(c.N * c.H), (unsigned)((c.V + BC - 1) / BC), chunks);
-    cols_kernel<<<cg, THREADS, CL_TOTAL>>>(a, dH, vpitch, dv);
+    const dim3 cg((unsigned)(c.N * c.H), (unsigned)((c.V + CV - 1) / CV), chunks);
+    cols_kernel<<<cg, CTHREADS, CL_TOTAL>>>(a, dH, vpitch, dv);
     LADDER_LAUNCH_CHECK("cols_kernel");
     return LADDER_OK;
 }

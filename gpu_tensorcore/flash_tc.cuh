@@ -15,25 +15,11 @@
 
 #include "attention.h"
 #include "cuda_util.cuh"
+#include "fast_exp.cuh"
 #include "flash.h"
 #include "mma.cuh"
 
 namespace flash_tc {
-
-/* log2(e): exp(x) = exp2(x * log2(e)), and ex2 is the instruction the GPU has */
-#define LADDER_LOG2E 1.4426950408889634f
-
-/*
- * 2^x by the ex2 instruction alone, a result below 2^-126 flushed to zero: what exp2f becomes under
- * --use_fast_math, as FlashAttention is built. Plain exp2f guards every call against subnormal results with a
- * compare and two multiplies, three more instructions per score than the exponent itself (the profile of the
- * forward showed them, chapter 3). A P below 2^-126 adds nothing next to the row's largest P, which is 1.
- */
-__device__ __forceinline__ float ex2_ftz(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 
 /*
  * p[0] += x and p[1] += y, atomically, @p p 8-byte aligned in global memory: one vector atomic on sm_90 (CUDA's

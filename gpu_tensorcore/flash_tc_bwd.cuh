@@ -142,7 +142,7 @@ __device__ __forceinline__ void p_and_ds(const args &a, const bwd_smem<HD, HDV> 
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     const float x = s[mt][nt][2 * k + e];
-                    P[e] = ex2_ftz(fmaf(x, sl2, -L2));
+                    P[e] = ladder_ex2_ftz(fmaf(x, sl2, -L2));
                     if (MASKED && !(c + e >= lo && c + e < hi)) P[e] = 0.0f;
                     dS[e] = P[e] * (dp[mt][nt][2 * k + e] - Delta);
                     if (CAPPED) dS[e] *= ladder_attn_softcap_grad(x, a.softcap);

@@ -150,13 +150,13 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
                 const float m_new = fmaxf(m[mt][k], mx);
                 /* no key seen yet: m_new = -inf; subtracting 0 instead keeps exp2(-inf - -inf) = NaN out: P = 0 */
                 const float ms = m_new == -INFINITY ? 0.0f : m_new * sl2;
-                alpha[mt][k] = ex2_ftz(m[mt][k] * sl2 - ms); /* exactly 1 where the max stayed */
+                alpha[mt][k] = ladder_ex2_ftz(m[mt][k] * sl2 - ms); /* exactly 1 where the max stayed */
                 grew |= m_new != m[mt][k];
                 float sum = 0.0f;
 #pragma unroll
                 for (int nb = 0; nb < BC / 8; nb++) {
-                    const float p0 = ex2_ftz(fmaf(sc[mt][nb][2 * k], sl2, -ms));
-                    const float p1 = ex2_ftz(fmaf(sc[mt][nb][2 * k + 1], sl2, -ms));
+                    const float p0 = ladder_ex2_ftz(fmaf(sc[mt][nb][2 * k], sl2, -ms));
+                    const float p1 = ladder_ex2_ftz(fmaf(sc[mt][nb][2 * k + 1], sl2, -ms));
                     sum += p0 + p1;
                     pa[mt][nb / 2][2 * (nb % 2) + k] = ladder_pack2_float<T>(p0, p1);
                 }

@@ -31,7 +31,7 @@
  *    sweeps' sequential loop is the state's work: the decays, the operands, the products and their epilogues.
  *    Being parallel, it is shaped for throughput: its own small shared-memory plan (several blocks per SM), each
  *    pair's product and weight formed once (a thread per channel walks the chunk's pairs), its exponentials by
- *    the ex2 instruction alone (exp_ftz).
+ *    the ex2 instruction alone (ladder_exp_ftz, common/fast_exp.cuh).
  * 4. Staging by cp.async, double-buffered (stage_chunk): the next chunk's q, k, v (do), gates (and P) are in
  *    flight while this chunk computes. A tile keeps the input's own [step][channel] layout, rows padded by 16
  *    bytes so that ldmatrix hits distinct banks; strided or misaligned inputs take element loads into the same
@@ -42,7 +42,7 @@
  *    (reverse_kernel) carries dH = dL/dS backwards and adds those of dk and dv, and writes dh0. dq and dk
  *    contract over the state's columns, which the warps split: they read a 16-bit copy of the state in shared
  *    memory (Sx), and every block writes its partial, summed afterwards in block order: no atomics.
- * 6. The gate gradients in chapter 2's form (bwd(), gate_rows_kernel, gate_cols_kernel): the identity of
+ * 6. The gate gradients in chapter 2's form (recurrent_gates.cu: gate_grads()): the identity of
  *    recurrent.h with what cancels kept apart (each step's own diagonal term; dht's part, from a second reverse
  *    sweep), summed in double. One pass over the inputs (gate_scan): tiles of the sequence from its end, each
  *    warp's steps in registers, the carry of the later tiles and warps through shared memory; dgk and dgv are
@@ -70,6 +70,7 @@
 
 #include "cuda_check.cuh"
 #include "cuda_util.cuh"
+#include "fast_exp.cuh"
 #include "mma.cuh"
 #include "recurrent_gpu.cuh"
 #include "recurrent_rungs.h"
@@ -140,9 +141,6 @@ struct smem_plan {
 __device__ __forceinline__ int64_t chunk_slot(const tc_call &a, const rec_seq &s, int64_t n, int64_t chunk) {
     return (s.b * a.c.T + s.start) / CH + n + chunk;
 }
-
-/* B*T*H, the flat tokens of the [B,T,H,..] tensors. */
-__device__ __forceinline__ int64_t token_count(const tc_call &a) { return a.c.B * a.c.T * a.c.H; }
 
 /* A contiguous f32 [B,T,H,C] scratch tensor as a view (the diagonal parts the backward's sweeps stage). */
 __device__ __forceinline__ view<float> part_view(const tc_call &a, const float *p, int64_t C) {
@@ -238,18 +236,6 @@ __device__ void operands(unsigned char *sm, const smem_plan &L, const unsigned c
 }
 
 /*
- * exp(x) by the ex2 instruction alone, a result below 2^-126 flushed to zero (as flash_tc.cuh's ex2_ftz): __expf
- * compiles to five instructions around its ex2, three of them guarding subnormal results. A weight below 2^-126
- * multiplies inputs of order one, so what it would add to a gradient lies below fp32's normal range; the suites'
- * strong-decay cases pass with it (H100, commit 002bd31).
- */
-__device__ __forceinline__ float exp_ftz(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
-    return y;
-}
-
-/*
  * The chunk's two 16 x 16 fp32 matrices of the diagonal part, zero above the diagonal (s > t):
  *   P[t][s] = sum_i q_t[i] k_s[i] exp(A_t[i] - A_s[i])       (without gk: exp(A_t - A_s) (q_t . k_s))
  *   D[t][s] = sum_j do_t[j] v_s[j] exp(B_t[j] - B_s[j])      (the block's columns; the backward's)
@@ -278,7 +264,7 @@ __device__ void small_matrices(unsigned char *sm, const smem_plan &L, const unsi
                 if (gates && a.gk.p) {
                     const float2 At = *(const float2 *)(A + t * L.kp32 + i);
                     const float2 As = *(const float2 *)(A + s * L.kp32 + i);
-                    x0 *= exp_ftz(At.x - As.x), x1 *= exp_ftz(At.y - As.y);
+                    x0 *= ladder_exp_ftz(At.x - As.x), x1 *= ladder_exp_ftz(At.y - As.y);
                 }
                 p += x0 + x1;
             }
@@ -291,7 +277,7 @@ __device__ void small_matrices(unsigned char *sm, const smem_plan &L, const unsi
 #pragma unroll
             for (int j = j0; j < j0 + 8; j++) {
                 float x = ladder_to_float<T>(dO[t * L.vp16 + j]) * ladder_to_float<T>(v[s * L.vp16 + j]);
-                if (gates && a.gv.p) x *= exp_ftz(B[t * L.vp32 + j] - B[s * L.vp32 + j]);
+                if (gates && a.gv.p) x *= ladder_exp_ftz(B[t * L.vp32 + j] - B[s * L.vp32 + j]);
                 d += x;
             }
         }
@@ -311,7 +297,7 @@ __device__ void small_matrices(unsigned char *sm, const smem_plan &L, const unsi
         const int e = is_D ? id - LOWER : id; /* entry e = t (t - 1) / 2 + s, s < t */
         const int t = (int)((1.0f + sqrtf(8.0f * e + 1.0f)) * 0.5f), s = e - t * (t - 1) / 2;
         float x = is_D ? d_entry(t, s, true) : p_entry(t, s, true);
-        if (!a.gk.p) x *= exp_ftz(A[t * L.kp32] - A[s * L.kp32]); /* the row gate alone: one factor per pair */
+        if (!a.gk.p) x *= ladder_exp_ftz(A[t * L.kp32] - A[s * L.kp32]); /* the row gate alone: one factor per pair */
         (is_D ? D : P)[t * (CH + 1) + s] = x;
     }
 }
@@ -518,7 +504,7 @@ __device__ __forceinline__ void diag_rows(const tc_call &a, const smem_plan &L, 
             for (int u = 0; u < HALF; u++) {
                 if (u0 + u >= t) break;
                 const float d = D[t * (CH + 1) + u0 + u];
-                const float w = GK ? d * exp_ftz(At - A[(u0 + u) * L.kp32 + i]) : d;
+                const float w = GK ? d * ladder_exp_ftz(At - A[(u0 + u) * L.kp32 + i]) : d;
                 xq[t] += w * ku[u], xk[u] += w * qt;
             }
             if (last_half(t) == u0 && t < rows) a.dq_part[(part + R[t]) * K + i] = a.c.scale * xq[t];
@@ -555,7 +541,7 @@ __device__ __forceinline__ void diag_cols(const tc_call &a, const smem_plan &L, 
             for (int u = 0; u < HALF; u++) {
                 if (u0 + u >= t) break;
                 const float p = P[t * (CH + 1) + u0 + u];
-                const float w = GV ? p * exp_ftz(Bt - B[(u0 + u) * L.vp32 + jl]) : p;
+                const float w = GV ? p * ladder_exp_ftz(Bt - B[(u0 + u) * L.vp32 + jl]) : p;
                 xv[u] += w * dt;
                 if (GV) xo[t] += w * vu[u];
             }
@@ -821,243 +807,10 @@ template <class T, class M> __global__ void __launch_bounds__(32 * MAX_WARPS) re
     if (dh0) store_state(dh0, dH, a, n, h, c0, j0, r0, lane);
 }
 
-/*
- * Element [b,t,h,c] of a 16-bit input, from its flat token index (b*T + t)*H + h: one multiply-add when the input
- * is contiguous, three 64-bit divisions otherwise (they were a third of the gate sums' instructions).
- */
-template <class T>
-__device__ __forceinline__ float ld16(const view<uint16_t> &x, const rec_call &c, int64_t token, int64_t col) {
-    if (x.dense) return ladder_to_float<T>(x.p[token * x.s[2] + col]);
-    const int64_t h = token % c.H, t = token / c.H % c.T, b = token / c.H / c.T;
-    return ladder_to_float<T>(x.p[b * x.s[0] + t * x.s[1] + h * x.s[2] + col * x.s[3]]);
-}
-
-/*
- * One thread per (token, row i): the column blocks' partials summed in block order, the diagonal terms put back,
- *   dq = dq_part + scale k (v . do),   dk = dk_part + scale q (v . do) + dkz_part,
- * rounded into the outputs; dq_part, dk_part and dkz_part keep their fp32 sums, for the gate sums. @p parts
- * partials of dq_part, dk_part, vdo_part (1 on the split path, whose blocks sum every column), @p zparts of
- * dkz_part (the zrun sweep's column blocks).
- */
-template <class T>
-__global__ void finish_rows_kernel(tc_call a, int parts, int zparts, uint16_t *dq, uint16_t *dk) {
-    const int64_t tokens = a.c.B * a.c.T * a.c.H, n = tokens * a.c.K;
-    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= n) return;
-    const int64_t token = e / a.c.K, i = e % a.c.K;
-    float sq = 0.0f, sk = 0.0f, sz = 0.0f, vdo = 0.0f;
-    for (int p = 0; p < parts; p++)
-        sq += a.dq_part[p * n + e], sk += a.dk_part[p * n + e], vdo += a.vdo_part[p * tokens + token];
-    for (int p = 0; a.dkz_part && p < zparts; p++) sz += a.dkz_part[p * n + e];
-    /* with one partial the sums are already in place: 0.54 GB less at the benchmark shape */
-    if (parts > 1) a.dq_part[e] = sq, a.dk_part[e] = sk;
-    if (a.dkz_part && zparts > 1) a.dkz_part[e] = sz;
-    dq[e] = ladder_from_float<T>(sq + a.c.scale * ld16<T>(a.k, a.c, token, i) * vdo);
-    dk[e] = ladder_from_float<T>(sk + a.c.scale * ld16<T>(a.q, a.c, token, i) * vdo + sz);
-}
-
-/* One thread per (token, column j): dv = dv32 + scale (q . k) do + dvz32, rounded. */
-template <class T> __global__ void finish_cols_kernel(tc_call a, uint16_t *dv) {
-    const int64_t n = a.c.B * a.c.T * a.c.H * a.c.V, e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= n) return;
-    const int64_t token = e / a.c.V, j = e % a.c.V;
-    const float x = a.dv32[e] + a.c.scale * a.ptt[token] * ld16<T>(a.dO, a.c, token, j);
-    dv[e] = ladder_from_float<T>(a.dvz32 ? x + a.dvz32[e] : x);
-}
-
 /* out[e] += in[e]: dh0's dht part joins its do part. */
 __global__ void add_kernel(float *out, const float *in, int64_t n) {
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e < n) out[e] += in[e];
-}
-
-constexpr int GATE_WARPS = 8; /* warps of a gate-sum block */
-
-/*
- * One input or output of the gate sums along one channel of one sequence: the element of token t is p[t * st]
- * (every [B,T,H,C] tensor is, with b, h and the channel fixed). A step's address is then one multiply-add:
- * computed from (b*T + t)*H + h as a flat row, the addresses of a tile's steps took more instructions than
- * their loads, and the registers of the loads in flight.
- */
-template <class U> struct gate_in {
-    U *p;
-    int64_t st;
-    __device__ __forceinline__ U &at(int64_t t) const { return p[t * st]; }
-};
-
-/* A 16-bit input [B,T,H,C] at batch row b, head h, channel x. */
-__device__ __forceinline__ gate_in<const uint16_t> gate_in16(const view<uint16_t> &v, int64_t b, int64_t h,
-                                                              int64_t x) {
-    return {v.p + b * v.s[0] + h * v.s[2] + x * v.s[3], v.s[1]};
-}
-
-/* A contiguous f32 [B,T,H,C] tensor (an fp32 part, dgk, dgv) at batch row b, head h, channel x. */
-template <class U>
-__device__ __forceinline__ gate_in<U> gate_in32(const tc_call &a, U *p, int64_t C, int64_t b, int64_t h, int64_t x) {
-    return {p + (b * a.c.T * a.c.H + h) * C + x, a.c.H * C};
-}
-
-/*
- * The gate sums of one channel x (a row, or a column) of a sequence, in double, in chapter 2's form ("What the
- * identity costs numerically"): G_t = sum_{s>=t} term_s, each term the difference of two small numbers when the
- * decay is strong (the diagonal terms that cancel are left out of both), and with dht (DHT) G_t gains its dht
- * part z0 + sum_{u<t} zterm_u. @p term(t) and @p zterm(t) read the step at token t; @p out(t, G) takes its G_t;
- * with @p dg ([B,T,H] at the sequence's batch row and head: dg.at(t)), lane 0 also writes the sum of G_t over the
- * warp's 32 channels (xor tree: a fixed order). Every thread of the block calls it (it synchronizes);
- * @p active: whether x is a real channel (an idle lane reads the last one and keeps zeros).
- *
- * One pass over the inputs, tile by tile from the sequence's end: warp w holds steps base + STEPS w .. of the
- * tile in registers (the loads of all STEPS go out together), sums them backwards, and starts from the carry of
- * the later tiles plus the totals of the later warps of this one, which every warp adds in the same order. The
- * previous form (commit d033212) read each term twice, once for segment totals and once for the chain, and
- * kept G in double for rec_finish_gates: 2.1 GB of traffic in gate_rows_kernel and 0.8 GB in
- * finish_tokens_kernel, where this reads the four inputs once and writes dgk in fp32 (1.07 GB at B=8 T=4096
- * H=16 K=128, gk): the backward took 5.91 ms instead of 6.60 with gk, 5.07 instead of 5.63 with g (H100, bf16,
- * that shape, db4842f without its states_kernel change against d033212 in one run). The dht part is a forward
- * sum: a first pass totals its terms (z0 + all of them), and each tile takes its own total off that before it
- * adds its steps forwards. A warp holds 8 steps, 4 with DHT (whose zterms load beside the terms): 16 spilled at
- * the 128 registers of two blocks per SM.
- */
-template <bool DHT, class Term, class ZTerm, class Out>
-__device__ __forceinline__ void gate_scan(const tc_call &a, const rec_seq &s, bool active, Term term, double z0,
-                                          ZTerm zterm, Out out, gate_in<double> dg) {
-    constexpr int STEPS = DHT ? 4 : 8, TILE = GATE_WARPS * STEPS;
-    __shared__ double tot[2][GATE_WARPS][32], ztot[2][GATE_WARPS][32]; /* two buffers: one barrier a tile */
-    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (s.len == 0) return; /* the whole block's sequence: no thread waits at a barrier */
-    /* Step base + STEPS w + u of the warp is token t0 + dt u. Steps past the end read the last one, and the sums
-     * drop them: loads under a condition went into branches, one step's load and its use at a time. */
-    const int64_t dt = a.c.reverse ? -1 : 1;
-    int64_t t0;
-    int last;
-    const auto warp_steps = [&](int64_t base) {
-        const int64_t s0 = min(base + w * STEPS, s.len - 1);
-        t0 = rec_token(a.c, s, s0), last = (int)min((int64_t)STEPS - 1, s.len - 1 - s0);
-    };
-    if (DHT) {
-        double z = 0.0;
-        for (int64_t base = 0; base < s.len; base += TILE) {
-            warp_steps(base);
-#pragma unroll
-            for (int u = 0; u < STEPS; u++) {
-                const double x = zterm(t0 + dt * min(u, last));
-                z += base + w * STEPS + u < s.len && active ? x : 0.0;
-            }
-        }
-        ztot[0][w][lane] = z;
-        __syncthreads();
-        for (int v = 0; v < GATE_WARPS; v++) z0 += ztot[0][v][lane];
-        __syncthreads(); /* before the first tile overwrites ztot[0] */
-    }
-    double carry = 0.0, zc = z0; /* the terms of the steps after the tile; z0 and the zterms before it */
-    int buf = 0;
-    for (int64_t base = (s.len - 1) / TILE * TILE; base >= 0; base -= TILE, buf ^= 1) {
-        double y[STEPS], z[STEPS];
-        warp_steps(base);
-#pragma unroll
-        for (int u = 0; u < STEPS; u++) {
-            const int64_t t = t0 + dt * min(u, last);
-            const bool ok = base + w * STEPS + u < s.len && active;
-            const double x = term(t);
-            y[u] = ok ? x : 0.0;
-            if (DHT) {
-                const double zx = zterm(t);
-                z[u] = ok ? zx : 0.0;
-            }
-        }
-        double acc = 0.0, zacc = 0.0;
-#pragma unroll
-        for (int u = STEPS - 1; u >= 0; u--) acc += y[u], y[u] = acc, zacc += DHT ? z[u] : 0.0;
-        tot[buf][w][lane] = acc, ztot[buf][w][lane] = zacc;
-        __syncthreads();
-        double c = carry;
-        for (int v = GATE_WARPS - 1; v > w; v--) c += tot[buf][v][lane];
-        const double cw = c; /* what the warp's steps start from */
-        for (int v = w; v >= 0; v--) c += tot[buf][v][lane];
-        carry = c; /* the same additions in the same order in every warp */
-        if (DHT) {
-            double zt = 0.0;
-            for (int v = 0; v < GATE_WARPS; v++) zt += ztot[buf][v][lane];
-            zc -= zt; /* z0 and the zterms before the tile */
-            double zw = zc;
-            for (int v = 0; v < w; v++) zw += ztot[buf][v][lane];
-#pragma unroll
-            for (int u = 0; u < STEPS; u++) {
-                const double before = zw;
-                zw += z[u], z[u] = before;
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < STEPS; u++) {
-            const bool real = base + w * STEPS + u < s.len;
-            const int64_t t = t0 + dt * u;
-            double G = cw + y[u] + (DHT ? z[u] : 0.0);
-            if (real && active) out(t, G);
-            if (!dg.p) continue;
-            G = active ? G : 0.0;
-#pragma unroll
-            for (int d = 16; d > 0; d >>= 1) G += __shfl_xor_sync(0xffffffffu, G, d);
-            if (lane == 0 && real) dg.at(t) = G;
-        }
-    }
-}
-
-/*
- * One block per (sequence, head, 32 rows i), a warp per STEPS steps of each tile:
- *   G_t[i] = sum_{s>=t} (q_s[i] dq_s[i] - k_s[i] dk_s[i]) + sum_j dh0z[i,j] h0[i,j] + sum_{u<t} k_u[i] dkz_u[i]
- * with dq, dk the do parts without their diagonal terms (the identity of recurrent.h, rearranged), written as
- * dgk, and with @p dg_part ([groups][B,T,H]) each step's sum over the block's rows, for rec_finish_dg().
- */
-template <class T, bool DHT>
-__global__ void __launch_bounds__(32 * GATE_WARPS, 2) gate_rows_kernel(tc_call a, double *dg_part) {
-    const int64_t K = a.c.K, V = a.c.V, groups = (K + 31) / 32, nh = blockIdx.x / groups, grp = blockIdx.x % groups;
-    const int64_t i = grp * 32 + threadIdx.x % 32, n = nh / a.c.H, h = nh % a.c.H, ic = min(i, K - 1);
-    const bool active = i < K;
-    const rec_seq s = rec_seq_of(a.c, n);
-    double z0 = 0.0;
-    for (int64_t j = 0; active && a.dh0z && a.c.h0.p && j < V; j++)
-        z0 += (double)a.dh0z[(nh * K + i) * V + j] * rec_ld(a.c.h0, n, h, i, j);
-    const auto q = gate_in16(a.q, s.b, h, ic), k = gate_in16(a.k, s.b, h, ic);
-    const auto dq = gate_in32(a, (const float *)a.dq_part, K, s.b, h, ic);
-    const auto dk = gate_in32(a, (const float *)a.dk_part, K, s.b, h, ic);
-    const auto dkz = gate_in32(a, (const float *)a.dkz_part, K, s.b, h, ic);
-    const auto dgk = gate_in32(a, a.c.dgk, K, s.b, h, i);
-    const bool gk = a.c.dgk != nullptr; /* without gk only dg's sums are written */
-    const auto term = [&](int64_t t) {
-        return (double)ladder_to_float<T>(q.at(t)) * dq.at(t) - (double)ladder_to_float<T>(k.at(t)) * dk.at(t);
-    };
-    const auto zterm = [&](int64_t t) { return (double)ladder_to_float<T>(k.at(t)) * dkz.at(t); };
-    const auto out = [&](int64_t t, double G) {
-        if (gk) dgk.at(t) = (float)G;
-    };
-    gate_in<double> dg = {nullptr, 0};
-    if (dg_part) dg = gate_in32(a, dg_part + grp * token_count(a), 1, s.b, h, 0);
-    gate_scan<DHT>(a, s, active, term, z0, zterm, out, dg);
-}
-
-/*
- * The same per column j, written as dgv:
- *   G_t[j] = sum_{s>=t} (o_s do_s - v_s dv_s)[j] + sum_i dh0z[i,j] h0[i,j] + sum_{u<t} v_u[j] dvz_u[j]
- */
-template <class T, bool DHT> __global__ void __launch_bounds__(32 * GATE_WARPS, 2) gate_cols_kernel(tc_call a) {
-    const int64_t K = a.c.K, V = a.c.V, groups = (V + 31) / 32, nh = blockIdx.x / groups;
-    const int64_t j = blockIdx.x % groups * 32 + threadIdx.x % 32, n = nh / a.c.H, h = nh % a.c.H, jc = min(j, V - 1);
-    const bool active = j < V;
-    const rec_seq s = rec_seq_of(a.c, n);
-    double z0 = 0.0;
-    for (int64_t i = 0; active && a.dh0z && a.c.h0.p && i < K; i++)
-        z0 += (double)a.dh0z[(nh * K + i) * V + j] * rec_ld(a.c.h0, n, h, i, j);
-    const auto dO = gate_in16(a.dO, s.b, h, jc), v = gate_in16(a.v, s.b, h, jc);
-    const auto o = gate_in32(a, (const float *)a.o32, V, s.b, h, jc);
-    const auto dv = gate_in32(a, (const float *)a.dv32, V, s.b, h, jc);
-    const auto dvz = gate_in32(a, (const float *)a.dvz32, V, s.b, h, jc);
-    const auto dgv = gate_in32(a, a.c.dgv, V, s.b, h, j);
-    const auto term = [&](int64_t t) {
-        return (double)o.at(t) * ladder_to_float<T>(dO.at(t)) - (double)ladder_to_float<T>(v.at(t)) * dv.at(t);
-    };
-    const auto zterm = [&](int64_t t) { return (double)ladder_to_float<T>(v.at(t)) * dvz.at(t); };
-    const auto out = [&](int64_t t, double G) { dgv.at(t) = (float)G; };
-    gate_scan<DHT>(a, s, active, term, z0, zterm, out, gate_in<double>{nullptr, 0});
 }
 
 constexpr int THREADS = 256;
@@ -1137,7 +890,7 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
     LADDER_TRY(plan(p, ar, true, &a));
     const rec_call &c = a.c;
     const int64_t tokens = c.B * c.T * c.H, nvb = (c.V + a.VB - 1) / a.VB;
-    const bool gates = rec_has_gates(c), gv = c.gv.p != nullptr, dht = c.dht.p != nullptr;
+    const bool gv = c.gv.p != nullptr, dht = c.dht.p != nullptr;
     const int64_t n_part = nvb * tokens * c.K, n_v = tokens * c.V, n_state = c.N * c.H * c.K * c.V;
     const int64_t sizes[] = {n_part, n_part, dht ? n_part : 0, nvb * tokens, tokens, gv ? n_v : 0, n_v,
                              dht ? n_v : 0, dht ? n_state : 0};
@@ -1171,33 +924,9 @@ template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const la
             LADDER_LAUNCH_CHECK("add_kernel");
         }
     }
-    if (!fused) {
-        /* the split path writes one whole partial (rows_kernel sums every column of V); dht's sweep nvb */
-        finish_rows_kernel<T><<<ladder_blocks(tokens * c.K, THREADS), THREADS>>>(a, split ? 1 : (int)nvb, (int)nvb,
-                                                                                dq, dk);
-        LADDER_LAUNCH_CHECK("finish_rows_kernel");
-        finish_cols_kernel<T><<<ladder_blocks(n_v, THREADS), THREADS>>>(a, dv);
-        LADDER_LAUNCH_CHECK("finish_cols_kernel");
-    }
-    if (!gates) return LADDER_OK;
-    /* dg and dg_gamma sum G_t over the rows: each block of 32 rows leaves its per-step sum, rec_finish_dg() adds
-     * them in block order */
-    const int64_t groups = (c.K + 31) / 32;
-    const bool sums = c.dg || c.dg_gamma;
-    ladder_scratch D;
-    if (sums) LADDER_TRY(D.alloc((size_t)((groups + 1) * tokens) * sizeof(double)));
-    double *dg_part = sums ? (double *)D.ptr : nullptr;
-    if (c.dgk || sums) {
-        (dht ? gate_rows_kernel<T, true> : gate_rows_kernel<T, false>)<<<(unsigned)(c.N * c.H * groups),
-                                                                         32 * GATE_WARPS>>>(a, dg_part);
-        LADDER_LAUNCH_CHECK("gate_rows_kernel");
-    }
-    if (gv) {
-        (dht ? gate_cols_kernel<T, true> : gate_cols_kernel<T, false>)<<<(unsigned)(c.N * c.H * ((c.V + 31) / 32)),
-                                                                         32 * GATE_WARPS>>>(a);
-        LADDER_LAUNCH_CHECK("gate_cols_kernel");
-    }
-    return sums ? rec_finish_dg(c, dg_part, (int)groups, dg_part + groups * tokens) : LADDER_OK;
+    /* the split path writes one whole partial (rows_kernel sums every column of V); dht's sweep nvb */
+    if (!fused) LADDER_TRY(finish_outputs<T>(a, split ? 1 : (int)nvb, (int)nvb, dq, dk, dv));
+    return rec_has_gates(c) ? gate_grads<T>(a) : LADDER_OK;
 }
 
 } // namespace

@@ -23,14 +23,15 @@
  * from the chunk's start. Each step's own term (D_tt, P_tt) stays apart, for the gate sums (bwd()): the blocks
  * write partial 0 of dq_part, dk_part, vdo_part and dv32, ptt (tc_call), whole, for the finish and gate kernels.
  * Folding diag_kernel in took it (2.25 ms of Nsight Compute time with gk at the benchmark shape, H100, commit
- * 4e32157) and the 1.6 GB of fp32 parts it wrote and these kernels read back off the backward's path. Both kernels
- * are bound by instruction issue, not memory: their exponentials are ex2 alone (ex2_ftz()), and the pairs left
- * to fp32 are those inside 8-step halves.
+ * 4e32157) and the 1.6 GB of fp32 parts it wrote and these kernels read back off the backward's path. Both
+ * kernels are bound by instruction issue, not memory: their exponentials are ex2 alone (ladder_exp_ftz,
+ * common/fast_exp.cuh), and the pairs left to fp32 are those inside 8-step halves.
  */
 #include <stdint.h>
 
 #include "cuda_check.cuh"
 #include "cuda_util.cuh"
+#include "fast_exp.cuh"
 #include "mma.cuh"
 #include "recurrent_gpu.cuh"
 #include "recurrent_rungs.h"
@@ -77,28 +78,16 @@ __device__ __forceinline__ int2 pair_rows(int r) {
  */
 __host__ __device__ constexpr int later_off(int sub) { return 48 * sub - 8 * sub * (sub - 1); }
 
-/*
- * 2^x by the ex2 instruction alone, a result below 2^-126 flushed to zero, as recurrent.cu's exp_ftz: expf is
- * about eight instructions and __expf five, three of them guarding subnormal results. Every exponential here is
- * a decay over steps of the chunk, at most 1 for gates <= 0, that weighs inputs of order one: below 2^-126 it
- * adds nothing fp32 keeps. Arguments in log2 units (LOG2E times the natural one).
- */
-constexpr float LOG2E = 1.4426950408889634f;
-__device__ __forceinline__ float ex2_ftz(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 constexpr int THREADS = 256, CTHREADS = 512; /* rows_kernel's 8 warps, cols_kernel's 16 */
 constexpr int PAIRS = BC * BC / 2 / THREADS; /* pairs of state elements a thread loads per tile: 64 x 64 of 256 */
 static_assert(BC * CV / 2 / CTHREADS == PAIRS, "cols_kernel's 64 x 128 state tiles take as many pairs a thread");
 
 /*
- * fp32 state rows r0.. (nr of them) and columns c0.. (nc; W of them in the tile, NT threads) into registers, zeros past the ends
- * (the store holds nothing there). Every load of the tile goes out before the first is used (state_split): one
- * load at a time, each split and stored before the next, left rows_kernel waiting on memory (Nsight Compute's
- * long-scoreboard stalls, 5.4 per issued instruction at the benchmark shape, H100, commit bcafd3f).
+ * fp32 state rows r0.. (nr of them) and columns c0.. (nc; W of them in the tile, NT threads) into registers,
+ * zeros past the ends (the store holds nothing there). Every load of the tile goes out before the first is used
+ * (state_split): one load at a time, each split and stored before the next, left rows_kernel waiting on memory
+ * (Nsight Compute's long-scoreboard stalls, 5.4 per issued instruction at the benchmark shape, H100, commit
+ * bcafd3f).
  */
 template <int W, int NT>
 __device__ __forceinline__ void state_load(float2 (&x)[PAIRS], const float *st, int64_t vpitch, int64_t r0,
@@ -115,7 +104,8 @@ __device__ __forceinline__ void state_load(float2 (&x)[PAIRS], const float *st, 
 }
 
 /* The loaded pairs as hi + lo bf16 tiles [row][col] (pitch W + 8). */
-template <int W, int NT> __device__ __forceinline__ void state_split(uint16_t *hi, uint16_t *lo, const float2 (&x)[PAIRS]) {
+template <int W, int NT>
+__device__ __forceinline__ void state_split(uint16_t *hi, uint16_t *lo, const float2 (&x)[PAIRS]) {
 #pragma unroll
     for (int u = 0; u < PAIRS; u++) {
         const int id = threadIdx.x + u * NT, r = id / (W / 2), c = id % (W / 2) * 2;
@@ -247,10 +237,10 @@ __global__ void __launch_bounds__(THREADS, 2)
             const uint32_t k2 = ladder_lds32(k + ks * P16 + i), q2 = ladder_lds32(q + qt * P16 + i);
             const float2 As = *(const float2 *)(A + ks * P32 + i), Akb = *(const float2 *)(A + kb * P32 + i);
             const float2 At = *(const float2 *)(A + qt * P32 + i), Aqb = *(const float2 *)(A + qb * P32 + i);
-            const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * ex2_ftz(LOG2E * (Akb.x - As.x)),
-                                      ladder_to_float<T>(k2 >> 16) * ex2_ftz(LOG2E * (Akb.y - As.y)));
-            const uint2 y = split2<T>(ladder_to_float<T>(q2 & 0xffff) * ex2_ftz(LOG2E * (At.x - Aqb.x)),
-                                      ladder_to_float<T>(q2 >> 16) * ex2_ftz(LOG2E * (At.y - Aqb.y)));
+            const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * ladder_exp_ftz(Akb.x - As.x),
+                                      ladder_to_float<T>(k2 >> 16) * ladder_exp_ftz(Akb.y - As.y));
+            const uint2 y = split2<T>(ladder_to_float<T>(q2 & 0xffff) * ladder_exp_ftz(At.x - Aqb.x),
+                                      ladder_to_float<T>(q2 >> 16) * ladder_exp_ftz(At.y - Aqb.y));
             *(uint32_t *)(Krh + r * P16 + i) = x.x, *(uint32_t *)(Krl + r * P16 + i) = x.y;
             *(uint32_t *)(Qdh + r * P16 + i) = y.x, *(uint32_t *)(Qdl + r * P16 + i) = y.y;
         }
@@ -263,8 +253,8 @@ __global__ void __launch_bounds__(THREADS, 2)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int i = cw + 8 * nt + 2 * tq + (e & 1);
-                accSq[0][nt][e] *= scale * (sub > 0 ? ex2_ftz(LOG2E * A[bq * P32 + i]) : 1.0f);
-                accSk[0][nt][e] *= ex2_ftz(LOG2E * (A[(SC - 1) * P32 + i] - A[bk * P32 + i]));
+                accSq[0][nt][e] *= scale * (sub > 0 ? ladder_exp_ftz(A[bq * P32 + i]) : 1.0f);
+                accSk[0][nt][e] *= ladder_exp_ftz(A[(SC - 1) * P32 + i] - A[bk * P32 + i]);
             }
         __syncthreads();
         for (int kk = 0; kk < sub; kk++) { /* dq: D's row blocks of the warp's sub-chunk, times Kr */
@@ -292,9 +282,9 @@ __global__ void __launch_bounds__(THREADS, 2)
             const bool first = (r & 15) < 8;
             const uint32_t x2 = ladder_lds32((first ? k : q) + r * P16 + i);
             const float2 Ar = *(const float2 *)(A + r * P32 + i), Am = *(const float2 *)(A + m * P32 + i);
-            const float sl = first ? LOG2E : -LOG2E; /* the exponent A_m - A_s, or A_t - A_m */
-            const uint2 z = split2<T>(ladder_to_float<T>(x2 & 0xffff) * ex2_ftz(sl * (Am.x - Ar.x)),
-                                      ladder_to_float<T>(x2 >> 16) * ex2_ftz(sl * (Am.y - Ar.y)));
+            const float sl = first ? LADDER_LOG2E : -LADDER_LOG2E; /* the exponent A_m - A_s, or A_t - A_m */
+            const uint2 z = split2<T>(ladder_to_float<T>(x2 & 0xffff) * ladder_ex2_ftz(sl * (Am.x - Ar.x)),
+                                      ladder_to_float<T>(x2 >> 16) * ladder_ex2_ftz(sl * (Am.y - Ar.y)));
             *(uint32_t *)(KQh + r * P16 + i) = z.x, *(uint32_t *)(KQl + r * P16 + i) = z.y;
         }
 #pragma unroll
@@ -303,8 +293,8 @@ __global__ void __launch_bounds__(THREADS, 2)
             for (int e = 0; e < 4; e++) {
                 const int t = 16 * sub + g + 8 * (e >> 1), i = cw + 8 * nt + 2 * tq + (e & 1);
                 const float At = A[t * P32 + i];
-                accSq[0][nt][e] *= ex2_ftz(LOG2E * (At - (sub > 0 ? A[bq * P32 + i] : 0.0f)));
-                accSk[0][nt][e] *= ex2_ftz(LOG2E * (A[bk * P32 + i] - At));
+                accSq[0][nt][e] *= ladder_exp_ftz(At - (sub > 0 ? A[bq * P32 + i] : 0.0f));
+                accSk[0][nt][e] *= ladder_exp_ftz(A[bk * P32 + i] - At);
             }
         __syncthreads();
         /* The pairs inside each half of the warp's sub-chunk, in fp32 with exp(A_t - A_s) per pair and channel
@@ -324,10 +314,10 @@ __global__ void __launch_bounds__(THREADS, 2)
                 const bool before = ul < tl;
                 const float d = DD[(before ? t : u) * DP + (before ? ul : tl)]; /* 0 at u = t */
                 /* log2 units, with the sign that makes the exponent A_t - A_u before t and A_u - A_t after it */
-                const float sl = before ? LOG2E : -LOG2E;
+                const float sl = before ? LADDER_LOG2E : -LADDER_LOG2E;
                 float wq = before ? d : 0.0f, wk = before ? 0.0f : d;
                 if (!a.gk.p) {
-                    const float e = ex2_ftz(sl * (A[t * P32] - A[u * P32]));
+                    const float e = ladder_ex2_ftz(sl * (A[t * P32] - A[u * P32]));
                     wq *= e, wk *= e;
                 }
                 const uint16_t *x = (before ? k : q) + u * P16 + cw + 2 * tq;
@@ -337,7 +327,7 @@ __global__ void __launch_bounds__(THREADS, 2)
                     float y0 = ladder_to_float<T>(x2 & 0xffff), y1 = ladder_to_float<T>(x2 >> 16);
                     if (a.gk.p) {
                         const float2 Au = *(const float2 *)(A + u * P32 + cw + 8 * nt + 2 * tq);
-                        y0 *= ex2_ftz(sl * (At[nt].x - Au.x)), y1 *= ex2_ftz(sl * (At[nt].y - Au.y));
+                        y0 *= ladder_ex2_ftz(sl * (At[nt].x - Au.x)), y1 *= ladder_ex2_ftz(sl * (At[nt].y - Au.y));
                     }
                     accSq[0][nt][2 * hf] = fmaf(wq, y0, accSq[0][nt][2 * hf]);
                     accSq[0][nt][2 * hf + 1] = fmaf(wq, y1, accSq[0][nt][2 * hf + 1]);
@@ -361,9 +351,10 @@ __global__ void __launch_bounds__(THREADS, 2)
 #pragma unroll
             for (int o = 0; o < 2; o++) {
                 const int i = cw + 8 * (np + o) + 2 * tq;
-                const float2 Am = *(const float2 *)(A + hm * P32 + i), At = *(const float2 *)(A + (hm + 1 + g) * P32 + i);
-                accSq[0][np + o][2] += x[0][o][2] * ex2_ftz(LOG2E * (At.x - Am.x));
-                accSq[0][np + o][3] += x[0][o][3] * ex2_ftz(LOG2E * (At.y - Am.y));
+                const float2 Am = *(const float2 *)(A + hm * P32 + i);
+                const float2 At = *(const float2 *)(A + (hm + 1 + g) * P32 + i);
+                accSq[0][np + o][2] += x[0][o][2] * ladder_exp_ftz(At.x - Am.x);
+                accSq[0][np + o][3] += x[0][o][3] * ladder_exp_ftz(At.y - Am.y);
             }
             float y[1][2][4] = {};
             ladder_mma_warp_tile<T, 1, 2, 1, true, true>(y, Dqh, P16, KQh + at, P16, lane);
@@ -372,9 +363,10 @@ __global__ void __launch_bounds__(THREADS, 2)
 #pragma unroll
             for (int o = 0; o < 2; o++) {
                 const int i = cw + 8 * (np + o) + 2 * tq;
-                const float2 Am = *(const float2 *)(A + hm * P32 + i), As = *(const float2 *)(A + (hm - 7 + g) * P32 + i);
-                accSk[0][np + o][0] += y[0][o][0] * ex2_ftz(LOG2E * (Am.x - As.x));
-                accSk[0][np + o][1] += y[0][o][1] * ex2_ftz(LOG2E * (Am.y - As.y));
+                const float2 Am = *(const float2 *)(A + hm * P32 + i);
+                const float2 As = *(const float2 *)(A + (hm - 7 + g) * P32 + i);
+                accSk[0][np + o][0] += y[0][o][0] * ladder_exp_ftz(Am.x - As.x);
+                accSk[0][np + o][1] += y[0][o][1] * ladder_exp_ftz(Am.y - As.y);
             }
         }
         /* dq_part, dk_part (partial 0, whole: no diag_kernel on this path) and dq, dk, from one row address each */
@@ -421,13 +413,13 @@ __device__ __forceinline__ void pair_diag(float &pd, const uint16_t *q, const ui
                 const float x1 = ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
                 if (gk) {
                     const float2 At = *(const float2 *)(A + t * P32 + i), Au = *(const float2 *)(A + u * P32 + i);
-                    p = fmaf(x0, ex2_ftz(LOG2E * (At.x - Au.x)), p), p = fmaf(x1, ex2_ftz(LOG2E * (At.y - Au.y)), p);
+                    p = fmaf(x0, ladder_exp_ftz(At.x - Au.x), p), p = fmaf(x1, ladder_exp_ftz(At.y - Au.y), p);
                 } else {
                     p += x0 + x1;
                 }
             }
         }
-        pd += gk ? p : p * ex2_ftz(LOG2E * (A[t * P32] - A[u * P32]));
+        pd += gk ? p : p * ladder_exp_ftz(A[t * P32] - A[u * P32]);
     }
 }
 
@@ -450,7 +442,8 @@ __global__ void __launch_bounds__(CTHREADS, 1) cols_kernel(tc_call a, const floa
     float *A = (float *)(sm + CL_A);
     const int64_t *R = (const int64_t *)(sm + CL_R);
     uint16_t *q = (uint16_t *)(sm + CL_Q), *k = (uint16_t *)(sm + CL_K), *dO = (uint16_t *)(sm + CL_DO);
-    uint16_t *Hh = (uint16_t *)(sm + CL_H), *Hl = Hh + SC * P16V, *Kth = (uint16_t *)(sm + CL_KT), *Ktl = Kth + SC * P16;
+    uint16_t *Hh = (uint16_t *)(sm + CL_H), *Hl = Hh + SC * P16V;
+    uint16_t *Kth = (uint16_t *)(sm + CL_KT), *Ktl = Kth + SC * P16;
     uint16_t *Qi = (uint16_t *)(sm + CL_QI), *Kr = (uint16_t *)(sm + CL_KR), *P = (uint16_t *)(sm + CL_P);
     float *PT = (float *)(sm + CL_PT);
     const int sub = warp & 3, cw = 32 * (warp >> 2);
@@ -479,14 +472,14 @@ __global__ void __launch_bounds__(CTHREADS, 1) cols_kernel(tc_call a, const floa
                 const int t = id / (BC / 2), i = id % (BC / 2) * 2;
                 const float2 At = *(const float2 *)(A + t * P32 + i), Ac = *(const float2 *)(A + (SC - 1) * P32 + i);
                 const uint32_t k2 = ladder_lds32(k + t * P16 + i), q2 = ladder_lds32(q + t * P16 + i);
-                const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * ex2_ftz(LOG2E * (Ac.x - At.x)),
-                                          ladder_to_float<T>(k2 >> 16) * ex2_ftz(LOG2E * (Ac.y - At.y)));
+                const uint2 x = split2<T>(ladder_to_float<T>(k2 & 0xffff) * ladder_exp_ftz(Ac.x - At.x),
+                                          ladder_to_float<T>(k2 >> 16) * ladder_exp_ftz(Ac.y - At.y));
                 *(uint32_t *)(Kth + t * P16 + i) = x.x, *(uint32_t *)(Ktl + t * P16 + i) = x.y;
                 if (t >= 16) {
                     const float2 Ab = *(const float2 *)(A + (t / 16 * 16 - 1) * P32 + i);
                     *(uint32_t *)(Qi + t * P16 + i) =
-                        ladder_pack2_float<T>(ladder_to_float<T>(q2 & 0xffff) * ex2_ftz(LOG2E * (At.x - Ab.x)),
-                                              ladder_to_float<T>(q2 >> 16) * ex2_ftz(LOG2E * (At.y - Ab.y)));
+                        ladder_pack2_float<T>(ladder_to_float<T>(q2 & 0xffff) * ladder_exp_ftz(At.x - Ab.x),
+                                              ladder_to_float<T>(q2 >> 16) * ladder_exp_ftz(At.y - Ab.y));
                 }
                 float dot = ladder_to_float<T>(q2 & 0xffff) * ladder_to_float<T>(k2 & 0xffff) +
                             ladder_to_float<T>(q2 >> 16) * ladder_to_float<T>(k2 >> 16);
@@ -501,8 +494,8 @@ __global__ void __launch_bounds__(CTHREADS, 1) cols_kernel(tc_call a, const floa
                 const float2 Ab = *(const float2 *)(A + (16 * kr.x - 1) * P32 + i);
                 const uint32_t k2 = ladder_lds32(k + kr.y * P16 + i);
                 *(uint32_t *)(Kr + r * P16 + i) =
-                    ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * ex2_ftz(LOG2E * (Ab.x - As.x)),
-                                          ladder_to_float<T>(k2 >> 16) * ex2_ftz(LOG2E * (Ab.y - As.y)));
+                    ladder_pack2_float<T>(ladder_to_float<T>(k2 & 0xffff) * ladder_exp_ftz(Ab.x - As.x),
+                                          ladder_to_float<T>(k2 >> 16) * ladder_exp_ftz(Ab.y - As.y));
             }
             pair_diag(pd, q, k, A, a.gk.p != nullptr, dm, tl, ul); /* P's diagonal sub-blocks */
             __syncthreads();
@@ -561,8 +554,8 @@ namespace rec_tc {
 /*
  * The backward's state parts and pairs, without gv, bf16 inputs: states_kernel twice (S, dH),
  * then rows_kernel and cols_kernel, which with @p dq, @p dk, @p dv (not nullptr) also finish those outputs, as
- * finish_rows_kernel and finish_cols_kernel would (the caller's to decide: one column block, no dht). The states, 2 N H (T/SC + 1) K V fp32 numbers (1.1 GB at the benchmark
- * shape), are the price of the parallel blocks.
+ * finish_rows_kernel and finish_cols_kernel would (the caller's to decide: one column block, no dht). The states,
+ * 2 N H (T/SC + 1) K V fp32 numbers (1.1 GB at the benchmark shape), are the price of the parallel blocks.
  */
 ladder_status split_bwd(const tc_call &a, uint16_t *dq, uint16_t *dk, uint16_t *dv) {
     const rec_call &c = a.c;

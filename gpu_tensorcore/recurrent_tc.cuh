@@ -1,8 +1,9 @@
 /*
- * gpu_tensorcore/recurrent_tc.cuh: what the tensor-core rung's two files share (recurrent.cu: the sweeps and the
- * backward; recurrent_split.cu: the split forward): the call as every kernel takes it, the staging of a chunk's
- * rows into shared memory, and the cumulative sums of its log gates. recurrent.cu's opening comment tells the
- * rung's ideas.
+ * gpu_tensorcore/recurrent_tc.cuh: what the tensor-core rung's files share (recurrent.cu: the sweeps and the
+ * backward; recurrent_split.cu, recurrent_split_bwd.cu: the split passes; recurrent_gates.cu: the outputs and gate
+ * gradients from the backward's parts): the call as every kernel takes it, the staging of a chunk's rows into
+ * shared memory, the cumulative sums of its log gates, and the entry points of the files. recurrent.cu's opening
+ * comment tells the rung's ideas.
  */
 #ifndef LADDER_GPU_TENSORCORE_RECURRENT_TC_CUH
 #define LADDER_GPU_TENSORCORE_RECURRENT_TC_CUH
@@ -50,6 +51,9 @@ struct tc_call {
     bool cvt;                     /* backward on f16 inputs: v and do converted to bf16 operand tiles (bwd()) */
 };
 
+
+/* B*T*H, the flat tokens of the [B,T,H,..] tensors. */
+__host__ __device__ __forceinline__ int64_t token_count(const tc_call &a) { return a.c.B * a.c.T * a.c.H; }
 
 /* The token of step @p step of sequence @p s, or -1 past its end. */
 __device__ __forceinline__ int64_t token_of(const tc_call &a, const rec_seq &s, int64_t step) {
@@ -171,6 +175,16 @@ ladder_status split_bwd(const tc_call &a, uint16_t *dq, uint16_t *dk, uint16_t *
 
 /* The forward without gv, split in two (recurrent_split.cu): o and ht of the call @p a. */
 template <class T> ladder_status split_fwd(const tc_call &a);
+
+/*
+ * dq, dk and dv rounded from the backward's fp32 parts (recurrent_gates.cu): @p parts column blocks' partials of
+ * dq_part, dk_part and vdo_part summed in block order, @p zparts of dkz_part, each step's diagonal term put back.
+ */
+template <class T>
+ladder_status finish_outputs(const tc_call &a, int parts, int zparts, uint16_t *dq, uint16_t *dk, uint16_t *dv);
+
+/* dgk, dgv, dg and dg_gamma of the call @p a from the backward's fp32 parts (recurrent_gates.cu). */
+template <class T> ladder_status gate_grads(const tc_call &a);
 
 } // namespace rec_tc
 

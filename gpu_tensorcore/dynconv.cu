@@ -103,6 +103,7 @@ struct tc_args {
     int64_t T, D;
     int W, We;                   // taps, and taps per staged kernels slot (W rounded up to even)
     int KS;                      // pitch of a channel's slot in the kernels tile: We, or We + 8 (layout)
+    int xr;                      // the forward's kernels-tile row swizzle (stage): 7, or 0
     int S, lgS, NK;              // token distance of rows g and g+8 of A (S = 2^lgS); k steps (of 8) per mma
     const int32_t *cu_seqlens;   // nullptr: every batch row is one sequence
     int n_seqs;
@@ -156,7 +157,7 @@ __device__ __forceinline__ quot_rem divmod(int i, int n) {
  * it copies, so the 16-byte path divides nothing per chunk.
  */
 __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t *src, const int64_t *st, int nw,
-                      int slot, int w_real, bool vec, const tc_args &a, const tile &tl, int64_t tok0) {
+                      int slot, int w_real, bool vec, int xr, const tc_args &a, const tile &tl, int64_t tok0) {
     const int cpr = a.DT * nw / 8, nv = tl.Dv * nw;        // chunks per row, valid elements per row
     const int per_row = min(cpr, NT), row_step = divmod(NT, per_row).q; // threads per row, rows per pass
     const quot_rem tr = divmod(threadIdx.x, per_row);                     // the thread's row and column
@@ -169,19 +170,19 @@ __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t 
         // where the chunk lands in a tile row (divided only where the slot is padded: computing the quotient for
         // every chunk moved the compiler's register allocation and doubled the forward's k-loop bookkeeping)
         const int fd = slot == nw ? f0 : f0 / nw * slot + f0 % nw;
+        const int cx = xr ? divmod(f0, nw).q & xr : 0; // the chunk's channel's row swizzle (xr: slot == nw)
         if (vec && f0 + 8 <= nv) { // each chunk of this column is 16 bytes of input, or a zero row
-            // both addresses step down the column: no 64-bit multiply per chunk
+            // the source address steps down the column: no 64-bit multiply per chunk
             const uint16_t *s = base + (tok0 + r0) * st[1] + f0;
             const int64_t s_step = row_step * st[1];
-            uint16_t *d = dst + r0 * ld + fd;
-            for (int row = r0; row < rows; row += row_step, s += s_step, d += row_step * ld) {
+            for (int row = r0; row < rows; row += row_step, s += s_step) {
                 const bool in = row >= row_lo && row < row_hi;
-                ladder_cp_async16(d, in ? s : src, in);
+                ladder_cp_async16(dst + (row ^ cx) * ld + fd, in ? s : src, in);
             }
             continue;
         }
         for (int row = r0; row < rows; row += row_step) {
-            uint16_t *d = dst + row * ld + fd;
+            uint16_t *d = dst + (row ^ cx) * ld + fd;
             const bool in = row >= row_lo && row < row_hi && f0 < nv;
             uint16_t e[8];
 #pragma unroll
@@ -311,10 +312,10 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
  * exactly when t+w-W+1 < start(t). With those taps zero, the mma loops below need no masks. (Without
  * cu_seqlens such taps reach before token 0: the forward meets zero x rows there, and dx has no output there.)
  */
-__device__ void mask_kernels(uint16_t *sK, const int *wmin, int rows, const tc_args &a) {
+__device__ void mask_kernels(uint16_t *sK, const int *wmin, int rows, const tc_args &a, int xr) {
     for (int i = threadIdx.x; i < rows * a.DT; i += NT) {
         const int r = i / a.DT, c = i % a.DT;
-        for (int w = 0; w < wmin[r]; w++) sK[r * a.KR + c * a.KS + w] = 0;
+        for (int w = 0; w < wmin[r]; w++) sK[(r ^ (c & xr)) * a.KR + c * a.KS + w] = 0; // stage's row swizzle
     }
 }
 
@@ -334,17 +335,19 @@ __device__ int pair_row(int m, const tc_args &a) { return ((m >> a.lgS) << (a.lg
  */
 struct warp_plan {
     int c0;
-    int dk[UNIT];           // pair_row(j) * KR
+    int gx4;                // bit 2 of the lane's row swizzle (xr), XORed into a unit's first row
+    int dk[UNIT];           // pair_row(j ^ its bits 0-1) * KR
     int b_row;              // (pair_row(lane / 8) + lane % 8) * CR + c0
 };
 
-__device__ warp_plan plan_warp(const tc_args &a) {
+__device__ warp_plan plan_warp(const tc_args &a, int xr) {
     static_assert(UNIT == 4, "one ldmatrix.x4 carries the B of a unit");
     warp_plan w;
-    const int lane = threadIdx.x % 32;
+    const int lane = threadIdx.x % 32, gx = lane / 4 & xr;
     w.c0 = NCH * ((threadIdx.x / 32) & ((1 << a.lg_oct) - 1));
+    w.gx4 = gx & 4;
 #pragma unroll
-    for (int j = 0; j < UNIT; j++) w.dk[j] = pair_row(j, a) * a.KR;
+    for (int j = 0; j < UNIT; j++) w.dk[j] = pair_row(j ^ (gx & 3), a) * a.KR;
     w.b_row = (pair_row(lane / 8, a) + lane % 8) * a.CR + w.c0;
     return w;
 }
@@ -408,15 +411,16 @@ __device__ void store_diagonal(uint16_t *sO, int r0, const tc_args &a, const war
  * it into the register(s) it belongs to.
  */
 template <class T, int TB, int NKC>
-__device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK, uint16_t *sO) {
+__device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK, uint16_t *sO, int xr) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
     const int NK = NKC ? NKC : a.NK;
-    const warp_plan wp = plan_warp(a);
+    const warp_plan wp = plan_warp(a, NKC == 1 ? 0 : xr);
     const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
     const uint16_t *xl = sX + wp.b_row;           // B: x-tile row r+p is token r-W+1+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
         const int r0 = unit_row<NKC>(u, a);
-        const uint16_t *kb = kl + r0 * a.KR, *xb = xl + r0 * a.CR;
+        // the tile row of pair j is (r0 + j) ^ gx, r0 a multiple of 4 (S = 8 wherever xr != 0)
+        const uint16_t *kb = kl + (r0 ^ wp.gx4) * a.KR, *xb = xl + r0 * a.CR;
         float acc[UNIT][4] = {};
         for (int b = 0; b < NK; b++, xb += 8 * a.CR) {
             const int p = 8 * b + 2 * t;
@@ -450,7 +454,7 @@ template <class T, int TB, int NKC>
 __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK, uint16_t *sO) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
     const int NK = NKC ? NKC : a.NK;
-    const warp_plan wp = plan_warp(a);
+    const warp_plan wp = plan_warp(a, 0);
     const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
     const uint16_t *gl = sG + wp.b_row;           // B: dout-tile row r+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
@@ -482,6 +486,14 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
         }
         store_diagonal<T, TB, NKC>(sO, r0, a, wp, acc);
     }
+}
+
+/* One 16-byte shared-memory store. Where a branch has changed some of the words (the masks below), the compiler
+ * splits a uint4 store into four 32-bit ones. */
+__device__ __forceinline__ void sts128(uint16_t *p, const uint32_t (&v)[4]) {
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"((uint32_t)__cvta_generic_to_shared(p)), "r"(v[0]),
+                 "r"(v[1]), "r"(v[2]), "r"(v[3])
+                 : "memory");
 }
 
 /*
@@ -519,6 +531,41 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
             uint16_t *d = sD + row * a.KR + c * a.We; // KS = We here: the taps of channel c, then of c+1
             *reinterpret_cast<uint2 *>(d) = make_uint2(v[0][0], a.We == 2 ? v[1][0] : v[0][1]);
             if (a.We == 4) *reinterpret_cast<uint2 *>(d + 4) = make_uint2(v[1][0], v[1][1]);
+        }
+        return;
+    }
+    if (NKC == 0 && a.We % 8 == 0) {
+        // a thread per channel c, chunk of 8 taps w0 .. w0+7 and run of 8 rows: row r's taps are g[r] times x-tile
+        // rows r+w0 .. r+w0+7, so the next row's window is this one moved by a row: one new x load a row, 8
+        // multiplies, one 16-byte store (one thread per (row, channel) took 21 instructions per 2 taps). Channels
+        // are the fastest index, so a warp's loads read neighbouring channels of one row. The pad tap of odd W
+        // reads x-tile row TB+W-1, staged as zeros (layout)
+        const int lgDT = a.lg_oct + 3, nch = a.We / 8, c = threadIdx.x & (a.DT - 1);
+        for (int i = threadIdx.x >> lgDT; i < nch * (TB / 8); i += NT >> lgDT) {
+            const quot_rem q = divmod(i, nch); // run q.q of 8 rows, chunk q.r
+            const int row0 = 8 * q.q, w0 = 8 * q.r;
+            const uint16_t *xs = sX + (row0 + w0) * a.CR + c, *gs = sG + row0 * a.CR + c;
+            uint16_t *d = sD + row0 * a.KR + c * a.KS + w0;
+            float xv[15], gv[8]; // x-tile rows row0+w0 .. row0+w0+14, dout rows row0 .. row0+7: all loads first
+#pragma unroll
+            for (int k = 0; k < 15; k++) xv[k] = ladder_to_float<T>(xs[k * a.CR]);
+#pragma unroll
+            for (int r = 0; r < 8; r++) gv[r] = ladder_to_float<T>(gs[r * a.CR]);
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                uint32_t v[4];
+#pragma unroll
+                for (int h = 0; h < 4; h++)
+                    v[h] = ladder_pack2_float<T>(gv[r] * xv[r + 2 * h], gv[r] * xv[r + 2 * h + 1]);
+                // without cu_seqlens, taps before token 0 met zero x rows already
+                const int lead = a.cu_seqlens ? wmin[row0 + r] - w0 : 0; // taps before the sequence start
+                if (lead > 0) {
+#pragma unroll
+                    for (int h = 0; h < 4; h++)
+                        v[h] &= (2 * h + 1 < lead ? 0u : 0xFFFF0000u) | (2 * h < lead ? 0u : 0xFFFFu);
+                }
+                sts128(d + r * a.KR, v);
+            }
         }
         return;
     }
@@ -605,16 +652,17 @@ __global__ void __launch_bounds__(NT, NKC == 1 ? 6 : 0) dynconv_fwd_tc_kernel(co
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT]
     const tile tl = tile_of<TT>(a);
 
-    stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
-    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, a, tl, tl.t0);
+    stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, 1, a.vec_x, 0, a, tl, tl.t0 - a.W + 1);
+    // slot We: the forward's slots are never padded (KS = We), and saying so spares the division for fd
+    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.We, a.W, a.vec_k, a.xr, a, tl, tl.t0);
     if (a.cu_seqlens) stage_bounds(wmin, TT, a, tl);
     ladder_cp_async_wait_all();
     __syncthreads(); // every tile is complete before it is masked or read
     if (a.cu_seqlens) {
-        mask_kernels(sK, wmin, TT, a);
+        mask_kernels(sK, wmin, TT, a, a.xr);
         __syncthreads();
     }
-    fwd_mma<T, TT, NKC>(a, sX, sK, sO);
+    fwd_mma<T, TT, NKC>(a, sX, sK, sO, a.xr);
     __syncthreads(); // sO holds every warp's outputs before the rows go out
     store_tokens<TT>(a.out, sO, a, tl, a.vec_out);
 }
@@ -631,9 +679,9 @@ __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) 
     const tile tl = tile_of<TB>(a);
     const int halo = TB + a.W - 1; // dx[t] reads dout and kernels up to token t+W-1
 
-    stage(sX, a.CR, a.xrows, halo, a.x, a.sx, 1, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
-    stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, 1, a.vec_g, a, tl, tl.t0);
-    if (!a.shear) stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, a, tl, tl.t0);
+    stage(sX, a.CR, a.xrows, halo, a.x, a.sx, 1, 1, 1, a.vec_x, 0, a, tl, tl.t0 - a.W + 1);
+    stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, 1, a.vec_g, 0, a, tl, tl.t0);
+    if (!a.shear) stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, 0, a, tl, tl.t0);
     stage_bounds(wmin, halo, a, tl);
     if (a.shear) {       // while x and dout are on their way
         __syncthreads(); // wmin is complete before the sheared staging reads it
@@ -642,10 +690,10 @@ __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) 
     ladder_cp_async_wait_all();
     __syncthreads();
     if (a.cu_seqlens && !a.shear) {
-        mask_kernels(sK, wmin, halo, a);
+        mask_kernels(sK, wmin, halo, a, 0);
         __syncthreads();
     }
-    if (NKC == 0 && a.shear) fwd_mma<T, TB, 0>(a, sG, sK, sO); // dx[r] = sum_p sK[r][p] dout[r+p]: the forward's
+    if (NKC == 0 && a.shear) fwd_mma<T, TB, 0>(a, sG, sK, sO, 0); // dx[r] = sum_p sK[r][p] dout[r+p]: the forward's
     else if constexpr (TB == TT) dx_mma<T, TB, NKC>(a, sG, sK, sO); // TT_SHEAR: always sheared
     __syncthreads(); // dx_mma is done with sK: dkernels takes its place
     dkernels_mul<T, TB, NKC>(a, sX, sG, wmin, sK);
@@ -668,7 +716,8 @@ int layout(tc_args *a, bool bwd) {
     a->S = 1 << a->lgS;
     a->NK = (a->S + a->We + 7) / 8;
     const int TB = a->tt, window_rows = TB - a->S + 8 * a->NK; // tile rows the k steps reach: r + p < TB - S + 8 NK
-    a->xrows = bwd ? TB + W - 1 : window_rows;      // (>= TB + W - 1: the rows past the input are zero)
+    // (>= TB + W - 1: the rows past the input are zero; the backward's one more at odd W: dkernels_mul's pad tap)
+    a->xrows = bwd ? TB + a->We - 1 : window_rows;
     a->krows = bwd && !a->shear ? window_rows : TB;
     a->grows = window_rows;
     // 16 bytes of padding per row: the 8 row addresses of an ldmatrix then fall in 8 different groups of 4
@@ -679,6 +728,7 @@ int layout(tc_args *a, bool bwd) {
     // only: the forward keeps its blocks per SM that way
     a->KS = bwd && a->We % 32 == 0 ? a->We + 8 : a->We;
     a->KR = a->DT * a->KS + 8;
+    a->xr = !bwd && (a->We == 16 || a->We == 32 || a->We == 64) ? 7 : 0; // stage's row swizzle
     int off = 0;
     a->off_x = off, off += round_up(a->xrows * a->CR * 2, 16);
     a->off_k = off, off += round_up(a->krows * a->KR * 2, 16);

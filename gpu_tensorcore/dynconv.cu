@@ -414,7 +414,7 @@ template <class T, int TB, int NKC>
 __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK, uint16_t *sO, int xr) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
     const int NK = NKC ? NKC : a.NK;
-    const warp_plan wp = plan_warp(a, NKC == 1 ? 0 : xr);
+    const warp_plan wp = plan_warp(a, xr);
     const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
     const uint16_t *xl = sX + wp.b_row;           // B: x-tile row r+p is token r-W+1+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
@@ -654,15 +654,16 @@ __global__ void __launch_bounds__(NT, NKC == 1 ? 6 : 0) dynconv_fwd_tc_kernel(co
 
     stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, 1, a.vec_x, 0, a, tl, tl.t0 - a.W + 1);
     // slot We: the forward's slots are never padded (KS = We), and saying so spares the division for fd
-    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.We, a.W, a.vec_k, a.xr, a, tl, tl.t0);
+    const int xr = NKC == 1 ? 0 : a.xr; // (W <= 4: never swizzled)
+    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.We, a.W, a.vec_k, xr, a, tl, tl.t0);
     if (a.cu_seqlens) stage_bounds(wmin, TT, a, tl);
     ladder_cp_async_wait_all();
     __syncthreads(); // every tile is complete before it is masked or read
     if (a.cu_seqlens) {
-        mask_kernels(sK, wmin, TT, a, a.xr);
+        mask_kernels(sK, wmin, TT, a, xr);
         __syncthreads();
     }
-    fwd_mma<T, TT, NKC>(a, sX, sK, sO, a.xr);
+    fwd_mma<T, TT, NKC>(a, sX, sK, sO, xr);
     __syncthreads(); // sO holds every warp's outputs before the rows go out
     store_tokens<TT>(a.out, sO, a, tl, a.vec_out);
 }

@@ -37,7 +37,8 @@
  *     channel; one ldmatrix.x4 per k step loads the B of all UNIT = 4 products of a unit. Row pitches carry
  *     16 bytes of padding so those loads hit distinct banks, and in
  *     the backward a channel's slot of We % 32 == 0 taps carries 16 more, so that the A loads of the 8 channels
- *     of an mma do too (at W = 64 they were 8-way conflicted).
+ *     of an mma do too (at W = 64 they were 8-way conflicted); the forward, where that padding would cost a
+ *     block per SM, stores the rows of its W = 64 tile permuted by channel instead (layout).
  *  4. Sequences end inside a tile only with cu_seqlens. Then the taps that would reach across a sequence
  *     start are zeroed in the staged kernels tile (mask_kernels), one rule for the forward and for dx.
  *     Past W = 32 the backward stages its kernels sheared instead (stage_sheared): each dx token's W weights
@@ -61,7 +62,8 @@
  *     loops keep one column per thread, so they divide nothing per iteration, and find that column by shifts
  *     where the chunk count is a power of two (divmod). At W <= 4, where an output moves the fewest bytes and
  *     so may cost the fewest instructions, also the one-k-step kernels (2.), and two channels per thread in
- *     dkernels_mul: 32-bit loads, and one 8-byte store for every 4 taps of the two.
+ *     dkernels_mul: 32-bit loads, and one 8-byte store for every 4 taps of the two. Where a slot is whole
+ *     16-byte chunks (We % 8 == 0), dkernels_mul walks 8 rows of one chunk, one new x load a row.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (x, kernels, dout and the outputs all bf16 or all
  * f16; device pointers; any non-negative input strides; contiguous outputs). Inputs must be finite: like
@@ -103,7 +105,7 @@ struct tc_args {
     int64_t T, D;
     int W, We;                   // taps, and taps per staged kernels slot (W rounded up to even)
     int KS;                      // pitch of a channel's slot in the kernels tile: We, or We + 8 (layout)
-    int xr;                      // the forward's kernels-tile row swizzle (stage): 7, or 0
+    int xr;                      // forward kernels tile: channel c's row r stored at r ^ (c & xr); 7 or 0 (layout)
     int S, lgS, NK;              // token distance of rows g and g+8 of A (S = 2^lgS); k steps (of 8) per mma
     const int32_t *cu_seqlens;   // nullptr: every batch row is one sequence
     int n_seqs;
@@ -150,7 +152,7 @@ __device__ __forceinline__ quot_rem divmod(int i, int n) {
 /*
  * Stage rows tok0 .. tok0+rows-1 of a [B,T,D,nw]-strided input into dst[row * ld + c * slot + w] = src[b,
  * tok0+row, d0+c, w] for w < w_real (slot = nw, or slot > nw with nw % 8 == 0: a chunk then stays in one
- * slot). Zero where w >= w_real (padding taps), c >= Dv, row >= live, or the token lies outside [0,T): the mma
+ * slot), at row (row ^ (c & xr)) where xr is not 0 (then slot == nw; layout). Zero where w >= w_real (padding taps), c >= Dv, row >= live, or the token lies outside [0,T): the mma
  * multiplies them by zero weights, and 0 * 0 is harmless where 0 * garbage might be NaN. x and dout are the case
  * nw = slot = w_real = 1. A row is DT*nw elements, copied 8 at a time: one 16-byte cp.async where the input is
  * contiguous and aligned (vec), element loads otherwise. Each thread keeps the same 8-element chunk of every row
@@ -335,7 +337,7 @@ __device__ int pair_row(int m, const tc_args &a) { return ((m >> a.lgS) << (a.lg
  */
 struct warp_plan {
     int c0;
-    int gx4;                // bit 2 of the lane's row swizzle (xr), XORed into a unit's first row
+    int gx4;                // bit 2 of the lane's row swizzle g & xr (layout): XORed into a unit's first row
     int dk[UNIT];           // pair_row(j ^ its bits 0-1) * KR
     int b_row;              // (pair_row(lane / 8) + lane % 8) * CR + c0
 };
@@ -419,7 +421,8 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
     const uint16_t *xl = sX + wp.b_row;           // B: x-tile row r+p is token r-W+1+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
         const int r0 = unit_row<NKC>(u, a);
-        // the tile row of pair j is (r0 + j) ^ gx, r0 a multiple of 4 (S = 8 wherever xr != 0)
+        // the lane's tile row of pair j is (r0 + j) ^ (g & xr) = (r0 ^ gx4) + dk[j] / KR: r0 is a multiple of 4
+        // and j < 4 (S = 8 wherever xr != 0), and the row S further is that plus S
         const uint16_t *kb = kl + (r0 ^ wp.gx4) * a.KR, *xb = xl + r0 * a.CR;
         float acc[UNIT][4] = {};
         for (int b = 0; b < NK; b++, xb += 8 * a.CR) {
@@ -499,8 +502,9 @@ __device__ __forceinline__ void sts128(uint16_t *p, const uint32_t (&v)[4]) {
 /*
  * dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
  * each, rounded to T, written into the dkernels tile sD, laid out as the kernels tile (dx_mma is done with that
- * by now); store_dkernels sends it out in 16-byte rows. One thread per (row, channel), its taps in pairs, one
- * 32-bit word each. With one k step (NKC = 1: W <= 4, a slot of 2 or 4 taps) a thread takes a row and two
+ * by now); store_dkernels sends it out in 16-byte rows. Where a slot is whole 16-byte chunks (We % 8 == 0), a
+ * thread takes 8 rows of one chunk of one channel (below); else one thread per (row, channel), its taps in pairs,
+ * one 32-bit word each. With one k step (NKC = 1: W <= 4, a slot of 2 or 4 taps) a thread takes a row and two
  * neighbouring channels instead: its x and dout loads are then 32-bit words, and the taps of both channels one
  * 8-byte store per 4 taps: at W = 3, 4 two of them, not one 16-byte store, because with a branch per width the
  * compiler merged the two stores' code and split them into 32-bit ones (three stores at W = 4, two at W = 2).
@@ -537,9 +541,10 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
     if (NKC == 0 && a.We % 8 == 0) {
         // a thread per channel c, chunk of 8 taps w0 .. w0+7 and run of 8 rows: row r's taps are g[r] times x-tile
         // rows r+w0 .. r+w0+7, so the next row's window is this one moved by a row: one new x load a row, 8
-        // multiplies, one 16-byte store (one thread per (row, channel) took 21 instructions per 2 taps). Channels
-        // are the fastest index, so a warp's loads read neighbouring channels of one row. The pad tap of odd W
-        // reads x-tile row TB+W-1, staged as zeros (layout)
+        // multiplies, one 16-byte store. By the SASS (sm_90, no cu_seqlens) about 250 instructions per 64 taps,
+        // where one thread per (row, channel) takes 21 per 2. Channels are the fastest index, so a warp's loads
+        // read neighbouring channels of one row. The pad tap of odd W reads x-tile row TB+W-1, staged as zeros
+        // (layout)
         const int lgDT = a.lg_oct + 3, nch = a.We / 8, c = threadIdx.x & (a.DT - 1);
         for (int i = threadIdx.x >> lgDT; i < nch * (TB / 8); i += NT >> lgDT) {
             const quot_rem q = divmod(i, nch); // run q.q of 8 rows, chunk q.r
@@ -653,9 +658,11 @@ __global__ void __launch_bounds__(NT, NKC == 1 ? 6 : 0) dynconv_fwd_tc_kernel(co
     const tile tl = tile_of<TT>(a);
 
     stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, 1, a.vec_x, 0, a, tl, tl.t0 - a.W + 1);
-    // slot We: the forward's slots are never padded (KS = We), and saying so spares the division for fd
+    // slot We: the forward's slots are never padded (KS = We), and saying so spares the division for fd (from
+    // 1376 to 1344 instructions in the W >= 5 kernel). (xr known 0 here too at NKC = 1 made the sm_80 build of
+    // that kernel spill 8 bytes.)
+    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.We, a.W, a.vec_k, a.xr, a, tl, tl.t0);
     const int xr = NKC == 1 ? 0 : a.xr; // (W <= 4: never swizzled)
-    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.We, a.W, a.vec_k, xr, a, tl, tl.t0);
     if (a.cu_seqlens) stage_bounds(wmin, TT, a, tl);
     ladder_cp_async_wait_all();
     __syncthreads(); // every tile is complete before it is masked or read
@@ -729,7 +736,14 @@ int layout(tc_args *a, bool bwd) {
     // only: the forward keeps its blocks per SM that way
     a->KS = bwd && a->We % 32 == 0 ? a->We + 8 : a->We;
     a->KR = a->DT * a->KS + 8;
-    a->xr = !bwd && (a->We == 16 || a->We == 32 || a->We == 64) ? 7 : 0; // stage's row swizzle
+    // The forward's slots are unpadded, so at We = 64 (128 bytes) the 8 lanes of an A load, channels c0 .. c0+7 of
+    // one row, all hit the same 4 banks: 8-way conflicted (Nsight Compute, d033212: 83% of the W = 64 forward's
+    // shared-load wavefronts, L1 89% busy). 16 bytes of padding a slot would take the tiles to 80 KB, two blocks
+    // per SM instead of three; instead channel c's row r is stored at row r ^ (c % 8) (stage, mask_kernels,
+    // plan_warp). Rows lie 16 bytes apart in the banks (KR), so the 8 lanes read 8 different groups of 4. At
+    // We = 16 and 32 the same swizzle measured slower, though it removes 2- and 4-way conflicts there (H100, B=2
+    // T=4096 D=2048 bf16: 0.232 -> 0.281 ms, 0.428 -> 0.466), so only We = 64 takes it
+    a->xr = !bwd && a->We == 64 ? 7 : 0;
     int off = 0;
     a->off_x = off, off += round_up(a->xrows * a->CR * 2, 16);
     a->off_k = off, off += round_up(a->krows * a->KR * 2, 16);

@@ -152,11 +152,12 @@ __device__ __forceinline__ quot_rem divmod(int i, int n) {
 /*
  * Stage rows tok0 .. tok0+rows-1 of a [B,T,D,nw]-strided input into dst[row * ld + c * slot + w] = src[b,
  * tok0+row, d0+c, w] for w < w_real (slot = nw, or slot > nw with nw % 8 == 0: a chunk then stays in one
- * slot), at row (row ^ (c & xr)) where xr is not 0 (then slot == nw; layout). Zero where w >= w_real (padding taps), c >= Dv, row >= live, or the token lies outside [0,T): the mma
- * multiplies them by zero weights, and 0 * 0 is harmless where 0 * garbage might be NaN. x and dout are the case
- * nw = slot = w_real = 1. A row is DT*nw elements, copied 8 at a time: one 16-byte cp.async where the input is
- * contiguous and aligned (vec), element loads otherwise. Each thread keeps the same 8-element chunk of every row
- * it copies, so the 16-byte path divides nothing per chunk.
+ * slot), at row (row ^ (c & xr)) where xr is not 0 (then slot == nw; layout). Zero where w >= w_real (padding
+ * taps), c >= Dv, row >= live, or the token lies outside [0,T): the mma multiplies them by zero weights, and
+ * 0 * 0 is harmless where 0 * garbage might be NaN. x and dout are the case nw = slot = w_real = 1. A row is
+ * DT*nw elements, copied 8 at a time: one 16-byte cp.async where the input is contiguous and aligned (vec),
+ * element loads otherwise. Each thread keeps the same 8-element chunk of every row it copies, so the 16-byte path
+ * divides nothing per chunk.
  */
 __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t *src, const int64_t *st, int nw,
                       int slot, int w_real, bool vec, int xr, const tc_args &a, const tile &tl, int64_t tok0) {

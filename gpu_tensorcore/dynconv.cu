@@ -743,7 +743,7 @@ int layout(tc_args *a, bool bwd) {
     // per SM instead of three; instead channel c's row r is stored at row r ^ (c % 8) (stage, mask_kernels,
     // plan_warp). Rows lie 16 bytes apart in the banks (KR), so the 8 lanes read 8 different groups of 4. At
     // We = 16 and 32 the same swizzle measured slower, though it removes 2- and 4-way conflicts there (H100, B=2
-    // T=4096 D=2048 bf16: 0.232 -> 0.281 ms, 0.428 -> 0.466), so only We = 64 takes it
+    // T=4096 D=2048 bf16, commit c80e178: 0.232 -> 0.281 ms, 0.428 -> 0.466), so only We = 64 takes it
     a->xr = !bwd && a->We == 64 ? 7 : 0;
     int off = 0;
     a->off_x = off, off += round_up(a->xrows * a->CR * 2, 16);

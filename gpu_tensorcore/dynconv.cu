@@ -37,7 +37,8 @@
  *     channel; one ldmatrix.x4 per k step loads the B of all UNIT = 4 products of a unit. Row pitches carry
  *     16 bytes of padding so those loads hit distinct banks, and in
  *     the backward a channel's slot of We % 32 == 0 taps carries 16 more, so that the A loads of the 8 channels
- *     of an mma do too (at W = 64 they were 8-way conflicted).
+ *     of an mma do too (at W = 64 they were 8-way conflicted); the forward, where that padding would cost a
+ *     block per SM, stores the rows of its W = 64 tile permuted by channel instead (layout).
  *  4. Sequences end inside a tile only with cu_seqlens. Then the taps that would reach across a sequence
  *     start are zeroed in the staged kernels tile (mask_kernels), one rule for the forward and for dx.
  *     Past W = 32 the backward stages its kernels sheared instead (stage_sheared): each dx token's W weights
@@ -61,7 +62,8 @@
  *     loops keep one column per thread, so they divide nothing per iteration, and find that column by shifts
  *     where the chunk count is a power of two (divmod). At W <= 4, where an output moves the fewest bytes and
  *     so may cost the fewest instructions, also the one-k-step kernels (2.), and two channels per thread in
- *     dkernels_mul: 32-bit loads, and one 8-byte store for every 4 taps of the two.
+ *     dkernels_mul: 32-bit loads, and one 8-byte store for every 4 taps of the two. Where a slot is whole
+ *     16-byte chunks (We % 8 == 0), dkernels_mul walks 8 rows of one chunk, one new x load a row.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (x, kernels, dout and the outputs all bf16 or all
  * f16; device pointers; any non-negative input strides; contiguous outputs). Inputs must be finite: like
@@ -103,6 +105,7 @@ struct tc_args {
     int64_t T, D;
     int W, We;                   // taps, and taps per staged kernels slot (W rounded up to even)
     int KS;                      // pitch of a channel's slot in the kernels tile: We, or We + 8 (layout)
+    int xr;                      // forward kernels tile: channel c's row r stored at r ^ (c & xr); 7 or 0 (layout)
     int S, lgS, NK;              // token distance of rows g and g+8 of A (S = 2^lgS); k steps (of 8) per mma
     const int32_t *cu_seqlens;   // nullptr: every batch row is one sequence
     int n_seqs;
@@ -149,14 +152,15 @@ __device__ __forceinline__ quot_rem divmod(int i, int n) {
 /*
  * Stage rows tok0 .. tok0+rows-1 of a [B,T,D,nw]-strided input into dst[row * ld + c * slot + w] = src[b,
  * tok0+row, d0+c, w] for w < w_real (slot = nw, or slot > nw with nw % 8 == 0: a chunk then stays in one
- * slot). Zero where w >= w_real (padding taps), c >= Dv, row >= live, or the token lies outside [0,T): the mma
- * multiplies them by zero weights, and 0 * 0 is harmless where 0 * garbage might be NaN. x and dout are the case
- * nw = slot = w_real = 1. A row is DT*nw elements, copied 8 at a time: one 16-byte cp.async where the input is
- * contiguous and aligned (vec), element loads otherwise. Each thread keeps the same 8-element chunk of every row
- * it copies, so the 16-byte path divides nothing per chunk.
+ * slot), at row (row ^ (c & xr)) where xr is not 0 (then slot == nw; layout). Zero where w >= w_real (padding
+ * taps), c >= Dv, row >= live, or the token lies outside [0,T): the mma multiplies them by zero weights, and
+ * 0 * 0 is harmless where 0 * garbage might be NaN. x and dout are the case nw = slot = w_real = 1. A row is
+ * DT*nw elements, copied 8 at a time: one 16-byte cp.async where the input is contiguous and aligned (vec),
+ * element loads otherwise. Each thread keeps the same 8-element chunk of every row it copies, so the 16-byte path
+ * divides nothing per chunk.
  */
 __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t *src, const int64_t *st, int nw,
-                      int slot, int w_real, bool vec, const tc_args &a, const tile &tl, int64_t tok0) {
+                      int slot, int w_real, bool vec, int xr, const tc_args &a, const tile &tl, int64_t tok0) {
     const int cpr = a.DT * nw / 8, nv = tl.Dv * nw;        // chunks per row, valid elements per row
     const int per_row = min(cpr, NT), row_step = divmod(NT, per_row).q; // threads per row, rows per pass
     const quot_rem tr = divmod(threadIdx.x, per_row);                     // the thread's row and column
@@ -169,19 +173,19 @@ __device__ void stage(uint16_t *dst, int ld, int rows, int live, const uint16_t 
         // where the chunk lands in a tile row (divided only where the slot is padded: computing the quotient for
         // every chunk moved the compiler's register allocation and doubled the forward's k-loop bookkeeping)
         const int fd = slot == nw ? f0 : f0 / nw * slot + f0 % nw;
+        const int cx = xr ? divmod(f0, nw).q & xr : 0; // the chunk's channel's row swizzle (xr: slot == nw)
         if (vec && f0 + 8 <= nv) { // each chunk of this column is 16 bytes of input, or a zero row
-            // both addresses step down the column: no 64-bit multiply per chunk
+            // the source address steps down the column: no 64-bit multiply per chunk
             const uint16_t *s = base + (tok0 + r0) * st[1] + f0;
             const int64_t s_step = row_step * st[1];
-            uint16_t *d = dst + r0 * ld + fd;
-            for (int row = r0; row < rows; row += row_step, s += s_step, d += row_step * ld) {
+            for (int row = r0; row < rows; row += row_step, s += s_step) {
                 const bool in = row >= row_lo && row < row_hi;
-                ladder_cp_async16(d, in ? s : src, in);
+                ladder_cp_async16(dst + (row ^ cx) * ld + fd, in ? s : src, in);
             }
             continue;
         }
         for (int row = r0; row < rows; row += row_step) {
-            uint16_t *d = dst + row * ld + fd;
+            uint16_t *d = dst + (row ^ cx) * ld + fd;
             const bool in = row >= row_lo && row < row_hi && f0 < nv;
             uint16_t e[8];
 #pragma unroll
@@ -311,10 +315,10 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
  * exactly when t+w-W+1 < start(t). With those taps zero, the mma loops below need no masks. (Without
  * cu_seqlens such taps reach before token 0: the forward meets zero x rows there, and dx has no output there.)
  */
-__device__ void mask_kernels(uint16_t *sK, const int *wmin, int rows, const tc_args &a) {
+__device__ void mask_kernels(uint16_t *sK, const int *wmin, int rows, const tc_args &a, int xr) {
     for (int i = threadIdx.x; i < rows * a.DT; i += NT) {
         const int r = i / a.DT, c = i % a.DT;
-        for (int w = 0; w < wmin[r]; w++) sK[r * a.KR + c * a.KS + w] = 0;
+        for (int w = 0; w < wmin[r]; w++) sK[(r ^ (c & xr)) * a.KR + c * a.KS + w] = 0; // stage's row swizzle
     }
 }
 
@@ -334,17 +338,19 @@ __device__ int pair_row(int m, const tc_args &a) { return ((m >> a.lgS) << (a.lg
  */
 struct warp_plan {
     int c0;
-    int dk[UNIT];           // pair_row(j) * KR
+    int gx4;                // bit 2 of the lane's row swizzle g & xr (layout): XORed into a unit's first row
+    int dk[UNIT];           // pair_row(j ^ its bits 0-1) * KR
     int b_row;              // (pair_row(lane / 8) + lane % 8) * CR + c0
 };
 
-__device__ warp_plan plan_warp(const tc_args &a) {
+__device__ warp_plan plan_warp(const tc_args &a, int xr) {
     static_assert(UNIT == 4, "one ldmatrix.x4 carries the B of a unit");
     warp_plan w;
-    const int lane = threadIdx.x % 32;
+    const int lane = threadIdx.x % 32, gx = lane / 4 & xr;
     w.c0 = NCH * ((threadIdx.x / 32) & ((1 << a.lg_oct) - 1));
+    w.gx4 = gx & 4;
 #pragma unroll
-    for (int j = 0; j < UNIT; j++) w.dk[j] = pair_row(j, a) * a.KR;
+    for (int j = 0; j < UNIT; j++) w.dk[j] = pair_row(j ^ (gx & 3), a) * a.KR;
     w.b_row = (pair_row(lane / 8, a) + lane % 8) * a.CR + w.c0;
     return w;
 }
@@ -408,15 +414,17 @@ __device__ void store_diagonal(uint16_t *sO, int r0, const tc_args &a, const war
  * it into the register(s) it belongs to.
  */
 template <class T, int TB, int NKC>
-__device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK, uint16_t *sO) {
+__device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK, uint16_t *sO, int xr) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
     const int NK = NKC ? NKC : a.NK;
-    const warp_plan wp = plan_warp(a);
+    const warp_plan wp = plan_warp(a, xr);
     const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
     const uint16_t *xl = sX + wp.b_row;           // B: x-tile row r+p is token r-W+1+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
         const int r0 = unit_row<NKC>(u, a);
-        const uint16_t *kb = kl + r0 * a.KR, *xb = xl + r0 * a.CR;
+        // the lane's tile row of pair j is (r0 + j) ^ (g & xr) = (r0 ^ gx4) + dk[j] / KR: r0 is a multiple of 4
+        // and j < 4 (S = 8 wherever xr != 0), and the row S further is that plus S
+        const uint16_t *kb = kl + (r0 ^ wp.gx4) * a.KR, *xb = xl + r0 * a.CR;
         float acc[UNIT][4] = {};
         for (int b = 0; b < NK; b++, xb += 8 * a.CR) {
             const int p = 8 * b + 2 * t;
@@ -450,7 +458,7 @@ template <class T, int TB, int NKC>
 __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK, uint16_t *sO) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S;
     const int NK = NKC ? NKC : a.NK;
-    const warp_plan wp = plan_warp(a);
+    const warp_plan wp = plan_warp(a, 0);
     const uint16_t *kl = sK + (wp.c0 + g) * a.KS; // kernels row 0, channel c0+g
     const uint16_t *gl = sG + wp.b_row;           // B: dout-tile row r+p
     for (int u = threadIdx.x / 32; u < n_units<TB>(a); u += NWARPS) {
@@ -484,11 +492,20 @@ __device__ void dx_mma(const tc_args &a, const uint16_t *sG, const uint16_t *sK,
     }
 }
 
+/* One 16-byte shared-memory store. Where a branch has changed some of the words (the masks below), the compiler
+ * splits a uint4 store into four 32-bit ones. */
+__device__ __forceinline__ void sts128(uint16_t *p, const uint32_t (&v)[4]) {
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"((uint32_t)__cvta_generic_to_shared(p)), "r"(v[0]),
+                 "r"(v[1]), "r"(v[2]), "r"(v[3])
+                 : "memory");
+}
+
 /*
  * dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
  * each, rounded to T, written into the dkernels tile sD, laid out as the kernels tile (dx_mma is done with that
- * by now); store_dkernels sends it out in 16-byte rows. One thread per (row, channel), its taps in pairs, one
- * 32-bit word each. With one k step (NKC = 1: W <= 4, a slot of 2 or 4 taps) a thread takes a row and two
+ * by now); store_dkernels sends it out in 16-byte rows. Where a slot is whole 16-byte chunks (We % 8 == 0), a
+ * thread takes 8 rows of one chunk of one channel (below); else one thread per (row, channel), its taps in pairs,
+ * one 32-bit word each. With one k step (NKC = 1: W <= 4, a slot of 2 or 4 taps) a thread takes a row and two
  * neighbouring channels instead: its x and dout loads are then 32-bit words, and the taps of both channels one
  * 8-byte store per 4 taps: at W = 3, 4 two of them, not one 16-byte store, because with a branch per width the
  * compiler merged the two stores' code and split them into 32-bit ones (three stores at W = 4, two at W = 2).
@@ -519,6 +536,42 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
             uint16_t *d = sD + row * a.KR + c * a.We; // KS = We here: the taps of channel c, then of c+1
             *reinterpret_cast<uint2 *>(d) = make_uint2(v[0][0], a.We == 2 ? v[1][0] : v[0][1]);
             if (a.We == 4) *reinterpret_cast<uint2 *>(d + 4) = make_uint2(v[1][0], v[1][1]);
+        }
+        return;
+    }
+    if (NKC == 0 && a.We % 8 == 0) {
+        // a thread per channel c, chunk of 8 taps w0 .. w0+7 and run of 8 rows: row r's taps are g[r] times x-tile
+        // rows r+w0 .. r+w0+7, so the next row's window is this one moved by a row: one new x load a row, 8
+        // multiplies, one 16-byte store. By the SASS (sm_90, no cu_seqlens) about 250 instructions per 64 taps,
+        // where one thread per (row, channel) takes 21 per 2. Channels are the fastest index, so a warp's loads
+        // read neighbouring channels of one row. The pad tap of odd W reads x-tile row TB+W-1, staged as zeros
+        // (layout)
+        const int lgDT = a.lg_oct + 3, nch = a.We / 8, c = threadIdx.x & (a.DT - 1);
+        for (int i = threadIdx.x >> lgDT; i < nch * (TB / 8); i += NT >> lgDT) {
+            const quot_rem q = divmod(i, nch); // run q.q of 8 rows, chunk q.r
+            const int row0 = 8 * q.q, w0 = 8 * q.r;
+            const uint16_t *xs = sX + (row0 + w0) * a.CR + c, *gs = sG + row0 * a.CR + c;
+            uint16_t *d = sD + row0 * a.KR + c * a.KS + w0;
+            float xv[15], gv[8]; // x-tile rows row0+w0 .. row0+w0+14, dout rows row0 .. row0+7: all loads first
+#pragma unroll
+            for (int k = 0; k < 15; k++) xv[k] = ladder_to_float<T>(xs[k * a.CR]);
+#pragma unroll
+            for (int r = 0; r < 8; r++) gv[r] = ladder_to_float<T>(gs[r * a.CR]);
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                uint32_t v[4];
+#pragma unroll
+                for (int h = 0; h < 4; h++)
+                    v[h] = ladder_pack2_float<T>(gv[r] * xv[r + 2 * h], gv[r] * xv[r + 2 * h + 1]);
+                // without cu_seqlens, taps before token 0 met zero x rows already
+                const int lead = a.cu_seqlens ? wmin[row0 + r] - w0 : 0; // taps before the sequence start
+                if (lead > 0) {
+#pragma unroll
+                    for (int h = 0; h < 4; h++)
+                        v[h] &= (2 * h + 1 < lead ? 0u : 0xFFFF0000u) | (2 * h < lead ? 0u : 0xFFFFu);
+                }
+                sts128(d + r * a.KR, v);
+            }
         }
         return;
     }
@@ -605,16 +658,20 @@ __global__ void __launch_bounds__(NT, NKC == 1 ? 6 : 0) dynconv_fwd_tc_kernel(co
     int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT]
     const tile tl = tile_of<TT>(a);
 
-    stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
-    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, a, tl, tl.t0);
+    stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, 1, a.vec_x, 0, a, tl, tl.t0 - a.W + 1);
+    // slot We: the forward's slots are never padded (KS = We), and saying so spares the division for fd (from
+    // 1376 to 1344 instructions in the W >= 5 kernel). (xr known 0 here too at NKC = 1 made the sm_80 build of
+    // that kernel spill 8 bytes.)
+    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.We, a.W, a.vec_k, a.xr, a, tl, tl.t0);
+    const int xr = NKC == 1 ? 0 : a.xr; // (W <= 4: never swizzled)
     if (a.cu_seqlens) stage_bounds(wmin, TT, a, tl);
     ladder_cp_async_wait_all();
     __syncthreads(); // every tile is complete before it is masked or read
     if (a.cu_seqlens) {
-        mask_kernels(sK, wmin, TT, a);
+        mask_kernels(sK, wmin, TT, a, xr);
         __syncthreads();
     }
-    fwd_mma<T, TT, NKC>(a, sX, sK, sO);
+    fwd_mma<T, TT, NKC>(a, sX, sK, sO, xr);
     __syncthreads(); // sO holds every warp's outputs before the rows go out
     store_tokens<TT>(a.out, sO, a, tl, a.vec_out);
 }
@@ -631,9 +688,9 @@ __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) 
     const tile tl = tile_of<TB>(a);
     const int halo = TB + a.W - 1; // dx[t] reads dout and kernels up to token t+W-1
 
-    stage(sX, a.CR, a.xrows, halo, a.x, a.sx, 1, 1, 1, a.vec_x, a, tl, tl.t0 - a.W + 1);
-    stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, 1, a.vec_g, a, tl, tl.t0);
-    if (!a.shear) stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, a, tl, tl.t0);
+    stage(sX, a.CR, a.xrows, halo, a.x, a.sx, 1, 1, 1, a.vec_x, 0, a, tl, tl.t0 - a.W + 1);
+    stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, 1, a.vec_g, 0, a, tl, tl.t0);
+    if (!a.shear) stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, 0, a, tl, tl.t0);
     stage_bounds(wmin, halo, a, tl);
     if (a.shear) {       // while x and dout are on their way
         __syncthreads(); // wmin is complete before the sheared staging reads it
@@ -642,10 +699,10 @@ __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) 
     ladder_cp_async_wait_all();
     __syncthreads();
     if (a.cu_seqlens && !a.shear) {
-        mask_kernels(sK, wmin, halo, a);
+        mask_kernels(sK, wmin, halo, a, 0);
         __syncthreads();
     }
-    if (NKC == 0 && a.shear) fwd_mma<T, TB, 0>(a, sG, sK, sO); // dx[r] = sum_p sK[r][p] dout[r+p]: the forward's
+    if (NKC == 0 && a.shear) fwd_mma<T, TB, 0>(a, sG, sK, sO, 0); // dx[r] = sum_p sK[r][p] dout[r+p]: the forward's
     else if constexpr (TB == TT) dx_mma<T, TB, NKC>(a, sG, sK, sO); // TT_SHEAR: always sheared
     __syncthreads(); // dx_mma is done with sK: dkernels takes its place
     dkernels_mul<T, TB, NKC>(a, sX, sG, wmin, sK);
@@ -668,7 +725,8 @@ int layout(tc_args *a, bool bwd) {
     a->S = 1 << a->lgS;
     a->NK = (a->S + a->We + 7) / 8;
     const int TB = a->tt, window_rows = TB - a->S + 8 * a->NK; // tile rows the k steps reach: r + p < TB - S + 8 NK
-    a->xrows = bwd ? TB + W - 1 : window_rows;      // (>= TB + W - 1: the rows past the input are zero)
+    // (>= TB + W - 1: the rows past the input are zero; the backward's one more at odd W: dkernels_mul's pad tap)
+    a->xrows = bwd ? TB + a->We - 1 : window_rows;
     a->krows = bwd && !a->shear ? window_rows : TB;
     a->grows = window_rows;
     // 16 bytes of padding per row: the 8 row addresses of an ldmatrix then fall in 8 different groups of 4
@@ -679,6 +737,14 @@ int layout(tc_args *a, bool bwd) {
     // only: the forward keeps its blocks per SM that way
     a->KS = bwd && a->We % 32 == 0 ? a->We + 8 : a->We;
     a->KR = a->DT * a->KS + 8;
+    // The forward's slots are unpadded, so at We = 64 (128 bytes) the 8 lanes of an A load, channels c0 .. c0+7 of
+    // one row, all hit the same 4 banks: 8-way conflicted (Nsight Compute, d033212: 83% of the W = 64 forward's
+    // shared-load wavefronts, L1 89% busy). 16 bytes of padding a slot would take the tiles to 80 KB, two blocks
+    // per SM instead of three; instead channel c's row r is stored at row r ^ (c % 8) (stage, mask_kernels,
+    // plan_warp). Rows lie 16 bytes apart in the banks (KR), so the 8 lanes read 8 different groups of 4. At
+    // We = 16 and 32 the same swizzle measured slower, though it removes 2- and 4-way conflicts there (H100, B=2
+    // T=4096 D=2048 bf16, commit c80e178: 0.232 -> 0.281 ms, 0.428 -> 0.466), so only We = 64 takes it
+    a->xr = !bwd && a->We == 64 ? 7 : 0;
     int off = 0;
     a->off_x = off, off += round_up(a->xrows * a->CR * 2, 16);
     a->off_k = off, off += round_up(a->krows * a->KR * 2, 16);

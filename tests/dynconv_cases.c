@@ -46,6 +46,7 @@ static int grid(test_case *out, int max, bool small) {
         ADD(dc_varlen(7, 64, false, EDGE8, 8));
         ADD(dc(3, 64, 128, 5, false));
         ADD(dc(2, 65, 64, 32, true)); /* padded channel slots, staged by elements */
+        ADD(dc_varlen(72, 15, false, EDGE8, 8)); /* odd W of 16-tap slots: swizzled forward rows, dkernels' pad tap */
         return n;
     }
     /*
@@ -75,6 +76,8 @@ static int grid(test_case *out, int max, bool small) {
     ADD(dc(2, 65, 129, 63, false)); /* odd W in the backward's 32-token tiles, the last one token long */
     ADD(dc_varlen(129, 48, false, EDGE8, 8)); /* the same tiles, 16-byte staged, across sequence starts */
     ADD(dc(1, 1000, 1000, 64, false)); /* 64M kernel weights */
+    ADD(dc_varlen(129, 16, true, EDGE8, 8)); /* 16-tap slots: the forward's swizzled rows, staged by elements */
+    ADD(dc(2, 65, 136, 15, false));          /* ... 16-byte staged; odd W: dkernels' pad tap */
     return n;
 }
 

@@ -23,16 +23,16 @@
  *
  * Few instructions per byte: at W = 2 an output is 16 bytes, and the issue slots, not DRAM, set the pace unless
  * every copy loop is cheap. So each staging thread keeps one column of the tile and walks down its rows (its
- * offsets computed once), a token's weights move as 16-byte units from global to shared memory and back
- * (stage_rows, write_dkernels), and the compute loops read V = 4, 2 or 1 weights per shared-memory load
- * (taps_per_load), one instantiation per V.
+ * offsets computed once, its addresses stepped a row at a time), a token's weights move as 16-byte units from
+ * global to shared memory and back (stage_rows, write_dkernels), and the compute loops read V = 4, 2 or 1 weights
+ * per shared-memory load (taps_per_load), one instantiation per V.
  *
  * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
  * 128-byte lines. 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
  * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
- * (with the launcher opting in to more shared memory) when none does. The backward tries 64 first and takes it at
- * W = 1 to 3: at W = 2 it is bound by instruction issue, and a larger tile pays less often for what each tile does
- * once (pick_tokens_per_tile).
+ * (with the launcher opting in to more shared memory) when none does. Both passes take 64 at W = 1 to 3: at W = 2
+ * they are bound by instruction issue, and a larger tile pays less often for what each tile does once
+ * (pick_tokens_per_tile).
  * TT = 32 up to W = 9, where the halo adds at most 8/32 to the x and dout
  * reads (W = 4: 20.6 KiB forward, 25.0 KiB backward, so several blocks share an
  * SM); W = 64 needs TT = 8 and 73.9 KiB forward, 82.8 KiB backward. Each
@@ -63,7 +63,7 @@ namespace {
 constexpr int DT = 32;             /* channels per tile: one per lane */
 constexpr int THREADS = 256;       /* 8 warps per block */
 constexpr int WARPS = THREADS / 32;
-constexpr int TT_MAX = 64;         /* most tokens per tile: the backward's (the forward's: TT_MAX / 2) */
+constexpr int TT_MAX = 64;         /* most tokens per tile (the forward's from W = 4 on: TT_MAX / 2) */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
 constexpr int WC_MAX = 32;         /* taps of each weight the backward stages at a time (chunk_taps) */
 constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
@@ -156,9 +156,29 @@ __device__ void stage_rows(float *s, int rs, const float *g, const int64_t *st, 
     for (int f = V * (threadIdx.x % per_row); f < len; f += V * per_row) {
         const int c = f / W, w = f % W;
         const bool full = f + V <= n, packed = Ws == W;
+        const int64_t step = row_step * st[1];      /* from one of this thread's rows to the next */
+        if (VEC && full && packed) {
+            /* the common case, kept lean (at W = 2 the forward is bound by instruction issue): a unit is one
+             * 16-byte load and one 16-byte store, both addresses stepped, not recomputed, from row to row; no
+             * check of the channels or of the unit's alignment in shared memory per unit, as below */
+            const float *src = g_tile + f + (tok0 + r0) * st[1];
+            float *dst = s + f + r0 * rs;
+            for (int r = r0; r < n_rows; r += UNROLL * row_step, src += UNROLL * step, dst += UNROLL * row_step * rs) {
+                float4 v[UNROLL];
+#pragma unroll
+                for (int u = 0; u < UNROLL; u++) { /* all loads first */
+                    const int ru = r + u * row_step;
+                    v[u] = ru >= r_lo && ru < r_hi ? *(const float4 *)(src + u * step)
+                                                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                }
+#pragma unroll
+                for (int u = 0; u < UNROLL; u++)
+                    if (r + u * row_step < n_rows) *(float4 *)(dst + u * row_step * rs) = v[u];
+            }
+            continue;
+        }
         const float *src = g_tile + (VEC ? f : c * st[2] + w * st[3]); /* VEC: st[2] == W, st[3] == 1 */
         float *dst = s + c * Ws + w;
-        const int64_t step = row_step * st[1];      /* from one of this thread's rows to the next */
         int64_t off = (tok0 + r0) * st[1];
         for (int r = r0; r < n_rows; r += UNROLL * row_step, off += UNROLL * step) {
             float4 v[UNROLL];
@@ -314,8 +334,10 @@ __global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(
     const int64_t d = tl.d0 + c;
     if (d >= a.D) return; /* safe: no barrier follows */
     float *out = a.out + (tl.b * a.T + tl.t0 + tt0) * a.D + d; /* lanes write neighbouring channels */
-    for (int tt = tt0; tt < a.TT && tl.t0 + tt < a.T; tt += WARPS, out += WARPS * a.D)
-        *out = tap_sum<V>(ks + (tt * DT + c) * a.Ws, xs + tt * DT + c, DT, w_lo_x[tt], a.W, 0.0f);
+    const int rows = (int)min((int64_t)a.TT, a.T - tl.t0), k_step = DT * a.Ws; /* rows inside T; a row of ks */
+    const float *k_t = ks + tt0 * k_step + c * a.Ws, *x_t = xs + tt0 * DT + c; /* this output's weights and x */
+    for (int tt = tt0; tt < rows; tt += WARPS, out += WARPS * a.D, k_t += WARPS * k_step, x_t += WARPS * DT)
+        *out = tap_sum<V>(k_t, x_t, DT, w_lo_x[tt], a.W, 0.0f);
 }
 
 /* Write taps w0 .. w0+n-1 of the tile's dkernels, held in ks as [TT][DT][Ws], to the contiguous [B,T,D,W]
@@ -427,13 +449,16 @@ size_t smem_bytes(int TT, int W, int Ws, int n_row_tiles) {
     return sizeof(float) * (bounds_words(TT) + floats);
 }
 
-/* The largest TT (the backward from 64, the forward from 32, then 16, 8) whose tile fits the default 48 KB; W = 64
- * needs TT = 8 and an opt-in above it. The backward takes 64 tokens at W = 1 to 3 (32.8 KiB at W = 2): there it is
- * bound by instruction issue (87% of issue slots busy at W = 2), and a larger tile pays less often for what every
- * tile does once (bounds, offsets, barriers, the halo row); on the H100 at B = 2, T = 4096, D = 2048, W = 2 it took
- * the backward from 0.209 to 0.179 ms. */
+/* The largest TT (from 64 for the backward and for the forward at W <= 3, else from 32, then 16, 8) whose tile fits
+ * the default 48 KB; W = 64 needs TT = 8 and an opt-in above it. Both passes take 64 tokens at W = 1 to 3 (the
+ * forward 24.6 KiB at W = 2, the backward 32.8 KiB): there they are bound by instruction issue (at W = 2, 89% and
+ * 87% of issue slots busy at 32 tokens), and a larger tile pays less often for what every tile does once (bounds,
+ * offsets, barriers, the halo row, the staging loops' setup). On the H100 at B = 2, T = 4096, D = 2048, W = 2 it
+ * took the backward from 0.209 to 0.179 ms, and the forward from 0.109 to 0.096 ms (0.114 ms before this and the
+ * lean staging path; with both, 55 million warp instructions instead of 96 million). The forward keeps 32 tokens at
+ * W = 4, where 64 fits too but measured slower (0.148 against 0.140 ms; at B = 8, 0.547 against 0.526). */
 int pick_tokens_per_tile(int W, int Ws, int n_row_tiles) {
-    int TT = n_row_tiles == 2 ? TT_MAX : TT_MAX / 2;
+    int TT = n_row_tiles == 2 || W <= 3 ? TT_MAX : TT_MAX / 2;
     while (TT > WARPS && smem_bytes(TT, W, Ws, n_row_tiles) > LADDER_DEFAULT_SMEM) TT /= 2;
     return TT;
 }

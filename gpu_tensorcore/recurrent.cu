@@ -565,7 +565,7 @@ __device__ __forceinline__ void diag_cols(const tc_call &a, const smem_plan &L, 
  *   dv32    = scale sum_{u>t} P[u][t] do_u exp(B_u-B_t),  o32 (gv) = scale sum_{u<t} P[t][u] v_u exp(B_t-B_u),
  * and those terms apart: vdo_part = D[t][t], ptt = P[t][t]. A thread takes a channel, a row one (diag_rows) or a
  * column one (diag_cols), and walks the chunk's pairs. The exponentials are ex2.approx after one multiply
- * (exp_ftz; expf takes about ten instructions): its relative error, about 2 + 1.2 |x| units in the last place,
+ * (ladder_exp_ftz; expf takes about ten instructions): its relative error, about 2 + 1.2 |x| units in the last place,
  * stays near 1e-6 for the factors that are not negligible, far under the 2^-16 the split operands carry.
  */
 template <class T> __global__ void __launch_bounds__(32 * MAX_WARPS, DIAG_BLOCKS) diag_kernel(tc_call a) {

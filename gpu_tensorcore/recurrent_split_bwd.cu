@@ -398,7 +398,8 @@ __global__ void __launch_bounds__(THREADS, 2)
 /*
  * recurrent_tc.cuh's diag_pairs for cols_kernel's 512 threads, one entry a thread: thread (m, tl, ul) takes
  * (tl, ul) in sub-block 2 m when ul < tl, (ul, tl) in 2 m + 1 when ul > tl, over the BC channels of a tile, added
- * to pd; with ex2_ftz and a fused multiply-add per channel (8 instructions a channel where __expf's guards made 12).
+ * to pd; with ladder_exp_ftz and a fused multiply-add per channel (8 instructions a channel where __expf's guards
+ * made 12).
  */
 __device__ __forceinline__ void pair_diag(float &pd, const uint16_t *q, const uint16_t *k, const float *A, bool gk,
                                           int m, int tl, int ul) {

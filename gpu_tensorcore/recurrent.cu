@@ -57,8 +57,9 @@
  * 9. The backward split the same way (recurrent_split_bwd.cu), without gv and with bf16 inputs: states_kernel
  *    carries S forwards and dH backwards, 64 steps a link, storing both in fp32 at every chunk of 64 (the gate
  *    sums need 16 bits of dq and dk); rows_kernel (dq, dk) and cols_kernel (dv) then compute every chunk's
- *    state parts, its pairs between 16-step sub-chunks and, in fp32, those inside them, in parallel, in place of
- *    the two sweeps of 5. and of diag_kernel. With one column block and no dht they also finish the outputs
+ *    state parts, its pairs between 16-step sub-chunks (and, in rows_kernel, between the 8-step halves of each)
+ *    on the mma and, in fp32, those inside them, in parallel, in place of the two sweeps of 5. and of
+ *    diag_kernel. With one column block and no dht they also finish the outputs
  *    (finish_rows_kernel's and finish_cols_kernel's work). With gv, or fp16 inputs (whose operands need the bf16
  *    conversion of 1.), the backward keeps diag_kernel and the sweeps.
  *

@@ -26,12 +26,13 @@ bundle() {
     chmod 755 "$dir/bin/ladder" "$dir/bin/ladder-tests"
 }
 
-# expect NAME WANT [LINE]: the script in bundle NAME must exit 0 (WANT = pass) or non-zero (WANT = fail), saying
-# "run-gpu-tests: FAIL: LINE" when LINE is given
+# [ENV=...] expect NAME WANT [LINE [ARGS...]]: the script in bundle NAME, given ARGS, must exit 0 (WANT = pass) or
+# non-zero (WANT = fail), saying "run-gpu-tests: FAIL: LINE" when LINE is not empty
 expect() {
     local out status ok=1
     # without the SANITIZE that `make test SANITIZE=1` exports: to the script it would mean compute-sanitizer
-    out=$(env -u SANITIZE "$tmp/$1/run-gpu-tests.sh" 2>&1)
+    # and without the caller's OMP_NUM_THREADS; ENV (one VAR=value) sets what a case wants
+    out=$(env -u SANITIZE -u OMP_NUM_THREADS ${ENV:+"$ENV"} "$tmp/$1/run-gpu-tests.sh" "${@:4}" 2>&1)
     status=$?
     cases=$((cases + 1)) names+=" $1"
     if [[ $2 == pass ]]; then
@@ -67,6 +68,20 @@ bundle tests-passed "$gpu_list" "$(synthesis 120 0)"
 expect tests-passed pass
 bundle test-failed "$gpu_list" "$(synthesis 120 1)"
 expect test-failed fail
+# each Criterion job gets its share of the cores for OpenMP (nproc over the jobs, at least 1), unless the caller
+# set OMP_NUM_THREADS: each stand-in fails unless it sees the number it wants
+# omp_bundle NAME WANT: ladder-tests passes when OMP_NUM_THREADS is WANT
+omp_bundle() { bundle "$1" "$gpu_list" "[[ \$OMP_NUM_THREADS == $2 ]] || { $(synthesis 1 1); }; $(synthesis 1 0)"; }
+omp_bundle omp-one-job "$(nproc)"
+expect omp-one-job pass "" -j1
+omp_bundle omp-one-job-long "$(nproc)"
+expect omp-one-job-long pass "" --jobs 1
+omp_bundle omp-one-job-eq "$(nproc)"
+expect omp-one-job-eq pass "" --jobs=1
+omp_bundle omp-default 1
+expect omp-default pass
+omp_bundle omp-caller 7
+ENV=OMP_NUM_THREADS=7 expect omp-caller pass "" -j1
 
 echo "run-gpu-tests.sh self-test: $((cases - failed)) of $cases cases behave:$names"
 ((failed == 0))

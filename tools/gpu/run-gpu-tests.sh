@@ -19,6 +19,23 @@ gpu=$(grep -m1 '^gpu:' <<<"$listing")
 [[ -n $gpu ]] || fail "'ladder list' names no GPU"
 [[ $gpu != "gpu: none"* ]] || fail "no usable GPU ('ladder list' says \"$gpu\"), so every GPU case would skip"
 
+# Criterion runs its jobs (-jN, --jobs N; by default one per core) as processes side by side, and OpenMP gives
+# the cpu rung's loops in each of them every core of the machine. On the lent H100's 16 cores the whole suites
+# at -j12 did not finish in 200 s; as three filtered runs at once with OMP_NUM_THREADS=4 they finished in 137 s
+# (2026-11-24, docs/results/h100-2026-11-24-run.md). So, unless the caller set it, each job gets its share.
+cores=$(nproc) n_jobs=$(nproc)
+for ((i = 1; i <= $#; i++)); do
+    arg=${!i}
+    case $arg in
+    -j?*) n_jobs=${arg#-j} ;;
+    --jobs=*) n_jobs=${arg#--jobs=} ;;
+    -j | --jobs) i=$((i + 1)) n_jobs=${!i:-} ;;
+    esac
+done
+[[ $n_jobs =~ ^[1-9][0-9]*$ ]] || n_jobs=$cores
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$((cores / n_jobs > 1 ? cores / n_jobs : 1))}
+echo "OpenMP threads a test: $OMP_NUM_THREADS ($n_jobs jobs)"
+
 # The suites, their output shown and kept, so that a run that tested nothing (Criterion's synthesis line
 # reads "Tested: 0", or is missing) fails even though the suites exit 0.
 log=$(mktemp)

@@ -264,6 +264,11 @@ __device__ __forceinline__ void sts128(uint16_t *p, const uint32_t (&v)[4]) {
                  : "memory");
 }
 
+/* Whether dkernels_mul sends its 16-byte rows of taps straight to global memory (TT_SHEAR blocks, W % 8 == 0, the
+ * dkernels output aligned), instead of through the dkernels tile and store_dkernels: a warp's lanes then write 8
+ * channels' 64-byte runs of taps of one token, whole sectors, and the block skips a barrier and a pass over the tile. */
+template <int TB> __device__ bool dk_direct(const tc_args &a) { return TB == TT_SHEAR && a.vec_dk && a.We == a.W; }
+
 /*
  * dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
  * each, rounded to T, written into the dkernels tile sD, laid out as the kernels tile (dx_mma is done with that
@@ -276,7 +281,7 @@ __device__ __forceinline__ void sts128(uint16_t *p, const uint32_t (&v)[4]) {
  */
 template <class T, int TB, int NKC>
 __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_t *sG, const int *wmin,
-                             uint16_t *sD) {
+                             uint16_t *sD, const tile &tl) {
     if (NKC == 1) {
         const int lgP = a.lg_oct + 2, c = 2 * (threadIdx.x & ((1 << lgP) - 1)); // DT/2 = 2^lgP pairs; c, c+1
         for (int row = threadIdx.x >> lgP; row < TB; row += NT >> lgP) {
@@ -311,11 +316,15 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
         // read neighbouring channels of one row. The pad tap of odd W reads x-tile row TB+W-1, staged as zeros
         // (layout)
         const int lgDT = a.lg_oct + 3, nch = a.We / 8, c = threadIdx.x & (a.DT - 1);
+        const bool direct = dk_direct<TB>(a);
+        const int64_t dkr = a.D * a.W; // dkernels elements per token
         for (int i = threadIdx.x >> lgDT; i < nch * (TB / 8); i += NT >> lgDT) {
             const quot_rem q = divmod(i, nch); // run q.q of 8 rows, chunk q.r
             const int row0 = 8 * q.q, w0 = 8 * q.r;
             const uint16_t *xs = sX + (row0 + w0) * a.CR + c, *gs = sG + row0 * a.CR + c;
             uint16_t *d = sD + row0 * a.KR + c * a.KS + w0;
+            uint16_t *gd = a.dk + ((tl.b * a.T + tl.t0 + row0) * a.D + tl.d0 + c) * a.W + w0; // direct: row0's chunk
+            const int rows_in = direct && c < tl.Dv ? (int)min((int64_t)8, a.T - tl.t0 - row0) : 0;
             float xv[15], gv[8]; // x-tile rows row0+w0 .. row0+w0+14, dout rows row0 .. row0+7: all loads first
 #pragma unroll
             for (int k = 0; k < 15; k++) xv[k] = ladder_to_float<T>(xs[k * a.CR]);
@@ -334,7 +343,8 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
                     for (int h = 0; h < 4; h++)
                         v[h] &= (2 * h + 1 < lead ? 0u : 0xFFFF0000u) | (2 * h < lead ? 0u : 0xFFFFu);
                 }
-                sts128(d + r * a.KR, v);
+                if (!direct) sts128(d + r * a.KR, v);
+                else if (r < rows_in) *reinterpret_cast<uint4 *>(gd + r * dkr) = make_uint4(v[0], v[1], v[2], v[3]);
             }
         }
         return;
@@ -469,8 +479,9 @@ __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) 
     if (NKC == 0 && a.shear) fwd_mma<T, TB, 0>(a, sG, sK, sO, 0); // dx[r] = sum_p sK[r][p] dout[r+p]: the forward's
     else if constexpr (TB == TT) dx_mma<T, TB, NKC>(a, sG, sK, sO); // TT_SHEAR: always sheared
     __syncthreads(); // dx_mma is done with sK: dkernels takes its place
-    dkernels_mul<T, TB, NKC>(a, sX, sG, wmin, sK);
+    dkernels_mul<T, TB, NKC>(a, sX, sG, wmin, sK, tl);
     store_tokens<TB>(a.dx, sO, a, tl, a.vec_out);
+    if (dk_direct<TB>(a)) return; // dkernels_mul wrote dkernels itself
     __syncthreads();
     store_dkernels<TB>(sK, a, tl);
 }

@@ -282,7 +282,12 @@ template <> __device__ __forceinline__ uint32_t mul2<__half>(uint32_t a, uint32_
 /* Whether dkernels_mul sends its 16-byte rows of taps straight to global memory (TT_SHEAR blocks, W % 8 == 0, the
  * dkernels output aligned), instead of through the dkernels tile and store_dkernels: a warp's lanes then write 8
  * channels' 64-byte runs of taps of one token, whole sectors, and the block skips a barrier and a pass over the tile. */
-template <int TB> __device__ bool dk_direct(const tc_args &a) { return TB == TT_SHEAR && a.vec_dk && a.We == a.W; }
+template <int TB> __device__ bool dk_direct(const tc_args &a) { return TB == TT_SHEAR && a.vec_dk && a.W % 8 == 0; }
+
+/* A TT_SHEAR block of one octet has 4 units of products for its 8 warps. Where dkernels goes straight to global
+ * memory, it needs nothing of the kernels tile, so the upper half of the warps computes it while the lower half
+ * runs the products, instead of waiting for them. */
+template <int TB> __device__ bool dk_overlap(const tc_args &a) { return dk_direct<TB>(a) && n_units<TB>(a) <= NWARPS / 2; }
 
 /*
  * dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
@@ -330,10 +335,12 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
         // where one thread per (row, channel) takes 21 per 2. Channels are the fastest index, so a warp's loads
         // read neighbouring channels of one row. The pad tap of odd W reads x-tile row TB+W-1, staged as zeros
         // (layout)
-        const int lgDT = a.lg_oct + 3, nch = a.We / 8, c = threadIdx.x & (a.DT - 1);
-        const bool direct = dk_direct<TB>(a);
+        const bool direct = dk_direct<TB>(a), half = dk_overlap<TB>(a);
+        const int tid = half ? (int)threadIdx.x - NT / 2 : (int)threadIdx.x, nthreads = half ? NT / 2 : NT;
+        if (tid < 0) return; // the lower half runs the products meanwhile
+        const int lgDT = a.lg_oct + 3, nch = a.We / 8, c = tid & (a.DT - 1);
         const int64_t dkr = a.D * a.W; // dkernels elements per token
-        for (int i = threadIdx.x >> lgDT; i < nch * (TB / 8); i += NT >> lgDT) {
+        for (int i = tid >> lgDT; i < nch * (TB / 8); i += nthreads >> lgDT) {
             const quot_rem q = divmod(i, nch); // run q.q of 8 rows, chunk q.r
             const int row0 = 8 * q.q, w0 = 8 * q.r;
             const uint16_t *xs = sX + (row0 + w0) * a.CR + c, *gs = sG + row0 * a.CR + c;
@@ -497,8 +504,10 @@ __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) 
     }
     if (NKC == 0 && a.shear) fwd_mma<T, TB, 0>(a, sG, sK, sO, 0); // dx[r] = sum_p sK[r][p] dout[r+p]: the forward's
     else if constexpr (TB == TT) dx_mma<T, TB, NKC>(a, sG, sK, sO); // TT_SHEAR: always sheared
-    __syncthreads(); // dx_mma is done with sK: dkernels takes its place
+    const bool overlap = dk_overlap<TB>(a); // dkernels on the warps that have no products
+    if (!overlap) __syncthreads();          // dx_mma is done with sK: dkernels takes its place
     dkernels_mul<T, TB, NKC>(a, sX, sG, wmin, sK, tl);
+    if (overlap) __syncthreads(); // sO holds every unit's dx before the rows go out
     store_tokens<TB>(a.dx, sO, a, tl, a.vec_out);
     if (dk_direct<TB>(a)) return; // dkernels_mul wrote dkernels itself
     __syncthreads();

@@ -24,8 +24,10 @@
  *     K = S + W <= 16 columns: for W <= 4 a single m16n8k8, where every lane's one A register is one aligned
  *     32-bit word of the kernels tile (taps 2t, 2t+1 of a token), loaded as it lies. dx is the same product
  *     with the window looking ahead: row g of A holds kernels[r+p][W-1-p], two taps of two tokens per
- *     register, joined from two 16-bit loads. dkernels = dout * x has no sum and stays on fp32 multiplies
- *     (dkernels_mul), written into the kernels tile once dx is done with it and sent out in 16-byte rows.
+ *     register, joined from two 16-bit loads. dkernels = dout * x has no sum and stays off the matrix units
+ *     (dkernels_mul): fp32 multiplies, or two products per packed half-precision multiply where a slot is whole
+ *     16-byte chunks (mul2: the same bits), written into the kernels tile once dx is done with it and sent out in
+ *     16-byte rows.
  *     Where one k step does (W <= 4) the kernels are instantiated with NKC = 1: the k loop unrolls away, and
  *     what depends only on the lane and the k step leaves the unit loop.
  *  3. Tiles staged with cp.async (stage; the staging is in dynconv_stage.cuh): 16 bytes per thread per
@@ -47,7 +49,10 @@
  *     through registers, two taps of two neighbouring rows to a 32-bit store; it zeroes the masked taps itself.
  *     Where even the narrowest sheared tile misses the shared-memory target (from W = 45), a block covers
  *     TT_SHEAR = 32 tokens: at W = 64 four blocks per SM instead of two. The tile size is a template argument
- *     of the backward kernel, so the fixed-size loops stay unrolled.
+ *     of the backward kernel, so the fixed-size loops stay unrolled. Its 4 units of products leave half the
+ *     warps idle, so there (W % 8 == 0) dkernels_mul runs on those warps meanwhile and writes dkernels straight
+ *     to global memory (dk_direct, dk_overlap). At W = 64 a thread of the sheared staging loads 16 taps of a
+ *     row, a whole 32-byte sector, where 8 taps fetched each sector twice.
  *  5. Coalesced output: the useful entries of C go to a [channel][token] tile in shared memory (out_at), where
  *     the lane that holds a channel's outputs writes 8 tokens in one 16-byte store (store_diagonal), and the
  *     tile leaves as 16-byte rows of the [token][channel] output, transposed back by ldmatrix.trans
@@ -280,14 +285,16 @@ template <> __device__ __forceinline__ uint32_t mul2<__half>(uint32_t a, uint32_
 }
 
 /* Whether dkernels_mul sends its 16-byte rows of taps straight to global memory (TT_SHEAR blocks, W % 8 == 0, the
- * dkernels output aligned), instead of through the dkernels tile and store_dkernels: a warp's lanes then write 8
- * channels' 64-byte runs of taps of one token, whole sectors, and the block skips a barrier and a pass over the tile. */
+ * dkernels output aligned), instead of through the dkernels tile and store_dkernels: whole 32-byte sectors still,
+ * and the block skips a barrier and a pass over the tile. */
 template <int TB> __device__ bool dk_direct(const tc_args &a) { return TB == TT_SHEAR && a.vec_dk && a.W % 8 == 0; }
 
 /* A TT_SHEAR block of one octet has 4 units of products for its 8 warps. Where dkernels goes straight to global
  * memory, it needs nothing of the kernels tile, so the upper half of the warps computes it while the lower half
  * runs the products, instead of waiting for them. */
-template <int TB> __device__ bool dk_overlap(const tc_args &a) { return dk_direct<TB>(a) && n_units<TB>(a) <= NWARPS / 2; }
+template <int TB> __device__ bool dk_overlap(const tc_args &a) {
+    return dk_direct<TB>(a) && n_units<TB>(a) <= NWARPS / 2;
+}
 
 /*
  * dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
@@ -355,7 +362,8 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
             // the x pairs of a row's taps: (x[2k], x[2k+1]) for an even row, (x[2k+1], x[2k+2]) for an odd one
             uint32_t xe[7], xo[7];
 #pragma unroll
-            for (int k = 0; k < 7; k++) xe[k] = ladder_pack2(xv[2 * k], xv[2 * k + 1]), xo[k] = ladder_pack2(xv[2 * k + 1], xv[2 * k + 2]);
+            for (int k = 0; k < 7; k++)
+                xe[k] = ladder_pack2(xv[2 * k], xv[2 * k + 1]), xo[k] = ladder_pack2(xv[2 * k + 1], xv[2 * k + 2]);
 #pragma unroll
             for (int r = 0; r < 8; r++) {
                 const uint32_t g2 = ladder_pack2(gv[r], gv[r]);
@@ -492,7 +500,7 @@ __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) 
     stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, 1, a.vec_g, 0, a, tl, tl.t0);
     if (!a.shear) stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, 0, a, tl, tl.t0);
     stage_bounds(wmin, halo, a, tl);
-    if (a.shear) {       // while x and dout are on their way
+    if (NKC == 0 && a.shear) { // while x and dout are on their way (W > SHEAR_W: never one k step)
         __syncthreads(); // wmin is complete before the sheared staging reads it
         stage_sheared<TB>(sK, wmin, a, tl);
     }

@@ -52,7 +52,7 @@
  *     of the backward kernel, so the fixed-size loops stay unrolled. Its 4 units of products leave half the
  *     warps idle, so there (W % 8 == 0) dkernels_mul runs on those warps meanwhile and writes dkernels straight
  *     to global memory (dk_direct, dk_overlap). At W = 64 a thread of the sheared staging loads 16 taps of a
- *     row, a whole 32-byte sector, where 8 taps fetched each sector twice.
+ *     row, a whole 32-byte sector, where with 8 taps two threads fetched each sector 8 rows apart.
  *  5. Coalesced output: the useful entries of C go to a [channel][token] tile in shared memory (out_at), where
  *     the lane that holds a channel's outputs writes 8 tokens in one 16-byte store (store_diagonal), and the
  *     tile leaves as 16-byte rows of the [token][channel] output, transposed back by ldmatrix.trans

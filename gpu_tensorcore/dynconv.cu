@@ -217,7 +217,7 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
  * The forward of one k step (W <= 4) keeps no output tile: a unit's outputs go into the kernels tile, over the
  * weights it has just read. Unit (octet o, rows r0 .. r0+7) is the only reader of rows r0 .. r0+7 of o's slots
  * (8 * We taps a row), so channel c of o writes its 8 tokens, one 16-byte chunk, into row r0 + c % 8 of o's
- * slots (in_k_at). That is 9 KB less shared memory a tile at W = 2, and two 64-token tiles fit where one did
+ * slots (in_k_at). That is 9 KB less shared memory a tile at W = 2, and two 64-token tiles fit the 56 KB target
  * (the forward kernel). The rows of a unit's chunks lie KR elements apart, KR/2 = 4 (mod 32) words where
  * DT * We is a multiple of 64, so the 8 channels of an octet, and the 8 rows of each of store_tokens's ldmatrix
  * loads (channels 2m, 2m+1 of four octets, whose slots lie 4 * We words apart), fall on 8 different groups of 4
@@ -230,7 +230,7 @@ __device__ int in_k_at(int c, int k, const tc_args &a) {
 /*
  * fwd_mma at NKC = 1 with the outputs in the kernels tile. With one k step each lane's word of A, and its masks,
  * are the same in every unit, and a warp's units lie 2*UNIT*(NWARPS / octets) rows apart: the loop steps its
- * pointers (by the SASS, 60 -> 46 instructions a unit at W = 2, sm_90).
+ * pointers (by the SASS, 60 -> 48 instructions a unit at W = 2, sm_90).
  */
 template <class T, int TB> __device__ void fwd_mma1(const tc_args &a, const uint16_t *sX, uint16_t *sK) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S, p = 2 * t;

@@ -57,15 +57,16 @@
  *     an H100 SM takes in about 14 bytes per cycle (at 1.6 GHz) and issues at most 4 warp instructions per
  *     cycle, so the kernel has 3 to 4 warp instructions per output to spend, all bookkeeping included (an earlier
  *     version spent 8.6 and reached a third of the copy rate; chapters/01-dynamic-conv.md). Hence: a block
- *     covers TT = 64 tokens (in the forward at W <= 2, two such tiles, both staged before either is computed, so
- *     that the first one's products and stores overlap the second one's loads); the grid is (token tiles, channel tiles, batch), so no division finds the tile;
- *     a warp keeps one 8-channel octet and works out its lane's offsets once (plan_warp); UNIT = 4 products
- *     share each k step's per-lane work; the fragment loops mask instead of branching; the staging and store
- *     loops keep one column per thread, so they divide nothing per iteration, and find that column by shifts
- *     where the chunk count is a power of two (divmod). At W <= 4, where an output moves the fewest bytes and
- *     so may cost the fewest instructions, also the one-k-step kernels (2.), and two channels per thread in
- *     dkernels_mul: 32-bit loads, and one 8-byte store for every 4 taps of the two. Where a slot is whole
- *     16-byte chunks (We % 8 == 0), dkernels_mul walks 8 rows of one chunk, one new x load a row.
+ *     covers TT = 64 tokens (in the forward at W <= 2, two such tiles, both staged before either is computed,
+ *     so that the first one's products and stores overlap the second one's loads); the grid is (token tiles,
+ *     channel tiles, batch), so no division finds the tile; a warp keeps one 8-channel octet and works out its
+ *     lane's offsets once (plan_warp); UNIT = 4 products share each k step's per-lane work; the fragment loops
+ *     mask instead of branching; the staging and store loops keep one column per thread, so they divide nothing
+ *     per iteration, and find that column by shifts where the chunk count is a power of two (divmod). At W <= 4,
+ *     where an output moves the fewest bytes and so may cost the fewest instructions, also the one-k-step
+ *     kernels (2.), and two channels per thread in dkernels_mul: 32-bit loads, and one 8-byte store for every 4
+ *     taps of the two. Where a slot is whole 16-byte chunks (We % 8 == 0), dkernels_mul walks 8 rows of one
+ *     chunk, one new x load a row.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (x, kernels, dout and the outputs all bf16 or all
  * f16; device pointers; any non-negative input strides; contiguous outputs). Inputs must be finite: like

@@ -27,7 +27,7 @@
  *     register, joined from two 16-bit loads. dkernels = dout * x has no sum and stays on fp32 multiplies
  *     (dkernels_mul), written into the kernels tile once dx is done with it and sent out in 16-byte rows.
  *     Where one k step does (W <= 4) the kernels are instantiated with NKC = 1: the k loop unrolls away, and
- *     what depends only on the lane and the k step leaves the unit loop (the forward's: fwd_mma1).
+ *     what depends only on the lane and the k step leaves the unit loop.
  *  3. Tiles staged with cp.async (stage; the staging is in dynconv_stage.cuh): 16 bytes per thread per
  *     instruction straight from global to shared memory, every load of the block in flight at once, no
  *     registers on the way; element loads where an input is strided or misaligned, in the same kernel. Every
@@ -51,22 +51,19 @@
  *  5. Coalesced output: the useful entries of C go to a [channel][token] tile in shared memory (out_at), where
  *     the lane that holds a channel's outputs writes 8 tokens in one 16-byte store (store_diagonal), and the
  *     tile leaves as 16-byte rows of the [token][channel] output, transposed back by ldmatrix.trans
- *     (store_tokens). The forward of one k step needs no such tile: a unit writes its outputs over the weights
- *     it has just read, which no other unit reads (in_k_at).
+ *     (store_tokens).
  *  6. Few instructions per element. In the bf16 forward at W = 4 an output moves 12 bytes. At the copy rate
  *     an H100 SM takes in about 14 bytes per cycle (at 1.6 GHz) and issues at most 4 warp instructions per
  *     cycle, so the kernel has 3 to 4 warp instructions per output to spend, all bookkeeping included (an earlier
  *     version spent 8.6 and reached a third of the copy rate; chapters/01-dynamic-conv.md). Hence: a block
- *     covers TT = 64 tokens (in the forward at W <= 2, two such tiles, both staged before either is computed,
- *     so that the first one's products and stores overlap the second one's loads); the grid is (token tiles,
- *     channel tiles, batch), so no division finds the tile; a warp keeps one 8-channel octet and works out its
- *     lane's offsets once (plan_warp); UNIT = 4 products share each k step's per-lane work; the fragment loops
- *     mask instead of branching; the staging and store loops keep one column per thread, so they divide nothing
- *     per iteration, and find that column by shifts where the chunk count is a power of two (divmod). At W <= 4,
- *     where an output moves the fewest bytes and so may cost the fewest instructions, also the one-k-step
- *     kernels (2.), and two channels per thread in dkernels_mul: 32-bit loads, and one 8-byte store for every 4
- *     taps of the two. Where a slot is whole 16-byte chunks (We % 8 == 0), dkernels_mul walks 8 rows of one
- *     chunk, one new x load a row.
+ *     covers TT = 64 tokens; the grid is (token tiles, channel tiles, batch), so no division finds the tile;
+ *     a warp keeps one 8-channel octet and works out its lane's offsets once (plan_warp); UNIT = 4 products
+ *     share each k step's per-lane work; the fragment loops mask instead of branching; the staging and store
+ *     loops keep one column per thread, so they divide nothing per iteration, and find that column by shifts
+ *     where the chunk count is a power of two (divmod). At W <= 4, where an output moves the fewest bytes and
+ *     so may cost the fewest instructions, also the one-k-step kernels (2.), and two channels per thread in
+ *     dkernels_mul: 32-bit loads, and one 8-byte store for every 4 taps of the two. Where a slot is whole
+ *     16-byte chunks (We % 8 == 0), dkernels_mul walks 8 rows of one chunk, one new x load a row.
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (x, kernels, dout and the outputs all bf16 or all
  * f16; device pointers; any non-negative input strides; contiguous outputs). Inputs must be finite: like
@@ -211,55 +208,6 @@ __device__ void fwd_mma(const tc_args &a, const uint16_t *sX, const uint16_t *sK
             }
         }
         store_diagonal<T, TB, NKC>(sO, r0, a, wp, acc);
-    }
-}
-
-/*
- * The forward of one k step (W <= 4) keeps no output tile: a unit's outputs go into the kernels tile, over the
- * weights it has just read. Unit (octet o, rows r0 .. r0+7) is the only reader of rows r0 .. r0+7 of o's slots
- * (8 * We taps a row), so channel c of o writes its 8 tokens, one 16-byte chunk, into row r0 + c % 8 of o's
- * slots (in_k_at). That is 9 KB less shared memory a tile at W = 2, and two 64-token tiles fit the 56 KB target
- * (the forward kernel). The rows of a unit's chunks lie KR elements apart, KR/2 = 4 (mod 32) words where
- * DT * We is a multiple of 64, so the 8 channels of an octet, and the 8 rows of each of store_tokens's ldmatrix
- * loads (channels 2m, 2m+1 of four octets, whose slots lie 4 * We words apart), fall on 8 different groups of 4
- * banks; at We = 4 octets 2 and 3 take the third chunk of their slots, not the first, for that.
- */
-__device__ int in_k_at(int c, int k, const tc_args &a) {
-    return ((k & ~7) + (c & 7)) * a.KR + (c & ~7) * a.We + 8 * ((c >> 4 & 1) * (a.We - 2)) + (k & 7);
-}
-
-/*
- * fwd_mma at NKC = 1 with the outputs in the kernels tile. With one k step each lane's word of A, and its masks,
- * are the same in every unit, and a warp's units lie 2*UNIT*(NWARPS / octets) rows apart: the loop steps its
- * pointers (by the SASS, 60 -> 48 instructions a unit at W = 2, sm_90).
- */
-template <class T, int TB> __device__ void fwd_mma1(const tc_args &a, const uint16_t *sX, uint16_t *sK) {
-    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, S = a.S, p = 2 * t;
-    const warp_plan wp = plan_warp(a, 0);
-    const bool lo = p < a.We, hi = (unsigned)(p - S) < (unsigned)a.We; // as fwd_mma's k step 0
-    const uint32_t m0 = lo ? ~0u : 0u, m1 = hi ? ~0u : 0u;
-    const bool keeps = lane % 4 == g / 2, odd = g % 2, s2 = S == 2; // store_diagonal's lanes, selects, order
-    const int r_first = 2 * UNIT * (threadIdx.x / 32 >> a.lg_oct), r_step = 2 * UNIT * (NWARPS >> a.lg_oct);
-    const uint16_t *kb = sK + (wp.c0 + g) * a.We + r_first * a.KR + (lo ? p : hi ? S * a.KR + p - S : 0);
-    const uint16_t *xb = sX + wp.b_row + r_first * a.CR;
-    uint16_t *ob = sK + in_k_at(wp.c0 + g, r_first, a);
-    for (int r0 = r_first; r0 < TB; r0 += r_step, kb += r_step * a.KR, xb += r_step * a.CR, ob += r_step * a.KR) {
-        float acc[UNIT][4] = {};
-        uint32_t B[UNIT];
-        ladder_ldsm_x4_trans(B, xb);
-#pragma unroll
-        for (int j = 0; j < UNIT; j++) {
-            const uint32_t v = ladder_lds32(kb + wp.dk[j]), A[2] = {v & m0, v & m1};
-            ladder_mma_m16n8k8<T>(acc[j], A, B[j]);
-        }
-        __syncwarp(); // every lane has read these rows of the tile before the outputs go over them
-        if (!keeps) continue;
-        float r[UNIT], rS[UNIT]; // as store_diagonal: rows r0 + pair_row(j), and S rows further
-#pragma unroll
-        for (int j = 0; j < UNIT; j++) r[j] = odd ? acc[j][1] : acc[j][0], rS[j] = odd ? acc[j][3] : acc[j][2];
-        const uint32_t a01 = ladder_pack2_float<T>(r[0], r[1]), a23 = ladder_pack2_float<T>(r[2], r[3]);
-        const uint32_t b01 = ladder_pack2_float<T>(rS[0], rS[1]), b23 = ladder_pack2_float<T>(rS[2], rS[3]);
-        *reinterpret_cast<uint4 *>(ob) = make_uint4(a01, s2 ? b01 : a23, s2 ? a23 : b01, b23);
     }
 }
 
@@ -437,7 +385,7 @@ template <int TB> __device__ void store_dkernels(const uint16_t *sD, const tc_ar
  * matrix m is channel 2NM*(q/2) + 2m + q%2, so that the transposing load hands lane 4i+t token i of the 2NM
  * channels 2NM*t .. 2NM*t + 2NM-1 (two per matrix), which leave in one store of 4*NM bytes.
  */
-template <int TB, bool IN_K = false> // IN_K: the forward of one k step's outputs, in its kernels tile (in_k_at)
+template <int TB>
 __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a, const tile &tl, bool vec) {
     const int lane = threadIdx.x % 32, lg_nm = min(a.lg_oct, 2), nm = 1 << lg_nm;
     const int lg_groups = a.lg_oct - lg_nm; // channel groups of 8 NM, 2^lg_groups of them
@@ -447,7 +395,7 @@ __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a
     const int i = lane / 4, cg = 8 * nm * ((threadIdx.x / 32) & ((1 << lg_groups) - 1)), c = cg + 2 * nm * (lane % 4);
     for (int kc = threadIdx.x / 32 >> lg_groups; kc < TB / 8; kc += NWARPS >> lg_groups) {
         uint32_t v[4];
-        ladder_ldsm_x4_trans(v, sO + (IN_K ? in_k_at(cg + c_row, 8 * kc, a) : out_at<TB>(cg + c_row, 8 * kc, a)));
+        ladder_ldsm_x4_trans(v, sO + out_at<TB>(cg + c_row, 8 * kc, a));
         const int64_t tok = tl.t0 + 8 * kc + i;
         if (tok >= a.T || c >= tl.Dv) continue;
         uint16_t *p = dst + (tl.b * a.T + tok) * a.D + tl.d0 + c;
@@ -463,55 +411,33 @@ __device__ void store_tokens(uint16_t *dst, const uint16_t *sO, const tc_args &a
     }
 }
 
-// one k step, two tiles (W <= 2): 4 blocks per SM, as many as their 54 KB of tiles allow; one tile (W = 3, 4): 6,
-// as many as the register file holds at 40 registers (its 43 KB allow 5); several k steps: no minimum (0), so the
-// compiler keeps the allocation whose k loop is 99 instructions
-template <class T, int NKC, int NTILES>
-__global__ void __launch_bounds__(NT, NKC == 0 ? 0 : NTILES == 2 ? 4 : 6) dynconv_fwd_tc_kernel(const tc_args a) {
+// one k step: 6 blocks per SM, as many as the 37 KB of W = 2's tiles allow (at 42 registers the register file held
+// 5); several k steps: no minimum (0), so the compiler keeps the allocation whose k loop is 99 instructions
+template <class T, int NKC>
+__global__ void __launch_bounds__(NT, NKC == 1 ? 6 : 0) dynconv_fwd_tc_kernel(const tc_args a) {
     extern __shared__ __align__(16) unsigned char smem[];
+    uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 ..
+    uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [TT][KR]: kernels rows t0 ..
+    uint16_t *sO = reinterpret_cast<uint16_t *>(smem + a.off_o); // [DT][OP] (out_at)
+    int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // [TT]
+    const tile tl = tile_of<TT>(a);
+
+    stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, 1, a.vec_x, 0, a, tl, tl.t0 - a.W + 1);
+    // slot We: the forward's slots are never padded (KS = We), and saying so spares the division for fd (from
+    // 1376 to 1344 instructions in the W >= 5 kernel). (xr known 0 here too at NKC = 1 made the sm_80 build of
+    // that kernel spill 8 bytes.)
+    stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.We, a.W, a.vec_k, a.xr, a, tl, tl.t0);
     const int xr = NKC == 1 ? 0 : a.xr; // (W <= 4: never swizzled)
-    // a tile's shared memory from m: x rows t0-W+1 .. ([xrows][CR]), kernels rows t0 .. ([TT][KR]), the output
-    // tile ([DT][OP], out_at; one k step: none, in_k_at) and wmin ([TT])
-    auto stage_tile = [&](unsigned char *m, const tile &tl) {
-        stage(reinterpret_cast<uint16_t *>(m + a.off_x), a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, 1, a.vec_x,
-              0, a, tl, tl.t0 - a.W + 1);
-        // slot We: the forward's slots are never padded (KS = We), and saying so spares the division for fd (from
-        // 1376 to 1344 instructions in the W >= 5 kernel). (xr known 0 here too at NKC = 1 made the sm_80 build of
-        // that kernel spill 8 bytes.)
-        stage(reinterpret_cast<uint16_t *>(m + a.off_k), a.KR, a.krows, TT, a.k, a.sk, a.We, a.We, a.W, a.vec_k,
-              a.xr, a, tl, tl.t0);
-        if (a.cu_seqlens) stage_bounds(reinterpret_cast<int *>(m + a.off_b), TT, a, tl);
-    };
-    auto finish_tile = [&](unsigned char *m, const tile &tl) { // once its loads have landed
-        uint16_t *sX = reinterpret_cast<uint16_t *>(m + a.off_x), *sK = reinterpret_cast<uint16_t *>(m + a.off_k);
-        __syncthreads(); // every tile is complete before it is masked or read
-        if (a.cu_seqlens) {
-            mask_kernels(sK, reinterpret_cast<int *>(m + a.off_b), TT, a, xr);
-            __syncthreads();
-        }
-        if constexpr (NKC == 1) fwd_mma1<T, TT>(a, sX, sK);
-        else fwd_mma<T, TT, NKC>(a, sX, sK, reinterpret_cast<uint16_t *>(m + a.off_o), xr);
-        __syncthreads(); // the tile holds every warp's outputs before the rows go out
-        store_tokens<TT, NKC == 1>(a.out, NKC == 1 ? sK : reinterpret_cast<uint16_t *>(m + a.off_o), a, tl, a.vec_out);
-    };
-    if constexpr (NTILES == 1) {
-        const tile tl = tile_of<TT>(a);
-        stage_tile(smem, tl);
-        ladder_cp_async_wait_all();
-        finish_tile(smem, tl);
-    } else { // two tiles of TT tokens, each in its own shared memory, both staged first: the products and stores of
-             // the first run while the loads of the second are still on their way
-        tile tl0 = tile_of<TT>(a), tl1 = tl0;
-        tl0.t0 = 2 * tl0.t0, tl1.t0 = tl0.t0 + TT;
-        stage_tile(smem, tl0);
-        ladder_cp_async_commit();
-        stage_tile(smem + a.tile_bytes, tl1);
-        ladder_cp_async_commit();
-        ladder_cp_async_wait_group<1>(); // the first tile's group
-        finish_tile(smem, tl0);
-        ladder_cp_async_wait_group<0>();
-        finish_tile(smem + a.tile_bytes, tl1);
+    if (a.cu_seqlens) stage_bounds(wmin, TT, a, tl);
+    ladder_cp_async_wait_all();
+    __syncthreads(); // every tile is complete before it is masked or read
+    if (a.cu_seqlens) {
+        mask_kernels(sK, wmin, TT, a, xr);
+        __syncthreads();
     }
+    fwd_mma<T, TT, NKC>(a, sX, sK, sO, xr);
+    __syncthreads(); // sO holds every warp's outputs before the rows go out
+    store_tokens<TT>(a.out, sO, a, tl, a.vec_out);
 }
 
 template <class T, int TB, int NKC>
@@ -588,7 +514,7 @@ int layout(tc_args *a, bool bwd) {
     a->off_k = off, off += round_up(a->krows * a->KR * 2, 16);
     a->off_g = off, off += bwd ? round_up(a->grows * a->CR * 2, 16) : 0;
     a->OP = TB + 8;
-    a->off_o = off, off += !bwd && a->NK == 1 ? 0 : round_up(a->DT * a->OP * 2, 16); // (one k step: in_k_at)
+    a->off_o = off, off += round_up(a->DT * a->OP * 2, 16);
     a->off_b = off, off += (TB + W - 1) * 4;
     return off;
 }
@@ -619,14 +545,11 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     // a sheared backward that misses the target even so takes TT_SHEAR tokens a block: at W = 64, 46 KB and
     // four blocks per SM (as many as the registers allow) instead of 85 KB and two
     if (a->shear && layout(a, bwd) > SMEM_TARGET) a->tt = TT_SHEAR;
-    // the forward of one k step takes two tiles a block where both fit the target (W <= 2: 2 x 27 KB)
-    a->tile_bytes = round_up(layout(a, bwd), 16);
-    const int tiles = !bwd && a->NK == 1 && 2 * a->tile_bytes <= SMEM_TARGET ? 2 : 1;
-    *smem = tiles * a->tile_bytes;
+    *smem = layout(a, bwd);
     if (*smem > SMEM_MAX)
         return ladder_fail(LADDER_ERR_UNSUPPORTED, "gpu_tensorcore: W = %d needs %d bytes of shared memory", p->W,
                            *smem);
-    const long long t_tiles = (p->T + tiles * a->tt - 1) / (tiles * a->tt), d_tiles = (p->D + a->DT - 1) / a->DT;
+    const long long t_tiles = (p->T + a->tt - 1) / a->tt, d_tiles = (p->D + a->DT - 1) / a->DT;
     if (t_tiles > INT_MAX || d_tiles > 65535 || p->B > 65535)
         return ladder_fail(LADDER_ERR_UNSUPPORTED,
                            "gpu_tensorcore: grid too large (%lld token tiles, %lld channel tiles, B = %lld)",
@@ -648,10 +571,7 @@ template <class T> ladder_status launch(const ladder_dynconv_problem *p, const l
     LADDER_TRY(plan(p, args, bwd, &a, &smem, &grid));
     // one k step (W <= 4): the k loop unrolls, and what depends on the lane and the k step leaves the unit loop
     const bool k1 = a.NK == 1;
-    const bool two = smem > a.tile_bytes; // two token tiles a block (plan)
-    auto kernel = !bwd ? (!k1 ? dynconv_fwd_tc_kernel<T, 0, 1>
-                          : two ? dynconv_fwd_tc_kernel<T, 1, 2>
-                                : dynconv_fwd_tc_kernel<T, 1, 1>)
+    auto kernel = !bwd         ? (k1 ? dynconv_fwd_tc_kernel<T, 1> : dynconv_fwd_tc_kernel<T, 0>)
                   : a.tt != TT ? dynconv_bwd_tc_kernel<T, TT_SHEAR, 0>
                   : k1         ? dynconv_bwd_tc_kernel<T, TT, 1>
                                : dynconv_bwd_tc_kernel<T, TT, 0>;

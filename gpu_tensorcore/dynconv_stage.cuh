@@ -47,7 +47,6 @@ struct tc_args {
     bool vec_x, vec_k, vec_g, vec_out, vec_dk; // 16-byte path per tensor
     bool shear;                  // backward, W > SHEAR_W: the kernels tile is sheared, dx is fwd_mma's product
     int tt;                      // tokens per block, the kernel's template argument TB: TT or TT_SHEAR
-    int tile_bytes;              // shared memory of one token tile (the forward of one k step stages two, plan())
 };
 
 /* The block's place: batch row b, first token t0, first channel d0, Dv channels inside D. */

@@ -24,8 +24,10 @@
  *     K = S + W <= 16 columns: for W <= 4 a single m16n8k8, where every lane's one A register is one aligned
  *     32-bit word of the kernels tile (taps 2t, 2t+1 of a token), loaded as it lies. dx is the same product
  *     with the window looking ahead: row g of A holds kernels[r+p][W-1-p], two taps of two tokens per
- *     register, joined from two 16-bit loads. dkernels = dout * x has no sum and stays on fp32 multiplies
- *     (dkernels_mul), written into the kernels tile once dx is done with it and sent out in 16-byte rows.
+ *     register, joined from two 16-bit loads. dkernels = dout * x has no sum and stays off the matrix units
+ *     (dkernels_mul): fp32 multiplies, or two products per packed half-precision multiply where a slot is whole
+ *     16-byte chunks (mul2: the same bits), written into the kernels tile once dx is done with it and sent out in
+ *     16-byte rows.
  *     Where one k step does (W <= 4) the kernels are instantiated with NKC = 1: the k loop unrolls away, and
  *     what depends only on the lane and the k step leaves the unit loop.
  *  3. Tiles staged with cp.async (stage; the staging is in dynconv_stage.cuh): 16 bytes per thread per
@@ -47,7 +49,10 @@
  *     through registers, two taps of two neighbouring rows to a 32-bit store; it zeroes the masked taps itself.
  *     Where even the narrowest sheared tile misses the shared-memory target (from W = 45), a block covers
  *     TT_SHEAR = 32 tokens: at W = 64 four blocks per SM instead of two. The tile size is a template argument
- *     of the backward kernel, so the fixed-size loops stay unrolled.
+ *     of the backward kernel, so the fixed-size loops stay unrolled. Its 4 units of products leave half the
+ *     warps idle, so there (W % 8 == 0) dkernels_mul runs on those warps meanwhile and writes dkernels straight
+ *     to global memory (dk_direct, dk_overlap). At W = 64 a thread of the sheared staging loads 16 taps of a
+ *     row, a whole 32-byte sector, where with 8 taps two threads fetched each sector 8 rows apart.
  *  5. Coalesced output: the useful entries of C go to a [channel][token] tile in shared memory (out_at), where
  *     the lane that holds a channel's outputs writes 8 tokens in one 16-byte store (store_diagonal), and the
  *     tile leaves as 16-byte rows of the [token][channel] output, transposed back by ldmatrix.trans
@@ -264,6 +269,37 @@ __device__ __forceinline__ void sts128(uint16_t *p, const uint32_t (&v)[4]) {
                  : "memory");
 }
 
+/* Two products of 16-bit elements at once, each rounded once to T: a * b + (-0) on the packed half-precision FMA
+ * unit. The same bits as multiplying in fp32 and rounding the product (exact in fp32: 8- or 11-bit significands),
+ * in one instruction instead of two conversions in, a multiply and a conversion out per product (the W = 8 to 32
+ * backward kept its times within 0.1%, H100, B=2 T=4096 D=2048 bf16, commit bf70289 against c6e92e6). */
+template <class T> __device__ __forceinline__ uint32_t mul2(uint32_t a, uint32_t b);
+template <> __device__ __forceinline__ uint32_t mul2<__nv_bfloat16>(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+    return d;
+}
+template <> __device__ __forceinline__ uint32_t mul2<__half>(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+    return d;
+}
+
+/* Whether dkernels_mul sends its 16-byte rows of taps straight to global memory (TT_SHEAR blocks, W % 8 == 0, the
+ * dkernels output aligned), instead of through the dkernels tile and store_dkernels: whole 32-byte sectors still,
+ * and the block skips a barrier and a pass over the tile. */
+template <int TB> __device__ bool dk_direct(const tc_args &a) { return TB == TT_SHEAR && a.vec_dk && a.W % 8 == 0; }
+
+/* A TT_SHEAR block of one octet has 4 units of products for its 8 warps. Where dkernels goes straight to global
+ * memory, it needs nothing of the kernels tile, so the upper half of the warps computes it while the lower half
+ * runs the products, instead of waiting for them. Measured on the H100 (B=1 T=4096 D=2048 bf16, a build with the
+ * choice switched per run, session 16's notes): W = 48 0.936 -> 0.828 ms against dkernels through the tile after
+ * the products; W = 64 1.237 -> 1.174 ms with the 16-tap sheared staging (stage_sheared), though with the 8-tap
+ * one it had been slower there (1.288 -> 1.355 ms). */
+template <int TB> __device__ bool dk_overlap(const tc_args &a) {
+    return dk_direct<TB>(a) && n_units<TB>(a) <= NWARPS / 2;
+}
+
 /*
  * dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
  * each, rounded to T, written into the dkernels tile sD, laid out as the kernels tile (dx_mma is done with that
@@ -276,7 +312,7 @@ __device__ __forceinline__ void sts128(uint16_t *p, const uint32_t (&v)[4]) {
  */
 template <class T, int TB, int NKC>
 __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_t *sG, const int *wmin,
-                             uint16_t *sD) {
+                             uint16_t *sD, const tile &tl) {
     if (NKC == 1) {
         const int lgP = a.lg_oct + 2, c = 2 * (threadIdx.x & ((1 << lgP) - 1)); // DT/2 = 2^lgP pairs; c, c+1
         for (int row = threadIdx.x >> lgP; row < TB; row += NT >> lgP) {
@@ -310,23 +346,34 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
         // where one thread per (row, channel) takes 21 per 2. Channels are the fastest index, so a warp's loads
         // read neighbouring channels of one row. The pad tap of odd W reads x-tile row TB+W-1, staged as zeros
         // (layout)
-        const int lgDT = a.lg_oct + 3, nch = a.We / 8, c = threadIdx.x & (a.DT - 1);
-        for (int i = threadIdx.x >> lgDT; i < nch * (TB / 8); i += NT >> lgDT) {
+        const bool direct = dk_direct<TB>(a), half = dk_overlap<TB>(a);
+        const int tid = half ? (int)threadIdx.x - NT / 2 : (int)threadIdx.x, nthreads = half ? NT / 2 : NT;
+        if (tid < 0) return; // the lower half runs the products meanwhile
+        const int lgDT = a.lg_oct + 3, nch = a.We / 8, c = tid & (a.DT - 1);
+        const int64_t dkr = a.D * a.W; // dkernels elements per token
+        for (int i = tid >> lgDT; i < nch * (TB / 8); i += nthreads >> lgDT) {
             const quot_rem q = divmod(i, nch); // run q.q of 8 rows, chunk q.r
             const int row0 = 8 * q.q, w0 = 8 * q.r;
             const uint16_t *xs = sX + (row0 + w0) * a.CR + c, *gs = sG + row0 * a.CR + c;
             uint16_t *d = sD + row0 * a.KR + c * a.KS + w0;
-            float xv[15], gv[8]; // x-tile rows row0+w0 .. row0+w0+14, dout rows row0 .. row0+7: all loads first
+            uint16_t *gd = a.dk + ((tl.b * a.T + tl.t0 + row0) * a.D + tl.d0 + c) * a.W + w0; // direct: row0's chunk
+            const int rows_in = direct && c < tl.Dv ? (int)min((int64_t)8, a.T - tl.t0 - row0) : 0;
+            uint16_t xv[15], gv[8]; // x-tile rows row0+w0 .. row0+w0+14, dout rows row0 .. row0+7: all loads first
 #pragma unroll
-            for (int k = 0; k < 15; k++) xv[k] = ladder_to_float<T>(xs[k * a.CR]);
+            for (int k = 0; k < 15; k++) xv[k] = xs[k * a.CR];
 #pragma unroll
-            for (int r = 0; r < 8; r++) gv[r] = ladder_to_float<T>(gs[r * a.CR]);
+            for (int r = 0; r < 8; r++) gv[r] = gs[r * a.CR];
+            // the x pairs of a row's taps: (x[2k], x[2k+1]) for an even row, (x[2k+1], x[2k+2]) for an odd one
+            uint32_t xe[7], xo[7];
+#pragma unroll
+            for (int k = 0; k < 7; k++)
+                xe[k] = ladder_pack2(xv[2 * k], xv[2 * k + 1]), xo[k] = ladder_pack2(xv[2 * k + 1], xv[2 * k + 2]);
 #pragma unroll
             for (int r = 0; r < 8; r++) {
+                const uint32_t g2 = ladder_pack2(gv[r], gv[r]);
                 uint32_t v[4];
 #pragma unroll
-                for (int h = 0; h < 4; h++)
-                    v[h] = ladder_pack2_float<T>(gv[r] * xv[r + 2 * h], gv[r] * xv[r + 2 * h + 1]);
+                for (int h = 0; h < 4; h++) v[h] = mul2<T>(g2, r % 2 ? xo[r / 2 + h] : xe[r / 2 + h]);
                 // without cu_seqlens, taps before token 0 met zero x rows already
                 const int lead = a.cu_seqlens ? wmin[row0 + r] - w0 : 0; // taps before the sequence start
                 if (lead > 0) {
@@ -334,7 +381,8 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
                     for (int h = 0; h < 4; h++)
                         v[h] &= (2 * h + 1 < lead ? 0u : 0xFFFF0000u) | (2 * h < lead ? 0u : 0xFFFFu);
                 }
-                sts128(d + r * a.KR, v);
+                if (!direct) sts128(d + r * a.KR, v);
+                else if (r < rows_in) *reinterpret_cast<uint4 *>(gd + r * dkr) = make_uint4(v[0], v[1], v[2], v[3]);
             }
         }
         return;
@@ -456,7 +504,7 @@ __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) 
     stage(sG, a.CR, a.grows, halo, a.g, a.sg, 1, 1, 1, a.vec_g, 0, a, tl, tl.t0);
     if (!a.shear) stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, 0, a, tl, tl.t0);
     stage_bounds(wmin, halo, a, tl);
-    if (a.shear) {       // while x and dout are on their way
+    if (NKC == 0 && a.shear) { // while x and dout are on their way (W > SHEAR_W: never one k step)
         __syncthreads(); // wmin is complete before the sheared staging reads it
         stage_sheared<TB>(sK, wmin, a, tl);
     }
@@ -468,9 +516,12 @@ __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) 
     }
     if (NKC == 0 && a.shear) fwd_mma<T, TB, 0>(a, sG, sK, sO, 0); // dx[r] = sum_p sK[r][p] dout[r+p]: the forward's
     else if constexpr (TB == TT) dx_mma<T, TB, NKC>(a, sG, sK, sO); // TT_SHEAR: always sheared
-    __syncthreads(); // dx_mma is done with sK: dkernels takes its place
-    dkernels_mul<T, TB, NKC>(a, sX, sG, wmin, sK);
+    const bool overlap = dk_overlap<TB>(a); // dkernels on the warps that have no products
+    if (!overlap) __syncthreads();          // dx_mma is done with sK: dkernels takes its place
+    dkernels_mul<T, TB, NKC>(a, sX, sG, wmin, sK, tl);
+    if (overlap) __syncthreads(); // sO holds every unit's dx before the rows go out
     store_tokens<TB>(a.dx, sO, a, tl, a.vec_out);
+    if (dk_direct<TB>(a)) return; // dkernels_mul wrote dkernels itself
     __syncthreads();
     store_dkernels<TB>(sK, a, tl);
 }

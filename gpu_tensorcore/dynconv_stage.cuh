@@ -155,12 +155,78 @@ __device__ void stage_bounds(int *wmin, int rows, const tc_args &a, const tile &
  * one byte_perm each). Half the stores of one tap at a time, and half the shared-memory wavefronts: the 8 chunks
  * of a warp's row land 16 bytes apart in the banks, so every store instruction of a warp is 4-way conflicted,
  * whatever its width. Else (odd W, strided kernels) a chunk is one tap, stored alone.
+ *
+ * A thread's 16 bytes are half a 32-byte sector, whose other half its neighbour (taps w0+8 ..) loads 8 rows
+ * later, so a sector is fetched twice unless the L1 still holds it then (Nsight Compute on d033212's W = 64
+ * backward: 38% excess sectors). Where W % 32 == 0 (in the sheared range, W = 64, a window of 95 rows of 1 KB) a
+ * thread takes 16 taps instead, a whole sector, two 16-byte loads a row. Measured with the choice switched per
+ * run (H100, B=1 T=4096 D=2048 bf16, session 16's notes): 1.355 -> 1.193 ms at W = 64, but 0.828 -> 0.887 ms at
+ * W = 48, whose smaller window and tiles leave the L1 more room, and where the fewer loads in flight cost more.
  */
 template <int TB>
 __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, const tile &tl) {
     const int W = a.W, rows = TB + W - 1, row_hi = (int)min((int64_t)rows, a.T - tl.t0); // rows inside [0, T)
     const uint16_t *base = a.k + tl.b * a.sk[0] + tl.t0 * a.sk[1] + (int64_t)tl.d0 * a.sk[2];
     const int len = a.DT * W, nv = tl.Dv * W; // a source row's taps; those of channels inside D
+    if (a.vec_k && W % 32 == 0) { // 16 taps a thread: whole 32-byte sectors (above)
+        const int per_row = min(len / 16, NT), row_step = divmod(NT, per_row).q;
+        const quot_rem tr = divmod(threadIdx.x, per_row);
+        const int r0 = tr.q;
+        if (r0 >= row_step) return;
+        for (int e0 = 16 * tr.r; e0 < len; e0 += 16 * per_row) {
+            const quot_rem cw = divmod(e0, W);
+            const int c = cw.q, w0 = cw.r, d0 = W - 1 - w0; // taps w0 .. w0+15: slots d0 .. d0-15
+            const int dst = c * a.KS + (d0 - 1) * (1 - a.KR); // as below, with words i < 8
+            const bool present = e0 < nv;
+            const int lo = d0 - 15, hi = min(rows, d0 + TB); // pairs r, r+1 with r in [lo, hi-1) reach the tile
+            // the thread's pairs are one run of consecutive ones, NP at a time: each source row is loaded once (a
+            // batch's last row is the next one's first), and 8 32-bit words of registers per row allow no more
+            // than 3 rows in flight in 64 registers
+            constexpr int NP = 2;
+            const int np = hi - 1 - lo, seg = (np + row_step - 1) / row_step;
+            const int p0 = lo + r0 * seg, p1 = min(hi - 1, p0 + seg);
+            if (p0 >= p1) continue;
+            const uint16_t *src = base + p0 * a.sk[1] + e0;
+            uint32_t q[NP + 1][8];
+            auto load = [&](int u, int su) {
+                uint4 v0 = make_uint4(0, 0, 0, 0), v1 = v0;
+                if (present && su < row_hi) {
+                    v0 = *reinterpret_cast<const uint4 *>(src);
+                    v1 = *reinterpret_cast<const uint4 *>(src + 8);
+                }
+                src += a.sk[1];
+                q[u][0] = v0.x, q[u][1] = v0.y, q[u][2] = v0.z, q[u][3] = v0.w;
+                q[u][4] = v1.x, q[u][5] = v1.y, q[u][6] = v1.z, q[u][7] = v1.w;
+                if (a.cu_seqlens) { // taps before the row's sequence start: zeros (below)
+                    const int lead = su < rows ? wmin[su] - w0 : 0;
+                    if (lead > 0) {
+#pragma unroll
+                        for (int i = 0; i < 8; i++)
+                            q[u][i] &= (2 * i + 1 < lead ? 0u : 0xFFFF0000u) | (2 * i < lead ? 0u : 0xFFFFu);
+                    }
+                }
+            };
+            load(0, p0);
+            uint32_t *d = reinterpret_cast<uint32_t *>(sK + p0 * a.KR + dst);
+            const int wstep = a.KR - 1;
+            for (int s = p0; s < p1; s += NP) {
+#pragma unroll
+                for (int u = 1; u <= NP; u++) load(u, s + u); // rows s+1 .. s+NP (past hi: read, never stored)
+#pragma unroll
+                for (int u = 0; u < NP; u++, d += a.KR / 2) {
+                    if (s + u >= p1) break;
+                    const int j0 = s + u - d0 + 1;
+#pragma unroll
+                    for (int i = 0; i < 8; i++)
+                        if ((unsigned)(j0 + 2 * i) < (unsigned)TB)
+                            d[i * wstep] = __byte_perm(q[u][i], q[u + 1][i], 0x5432);
+                }
+#pragma unroll
+                for (int i = 0; i < 8; i++) q[0][i] = q[NP][i];
+            }
+        }
+        return;
+    }
     if (a.vec_k && W % 8 == 0) {
         const int per_row = min(len / 8, NT), row_step = divmod(NT, per_row).q;
         const quot_rem tr = divmod(threadIdx.x, per_row);
@@ -176,35 +242,42 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
             const int lo = d0 - 7, hi = min(rows, d0 + TB); // pairs r, r+1 with r in [lo, hi-1) reach the tile
             constexpr int NP = 6; // pairs per batch, from NP + 1 rows
             for (int s = lo + NP * r0; s < hi - 1; s += NP * row_step) { // pairs s .. s+NP-1
+                // the source address steps down the column, and the tile's rows follow: one 64-bit multiply and
+                // one shared-memory row offset per batch, not per row (by the SASS, sm_90, without cu_seqlens:
+                // about 310 -> 210 instructions a batch of 24 words)
+                const uint16_t *src = base + s * a.sk[1] + e0;
                 uint4 q[NP + 1];
 #pragma unroll
-                for (int u = 0; u <= NP; u++) { // all loads first: rows s .. s+NP
-                    const int su = s + u;
+                for (int u = 0; u <= NP; u++, src += a.sk[1]) { // all loads first: rows s .. s+NP
                     q[u] = make_uint4(0, 0, 0, 0);
-                    if (present && su < row_hi) q[u] = *reinterpret_cast<const uint4 *>(base + su * a.sk[1] + e0);
+                    if (present && s + u < row_hi) q[u] = *reinterpret_cast<const uint4 *>(src);
                 }
+                // taps before the row's sequence start: zeros. Only with cu_seqlens: without, such a tap reaches
+                // before token 0, and so lands on a tile row below 0, which no store below writes
+                if (a.cu_seqlens) {
 #pragma unroll
-                for (int u = 0; u <= NP; u++) { // taps before the row's sequence start: zeros (rare)
-                    const int su = s + u, lead = su < hi ? wmin[su] - w0 : 0;
-                    if (lead > 0) {
-                        uint32_t qw[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+                    for (int u = 0; u <= NP; u++) {
+                        const int su = s + u, lead = su < hi ? wmin[su] - w0 : 0;
+                        if (lead > 0) {
+                            uint32_t qw[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
 #pragma unroll
-                        for (int i = 0; i < 4; i++)
-                            qw[i] &= (2 * i + 1 < lead ? 0u : 0xFFFF0000u) | (2 * i < lead ? 0u : 0xFFFFu);
-                        q[u] = make_uint4(qw[0], qw[1], qw[2], qw[3]);
+                            for (int i = 0; i < 4; i++)
+                                qw[i] &= (2 * i + 1 < lead ? 0u : 0xFFFF0000u) | (2 * i < lead ? 0u : 0xFFFFu);
+                            q[u] = make_uint4(qw[0], qw[1], qw[2], qw[3]);
+                        }
                     }
                 }
+                uint32_t *d = reinterpret_cast<uint32_t *>(sK + s * a.KR + dst); // word 0 of pair s
+                const int j0 = s - d0 + 1, wstep = a.KR - 1; // pair r's word i lands on tile row r - d0 + 1 + 2i
 #pragma unroll
-                for (int u = 0; u < NP; u++) {
-                    const int r = s + u;
-                    if (r >= hi - 1) break;
+                for (int u = 0; u < NP; u++, d += a.KR / 2) {
+                    if (s + u >= hi - 1) break;
                     const uint32_t lo_w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
                     const uint32_t hi_w[4] = {q[u + 1].x, q[u + 1].y, q[u + 1].z, q[u + 1].w};
 #pragma unroll
                     for (int i = 0; i < 4; i++) // tap w0+2i+1 of row r (high half) below tap w0+2i of row r+1
-                        if ((unsigned)(r - d0 + 1 + 2 * i) < (unsigned)TB)
-                            *reinterpret_cast<uint32_t *>(sK + r * a.KR + dst + 2 * i * (a.KR - 1)) =
-                                __byte_perm(lo_w[i], hi_w[i], 0x5432);
+                        if ((unsigned)(j0 + u + 2 * i) < (unsigned)TB)
+                            d[i * wstep] = __byte_perm(lo_w[i], hi_w[i], 0x5432);
                 }
             }
         }

@@ -78,6 +78,8 @@ static int grid(test_case *out, int max, bool small) {
     ADD(dc(1, 1000, 1000, 64, false)); /* 64M kernel weights */
     ADD(dc_varlen(129, 16, true, EDGE8, 8)); /* 16-tap slots: the forward's swizzled rows, staged by elements */
     ADD(dc(2, 65, 136, 15, false));          /* ... 16-byte staged; odd W: dkernels' pad tap */
+    ADD(dc(2, 65, 129, 50, false)); /* even W in the backward's 32-token tiles, slots not whole 16-byte chunks */
+    ADD(dc_varlen(20, 56, false, EDGE8, 8)); /* dkernels straight to global memory: a partial channel tile */
     return n;
 }
 

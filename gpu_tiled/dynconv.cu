@@ -65,12 +65,12 @@ constexpr int THREADS = 256;       /* 8 warps per block */
 constexpr int WARPS = THREADS / 32;
 constexpr int TT_MAX = 64;         /* most tokens per tile (the forward's from W = 4 on: TT_MAX / 2) */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
-constexpr int WC_MAX = 32;         /* taps of each weight the backward stages at a time (chunk_taps) */
 constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
 constexpr int BWD_BLOCKS = 5;      /* backward 48 (as many as small tiles need, without spills) */
+constexpr size_t BWD_SMEM = 56 * 1024; /* the backward's shared memory at most: four blocks per SM on sm_90 */
 
-/* 4-byte words before the float tiles: w_lo_x and w_lo_g, TT each (8*TT bytes keep the tiles 16-byte aligned). */
-__host__ __device__ constexpr int bounds_words(int TT) { return 2 * TT; }
+/* 4-byte words before the forward's float tiles: w_lo_x, TT of them (4*TT bytes keep the tiles 16-byte aligned). */
+__host__ __device__ constexpr int bounds_words(int TT) { return TT; }
 
 /* What each kernel needs: base pointers, strides, sizes, sequence offsets, tile shape. */
 struct tiled_args {
@@ -78,7 +78,8 @@ struct tiled_args {
     int64_t sx[4], sk[4], sg[4];   /* x and dout as [B,T,D,1] */
     float *out, *dx, *dk;
     int64_t B, T, D;
-    int W, WC, V, Ws, TT; /* kernel width; taps staged at a time, read V at a time, their pitch; tokens per tile */
+    int W, V, Ws, TT;  /* kernel width; taps read V at a time (forward), their pitch; tokens per tile */
+    int KC;            /* backward: kernels rows staged per step of the walk */
     int64_t n_dtiles, n_ttiles;    /* tiles along D and along T */
     const int32_t *cu_seqlens;     /* nullptr: every batch row is one sequence */
     int n_seqs;
@@ -102,17 +103,16 @@ __device__ tile tile_of(const tiled_args &a) {
 }
 
 /* Per token row of the tile, once: the first w whose term lies inside the token's sequence. Terms before it
- * are skipped, as in the CPU rung: x[t+w-W+1] needs w >= start-t+W-1 (w_lo_x), dout[t+W-1-w] needs
- * t+W-1-w < end, i.e. w >= t+W-end (w_lo_g). Both are prefixes of 0..W-1, so the sums start there. */
-__device__ void stage_bounds(const tiled_args &a, const tile &tl, int *w_lo_x, int *w_lo_g) {
+ * are skipped, as in the CPU rung: x[t+w-W+1] needs w >= start-t+W-1 (w_lo_x), a prefix of 0..W-1, so the sums
+ * start there. */
+__device__ void stage_bounds(const tiled_args &a, const tile &tl, int *w_lo_x) {
     const int tt = threadIdx.x;
     const int64_t t = tl.t0 + tt;
     if (tt >= a.TT || t >= a.T) return;
     int64_t start, end;
     ladder_sequence_bounds(a.cu_seqlens, a.n_seqs, a.T, t, &start, &end);
-    const int64_t lo_x = start - t + a.W - 1, lo_g = t + a.W - end; /* both <= W-1: start <= t < end */
+    const int64_t lo_x = start - t + a.W - 1; /* <= W-1: start <= t */
     w_lo_x[tt] = lo_x > 0 ? (int)lo_x : 0;
-    w_lo_g[tt] = lo_g > 0 ? (int)lo_g : 0;
 }
 
 /* Channels of the tile that exist (the last tile along D may hold fewer than DT). */
@@ -212,10 +212,6 @@ __device__ void stage(bool vec, float *s, int rs, const float *g, const int64_t 
     else stage_rows<false>(s, rs, g, st, W, Ws, a, tl, tok0, n_rows);
 }
 
-/* Slots per (row, channel) for a window of `units` units: the next power of two, so that splitting a slot index
- * into (channel, unit) is a shift and a mask. */
-__device__ int log2_slots(int units) { return 32 - __clz(units - 1); }
-
 /* V consecutive taps of one channel with one V-wide load (from shared or global memory; aligned by the caller). */
 template <int V>
 __device__ void load_taps(const float *p, float (&k)[V]) {
@@ -227,74 +223,6 @@ __device__ void load_taps(const float *p, float (&k)[V]) {
         k[0] = v.x, k[1] = v.y;
     } else {
         k[0] = p[0];
-    }
-}
-
-template <int V>
-__device__ void store_taps(float *p, const float (&k)[V]) {
-    if constexpr (V == 4) *(float4 *)p = make_float4(k[0], k[1], k[2], k[3]);
-    else if constexpr (V == 2) *(float2 *)p = make_float2(k[0], k[1]);
-    else p[0] = k[0];
-}
-
-/*
- * Backward, taps w0 .. w0+n-1 of every weight (a chunk of WC taps, chunk_taps): weight w of kernels row t0+r
- * multiplies dx of tile token j = r-(W-1)+w. It is kept, at ks[(j*DT + c)*Ws + w-w0], when 0 <= j < TT: of each
- * row a window of at most TT of the chunk's taps, from w = W-1-r on. The rows that hold any are r0 .. r0+TT+n-2
- * with r0 = W-w0-n; only their windows are read, so the staging costs instructions in proportion to the weights
- * kept, not to the rows touched. The taps of one source row go to different tokens (DT*Ws+1 apart in ks): this
- * copy is a transpose, one 4-byte store per weight.
- * VS > 1 (kernels rows contiguous and aligned, W % VS == 0): slot q of a (row, channel) loads the q-th VS-tap
- * unit of its window with one VS-wide load; neighbouring threads take neighbouring slots and channels. VS = 1:
- * one thread takes one channel of a row and loops over its window tap by tap. Either way a thread keeps its
- * column and walks down the rows.
- */
-template <int VS>
-__device__ void stage_kernels_sheared(float *ks, const tiled_args &a, const tile &tl, int w0, int n) {
-    const int W = a.W, n_rows = a.TT + n - 1, r_base = W - w0 - n, n_c = channels_in(a, tl);
-    const int r_hi = (int)min((int64_t)n_rows, a.T - tl.t0 - r_base), step = DT * a.Ws + 1; /* rows inside T */
-    const float *k_tile = a.k + tl.b * a.sk[0] + (tl.t0 + r_base) * a.sk[1] + tl.d0 * a.sk[2];
-    if constexpr (VS == 1) {
-        const int c = threadIdx.x % DT;
-        const bool c_in = c < n_c;
-        for (int r = threadIdx.x / DT; r < n_rows; r += WARPS) {
-            const int j0 = r_base + r - (W - 1); /* weight w lands on token j0 + w */
-            const int w_lo = max(w0, -j0), w_hi = min(w0 + n, a.TT - j0), base = (j0 * DT + c) * a.Ws - w0;
-            const bool present = r < r_hi && c_in; /* zeros past the tensor's end */
-            const float *src = k_tile + r * a.sk[1] + c * a.sk[2];
-#pragma unroll 4
-            for (int w = w_lo; w < w_hi; w++) ks[base + w * step] = present ? src[w * a.sk[3]] : 0.0f;
-        }
-        return;
-    }
-    /* a window of TT weights straddles at most TT/VS + 1 units */
-    const int lg = log2_slots(min(n / VS, a.TT / VS + 1)), slots = DT << lg;
-    const int per_row = min(slots, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
-    for (int i = threadIdx.x % per_row; i < slots; i += per_row) {
-        const int c = i >> lg, q0 = i & ((1 << lg) - 1);
-        const float *src = k_tile + c * W; /* VS > 1: sk[2] == W, sk[3] == 1 */
-        for (int r = r0; r < n_rows; r += UNROLL * row_step) {
-            float v[UNROLL][VS];
-#pragma unroll
-            for (int u = 0; u < UNROLL; u++) { /* all loads first */
-                const int ru = r + u * row_step, j_w = r_base + ru - (W - 1); /* tap w lands on token j_w + w */
-                const int w = (q0 + max(w0, -j_w) / VS) * VS, j = j_w + w;
-#pragma unroll
-                for (int e = 0; e < VS; e++) v[u][e] = 0.0f;
-                if (w < w0 + n && j + VS - 1 >= 0 && j < a.TT && ru < r_hi && c < n_c)
-                    load_taps<VS>(src + ru * a.sk[1] + w, v[u]);
-            }
-#pragma unroll
-            for (int u = 0; u < UNROLL; u++) { /* unit w.. of row ru holds weights of tokens j.. */
-                const int ru = r + u * row_step, j_w = r_base + ru - (W - 1);
-                const int w = (q0 + max(w0, -j_w) / VS) * VS, j = j_w + w;
-                if (w >= w0 + n || ru >= n_rows) continue;
-                const int dst = (j * DT + c) * a.Ws + w - w0;
-#pragma unroll
-                for (int e = 0; e < VS; e++)
-                    if (j + e >= 0 && j + e < a.TT) ks[dst + e * step] = v[u][e];
-            }
-        }
     }
 }
 
@@ -320,12 +248,12 @@ __device__ float tap_sum(const float *k, const float *v, int v_step, int i_lo, i
 template <int V>
 __global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
-    int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + a.TT; /* [TT] each; w_lo_g unused forward */
-    float *ks = (float *)smem + bounds_words(a.TT);     /* [TT][DT][Ws]: kernels[b, t0+j, d0+c, w] */
+    int *w_lo_x = (int *)smem;                      /* [TT] */
+    float *ks = (float *)smem + bounds_words(a.TT); /* [TT][DT][Ws]: kernels[b, t0+j, d0+c, w] */
     float *xs = ks + a.TT * DT * a.Ws;                  /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
     const tile tl = tile_of(a);
 
-    stage_bounds(a, tl, w_lo_x, w_lo_g);
+    stage_bounds(a, tl, w_lo_x);
     stage(a.vr, xs, DT, a.x, a.sx, 1, 1, a, tl, tl.t0 - (a.W - 1), a.TT + a.W - 1);
     stage(a.vk, ks, DT * a.Ws, a.k, a.sk, a.W, a.Ws, a, tl, tl.t0, a.TT);
     __syncthreads(); /* each output reads W rows and bounds that other threads staged */
@@ -340,150 +268,225 @@ __global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(
         *out = tap_sum<V>(k_t, x_t, DT, w_lo_x[tt], a.W, 0.0f);
 }
 
-/* Write taps w0 .. w0+n-1 of the tile's dkernels, held in ks as [TT][DT][Ws], to the contiguous [B,T,D,W]
- * output: element f of a tile row is channel f/n, tap w0 + f%n. VEC: 16 bytes a unit, one column per thread,
- * where a unit stays inside one channel (n % 4 == 0) or the chunk is every tap (n == W, rows contiguous). */
+/* Where elements f .. f+V-1 of a tile row of kernels (channel f/W, tap f%W, and on) lie in the backward's shared
+ * tile, whose channels sit Ws floats apart: once per column, since a staging thread keeps its column. */
+template <int V>
+__device__ void unit_slots(int f, int W, int Ws, int (&o)[V]) {
+    int c = f / W, w = f % W;
+#pragma unroll
+    for (int e = 0; e < V; e++) {
+        o[e] = c * Ws + w;
+        if (++w == W) w = 0, c++;
+    }
+}
+
+/*
+ * Backward: copy kernels rows t .. t+n_rows-1 (all inside [0,T)) into ks[r*DT*Ws + c*Ws + w], the plain layout of
+ * the forward's tile at an odd pitch Ws (the walk below reads it along diagonals, one tap of each of 32 channels at
+ * a time). A tile row is DT*W contiguous elements; on the 16-byte path (VEC) each thread loads one 16-byte unit of
+ * it a row (every sector of the row used, once) and stores its 4 elements where unit_slots puts them. Each thread
+ * keeps its column and walks down the rows, UNROLL loads in flight before it stores any.
+ */
 template <bool VEC>
-__device__ void write_dkernels(const float *ks, const tiled_args &a, const tile &tl, int w0, int n) {
+__device__ void stage_weights(float *ks, const tiled_args &a, const tile &tl, int64_t t, int n_rows) {
     constexpr int V = VEC ? 4 : 1;
-    const int W = a.W, len = DT * n, n_valid = channels_in(a, tl) * n;
+    const int W = a.W, len = DT * W, n = channels_in(a, tl) * W, rs = DT * a.Ws; /* elements a row; existing */
     const int per_row = min(len / V, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
     if (r0 >= row_step) return;
-    const int rows_in = (int)min((int64_t)a.TT, a.T - tl.t0);
-    const int64_t pitch = a.D * W; /* elements from one token's dkernels row to the next */
-    const bool packed = a.Ws == n || a.Ws % 4 == 0 && n % 4 == 0; /* a unit is 16-byte aligned in ks too */
-    float *dk_tile = a.dk + ((tl.b * a.T + tl.t0) * a.D + tl.d0) * W + w0;
-    for (int f = V * (threadIdx.x % per_row); f < n_valid; f += V * per_row) {
-        const float *src = ks + f / n * a.Ws + f % n;
-        float *dst = dk_tile + f / n * W + f % n;
-        for (int r = r0; r < rows_in; r += row_step) {
-            if (VEC && f + V <= n_valid) {
-                const float *q = src + r * DT * a.Ws;
-                *(float4 *)(dst + r * pitch) = packed ? *(const float4 *)q : make_float4(q[0], q[1], q[2], q[3]);
-                continue;
+    const int64_t step = row_step * a.sk[1]; /* from one of this thread's rows to the next */
+    const float *k_tile = a.k + tl.b * a.sk[0] + (t + r0) * a.sk[1] + tl.d0 * a.sk[2];
+    for (int f = V * (threadIdx.x % per_row); f < len; f += V * per_row) {
+        int o[V];
+        unit_slots<V>(f, W, a.Ws, o);
+        const bool full = f + V <= n;
+        const float *src = k_tile + (VEC ? f : f / W * a.sk[2] + f % W * a.sk[3]); /* VEC: sk[2] == W, sk[3] == 1 */
+        float *dst = ks + r0 * rs;
+        for (int r = r0; r < n_rows; r += UNROLL * row_step, src += UNROLL * step, dst += UNROLL * row_step * rs) {
+            float4 v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) /* all loads first */
+                v[u] = r + u * row_step < n_rows ? load_unit<VEC>(src + u * step, full, f, n)
+                                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) {
+                if (r + u * row_step >= n_rows) break;
+                float *d = dst + u * row_step * rs;
+                d[o[0]] = v[u].x;
+                if constexpr (VEC) d[o[1]] = v[u].y, d[o[2]] = v[u].z, d[o[3]] = v[u].w;
             }
-            for (int e = f; e < f + V && e < n_valid; e++)
-                dk_tile[r * pitch + e / n * W + e % n] = ks[r * DT * a.Ws + e / n * a.Ws + e % n];
         }
     }
 }
 
-/* dx[b,s,d] = sum_w dout[b,s+W-1-w,d] * kernels[b,s+W-1-w,d,w] and dkernels[b,s,d,w] = dout[b,s,d] * x[b,s+w-W+1,d]
- * for the tile's tokens s, from one staging of x and dout and, chunk by chunk of taps, of the sheared kernels.
- * V as in the forward. */
-template <int V>
+/* Write dkernels rows t .. t+n_rows-1, held in ks as stage_weights laid the kernels out, to the contiguous
+ * [B,T,D,W] output: the same columns, 16 bytes a unit on the 16-byte path (VEC). */
+template <bool VEC>
+__device__ void write_dkernels(const float *ks, const tiled_args &a, const tile &tl, int64_t t, int n_rows) {
+    constexpr int V = VEC ? 4 : 1;
+    const int W = a.W, len = DT * W, n_valid = channels_in(a, tl) * W, rs = DT * a.Ws;
+    const int per_row = min(len / V, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
+    if (r0 >= row_step) return;
+    const int64_t pitch = a.D * W; /* elements from one token's dkernels row to the next */
+    float *dk_tile = a.dk + ((tl.b * a.T + t) * a.D + tl.d0) * W;
+    for (int f = V * (threadIdx.x % per_row); f < n_valid; f += V * per_row) {
+        int o[V];
+        unit_slots<V>(f, W, a.Ws, o);
+        for (int r = r0; r < n_rows; r += row_step) {
+            const float *src = ks + r * rs;
+            float *dst = dk_tile + r * pitch + f;
+            if constexpr (VEC) {
+                if (f + V <= n_valid) {
+                    *(float4 *)dst = make_float4(src[o[0]], src[o[1]], src[o[2]], src[o[3]]);
+                    continue;
+                }
+            }
+            for (int e = 0; e < V && f + e < n_valid; e++) dst[e] = src[o[e]];
+        }
+    }
+}
+
+/*
+ * dx[b,s,d] = sum_w dout[b,s+W-1-w,d] * kernels[b,s+W-1-w,d,w] and dkernels[b,r,d,w] = dout[b,r,d] * x[b,r+w-W+1,d]
+ * for the block's tokens [T0, T0+TT), walking down the sequence KC kernels rows at a time. In the forward, x[s]
+ * met kernels row r at tap w = s-r+W-1 (for r = s .. s+W-1): one diagonal of the step's rows per x token s, and
+ * each weight on exactly one diagonal. So one thread per (s, channel) runs down its diagonal: it adds
+ * dout[r]*kernels[r,w] to dx[s], and overwrites that weight, which no other thread reads, with its dkernels,
+ * dout[r]*x[s]. A token's dx is summed over the steps that hold its rows in a ring of R = W-1+KC slots (and x with
+ * it), and leaves when its last row has passed. The walk goes on W-1 rows past the block's tokens, for the dx of its
+ * last ones; their dkernels belong to the next block.
+ */
 __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
-    int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + a.TT; /* [TT] each */
-    float *ks = (float *)smem + bounds_words(a.TT); /* [TT][DT][Ws]: kernels[b, t0+j+W-1-w, d0+c, w] of a chunk, later dkernels */
-    float *xs = ks + a.TT * DT * a.Ws;      /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
-    float *gs = xs + (a.TT + a.W - 1) * DT; /* [TT+W-1][DT]: dout[b, t0+r, d0+c] */
+    const int W = a.W, Ws = a.Ws, KC = a.KC, R = W - 1 + KC;
+    float *ks = (float *)smem;     /* [KC][DT][Ws]: kernels[b, t+j, d0+c, w] of the step, then its dkernels */
+    float *gs = ks + KC * DT * Ws; /* [KC][DT]: dout[b, t+j, d0+c] */
+    float *xr = gs + KC * DT;      /* [R][DT] ring: x[b, s, d0+c] at slot (s-T0+W-1) mod R */
+    float *dr = xr + R * DT;       /* [R][DT] ring: dx[b, s, d0+c] summed over the steps so far, same slots */
     const tile tl = tile_of(a);
-
-    stage_bounds(a, tl, w_lo_x, w_lo_g);
-    stage(a.vr, xs, DT, a.x, a.sx, 1, 1, a, tl, tl.t0 - (a.W - 1), a.TT + a.W - 1);
-    stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, tl.t0, a.TT + a.W - 1);
-
-    const int c = threadIdx.x % 32, tt0 = threadIdx.x / 32;
+    const int64_t T0 = tl.t0, s_end = min(T0 + a.TT, a.T), r_end = min(s_end + W - 1, a.T); /* tokens; rows */
+    const int c = threadIdx.x % 32, warp = threadIdx.x / 32, k_step = DT * Ws - 1; /* ks: next row, previous tap */
     const int64_t d = tl.d0 + c;
-    for (int w0 = 0; w0 < a.W; w0 += a.WC) {
-        const int n = min(a.WC, a.W - w0); /* this chunk's taps: w0 .. w0+n-1 */
-        if (a.vk && a.W % 4 == 0) stage_kernels_sheared<4>(ks, a, tl, w0, n); /* the window's 16-byte units */
-        else if (a.vk && a.W % 2 == 0) stage_kernels_sheared<2>(ks, a, tl, w0, n);
-        else stage_kernels_sheared<1>(ks, a, tl, w0, n);
-        __syncthreads(); /* each output reads rows and bounds that other threads staged */
-        if (d < a.D) {   /* no early return: every thread must reach the barriers below */
-            float *dx = a.dx + (tl.b * a.T + tl.t0 + tt0) * a.D + d;
-            for (int tt = tt0; tt < a.TT && tl.t0 + tt < a.T; tt += WARPS, dx += WARPS * a.D) {
-                float *k_sd = ks + (tt * DT + c) * a.Ws; /* k_sd[w-w0] = kernels[b, s+W-1-w, d, w], s = t0+tt */
-                const float *g_d = gs + tt * DT + c;     /* g_d[j*DT] = dout[b, s+j, d] */
-                const float *x_d = xs + tt * DT + c;     /* x_d[w*DT] = x[b, s+w-W+1, d] */
-                /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w], so dx[s] sums dout * kernels
-                 * there; over the chunks in turn (in dx itself, which only this thread writes) */
-                const float before = w0 == 0 ? 0.0f : *dx;
-                *dx = tap_sum<V>(k_sd, g_d + (a.W - 1 - w0) * DT, -DT, max(w_lo_g[tt] - w0, 0), n, before);
-                /* forward: out[s] += kernels[s,w] * x[s+w-W+1], so dkernels[s,w] = dout[s] * x[s+w-W+1]. This
-                 * thread alone read k_sd, so it may overwrite those slots with dkernels for the write below. */
-                const float g = g_d[0];
-#pragma unroll 2
-                for (int w = 0; w < n; w += V) {
-                    float v[V];
-#pragma unroll
-                    for (int e = 0; e < V; e++) v[e] = g * x_d[(w0 + w + e) * DT];
-                    store_taps<V>(k_sd + w, v);
-                }
-                for (int w = 0; w < w_lo_x[tt] - w0 && w < n; w++) k_sd[w] = 0.0f; /* met the zero padding */
+    int q = 0; /* (t-T0) mod R: the slot of x token t-W+1, the first a step's diagonals start from */
+    for (int64_t t = T0;; t += KC) {
+        const int n = (int)min((int64_t)KC, r_end - t); /* this step's kernels rows: t .. t+n-1 */
+        const bool last = t + n == r_end;
+        if (a.vk) stage_weights<true>(ks, a, tl, t, n);
+        else stage_weights<false>(ks, a, tl, t, n);
+        stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, t, n);
+        if (t == T0) { /* x tokens T0-W+1 .. T0+n-1, slots 0 .. W-2+n */
+            stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, t - (W - 1), W - 1 + n);
+        } else { /* x tokens t .. t+n-1, from slot q+W-1 on, around the ring's end */
+            int s0 = q + W - 1;
+            if (s0 >= R) s0 -= R;
+            const int n1 = min(n, R - s0);
+            stage(a.vr, xr + s0 * DT, DT, a.x, a.sx, 1, 1, a, tl, t, n1);
+            if (n1 < n) stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, t + n1, n - n1);
+        }
+        __syncthreads(); /* each diagonal reads rows, dout and x that other threads staged */
+
+        /* warp i takes x tokens s = t-W+1+p for p = i, i+8, ...: the diagonal of s meets rows j in [lo, hi) */
+        for (int p = warp; p < W - 1 + n; p += WARPS) {
+            const int64_t s = t - (W - 1) + p;
+            if (s >= s_end) break; /* tokens past the block's: the next block's dx, and no dkernels of its rows */
+            int slot = q + p;
+            if (slot >= R) slot -= R;
+            const int lo = max(0, p - (W - 1)), hi = min(n, p + 1);
+            int e = hi; /* rows from e on lie past the end of s's sequence: no term, dkernels 0 (varlen) */
+            if (a.cu_seqlens && s >= 0)
+                e = (int)max((int64_t)lo, min((int64_t)hi, ladder_seq_end(a.cu_seqlens, a.n_seqs, s) - t));
+            float acc = s >= t || t == T0 ? 0.0f : dr[slot * DT + c]; /* s's first step: nothing summed yet */
+            const float xv = xr[slot * DT + c];  /* x[s]; 0 before the row's start, so dkernels 0 there */
+            float *kp = ks + c * Ws + p + lo * k_step; /* kernels[b, t+j, d, p-j] */
+            const float *gp = gs + c + lo * DT;        /* dout[b, t+j, d] */
+            int j = lo;
+#pragma unroll 4
+            for (; j < e; j++, kp += k_step, gp += DT) {
+                const float g = *gp;
+                acc += *kp * g; /* the forward's out[r] += kernels[r,w] * x[s], differentiated in x[s] */
+                *kp = g * xv;   /* ... and in kernels[r,w]; this thread alone reads this slot */
+            }
+            for (; j < hi; j++, kp += k_step) *kp = 0.0f;
+            if (last || s + W - 1 < t + n) { /* s's last row is in this step: dx[s] is whole */
+                if (s >= T0 && d < a.D) a.dx[(tl.b * a.T + s) * a.D + d] = acc; /* lanes: neighbouring channels */
+            } else {
+                dr[slot * DT + c] = acc;
             }
         }
         __syncthreads(); /* the write-out reads dkernels that other threads computed */
-        if (a.vdk && (a.WC == a.W || a.WC % 4 == 0 && a.W % 4 == 0)) write_dkernels<true>(ks, a, tl, w0, n);
-        else write_dkernels<false>(ks, a, tl, w0, n);
-        if (w0 + a.WC < a.W) __syncthreads(); /* the next chunk's staging overwrites ks */
+        const int n_dk = (int)max((int64_t)0, min((int64_t)n, s_end - t)); /* rows of the block's own tokens */
+        if (a.vdk) write_dkernels<true>(ks, a, tl, t, n_dk);
+        else write_dkernels<false>(ks, a, tl, t, n_dk);
+        if (last) break;
+        __syncthreads(); /* the next step's staging overwrites ks, gs and the x slots read above */
+        q += KC;
+        if (q >= R) q -= R;
     }
 }
 
-/* Taps of each weight a tile stages at a time, WC: the forward all W; the backward all up to W = 32 and chunks of
- * 32 past it, so that at W = 64 its tile takes 54 KB (four blocks per SM) instead of 83 KB (two). */
-int chunk_taps(int W, int n_row_tiles) { return n_row_tiles == 2 ? min(W, WC_MAX) : W; }
-
-/* Taps per shared-memory load of the weights, V, for a tile of n taps per weight: 4 when n is 4 times an odd
- * number, 2 when it is 2 times one, else 1. Then the pitch n is an odd number of V-wide units, and the V-wide
- * loads of a warp's 32 lanes (each its own channel) hit different banks in every phase of the access. */
+/* Taps per shared-memory load of the forward's weights, V: 4 when W is 4 times an odd number, 2 when it is 2
+ * times one, else 1. Then the pitch W is an odd number of V-wide units, and the V-wide loads of a warp's 32 lanes
+ * (each its own channel) hit different banks in every phase of the access. */
 int tap_unit(int n) { return n % 8 == 4 ? 4 : n % 4 == 2 ? 2 : 1; }
-
-/* V of a pass: tap_unit of its WC taps, except the backward's chunks of 32 taps where W % 4 == 0: those are read
- * 4 at a time, with a pad (weight_pitch 36), since past W = 32 the backward is bound by instruction issue and its
- * 8-token tile has room for the pad. */
-int taps_per_load(int W, int n_row_tiles) {
-    const int WC = chunk_taps(W, n_row_tiles);
-    return n_row_tiles == 2 && WC == WC_MAX && W % 4 == 0 ? 4 : tap_unit(WC);
-}
 
 /* Weight pitch for n taps read V at a time: an odd number of V-wide units (n itself where tap_unit(n) == V > 1),
  * or odd (n or n+1) for V = 1. */
 int weight_pitch(int n, int V) { return V > 1 ? V * ((n / V) | 1) : n | 1; }
 
-/* Dynamic shared memory of a tile: bounds, kernels, and n_row_tiles [TT+W-1][DT] row tiles (x; x and dout). */
-size_t smem_bytes(int TT, int W, int Ws, int n_row_tiles) {
-    const size_t floats = (size_t)TT * DT * Ws + (size_t)n_row_tiles * (TT + W - 1) * DT;
+/* Dynamic shared memory of a forward tile: bounds, kernels, and the [TT+W-1][DT] x rows. */
+size_t smem_bytes(int TT, int W, int Ws) {
+    const size_t floats = (size_t)TT * DT * Ws + (size_t)(TT + W - 1) * DT;
     return sizeof(float) * (bounds_words(TT) + floats);
 }
 
-/* The largest TT (from 64 for the backward and for the forward at W <= 3, else from 32, then 16, 8) whose tile fits
- * the default 48 KB; W = 64 needs TT = 8 and an opt-in above it. Both passes take 64 tokens at W = 1 to 3 (the
- * forward 24.6 KiB at W = 2, the backward 32.8 KiB): there they are bound by instruction issue (at W = 2, 89% and
- * 87% of issue slots busy at 32 tokens), and a larger tile pays less often for what every tile does once (bounds,
+/* The forward's largest TT (from 64 at W <= 3, else from 32, then 16, 8) whose tile fits the default 48 KB; W = 64
+ * needs TT = 8 and an opt-in above it. At W = 1 to 3 (24.6 KiB at W = 2) the forward is bound by instruction issue
+ * (89% of issue slots busy at 32 tokens), and a larger tile pays less often for what every tile does once (bounds,
  * offsets, barriers, the halo row, the staging loops' setup). On the H100 at B = 2, T = 4096, D = 2048, W = 2 it
- * took the backward from 0.209 to 0.179 ms, and the forward from 0.109 to 0.096 ms (0.114 ms before this and the
- * lean staging path; with both, 55 million warp instructions instead of 96 million). The forward keeps 32 tokens at
- * W = 4, where 64 fits too but measured slower (0.148 against 0.140 ms; at B = 8, 0.547 against 0.526). */
-int pick_tokens_per_tile(int W, int Ws, int n_row_tiles) {
-    int TT = n_row_tiles == 2 || W <= 3 ? TT_MAX : TT_MAX / 2;
-    while (TT > WARPS && smem_bytes(TT, W, Ws, n_row_tiles) > LADDER_DEFAULT_SMEM) TT /= 2;
+ * took the forward from 0.109 to 0.096 ms (0.114 ms before this and the lean staging path; with both, 55 million
+ * warp instructions instead of 96 million). The forward keeps 32 tokens at W = 4, where 64 fits too but measured
+ * slower (0.148 against 0.140 ms; at B = 8, 0.547 against 0.526). */
+int pick_tokens_per_tile(int W, int Ws) {
+    int TT = W <= 3 ? TT_MAX : TT_MAX / 2;
+    while (TT > WARPS && smem_bytes(TT, W, Ws) > LADDER_DEFAULT_SMEM) TT /= 2;
     return TT;
 }
 
-ladder_status pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a, int n_row_tiles, tiled_args *n,
-                   unsigned *blocks) {
-    *n = tiled_args{};
-    n->x = (const float *)a->x.data;
-    n->k = (const float *)a->kernels.data;
-    n->dout = (const float *)a->dout.data;
-    for (int i = 0; i < 3; i++) n->sx[i] = a->x.strides[i], n->sg[i] = a->dout.strides[i];
-    for (int i = 0; i < 4; i++) n->sk[i] = a->kernels.strides[i];
-    n->out = (float *)a->out.data;
-    n->dx = (float *)a->dx.data;
-    n->dk = (float *)a->dkernels.data;
-    n->B = p->B, n->T = p->T, n->D = p->D, n->W = p->W;
-    n->WC = chunk_taps(p->W, n_row_tiles);
-    n->V = taps_per_load(p->W, n_row_tiles);
-    n->Ws = weight_pitch(n->WC, n->V);
-    n->TT = pick_tokens_per_tile(p->W, n->Ws, n_row_tiles);
-    n->n_dtiles = (p->D + DT - 1) / DT;
-    n->n_ttiles = (p->T + n->TT - 1) / n->TT;
-    n->cu_seqlens = (const int32_t *)a->cu_seqlens.data;
-    n->n_seqs = a->cu_seqlens.data ? (int)a->cu_seqlens.shape[0] - 1 : 0;
-    const int64_t tiles = p->B * n->n_ttiles * n->n_dtiles;
+/* Dynamic shared memory of the backward: a step's kernels and dout rows, and the two rings of R = W-1+KC slots. */
+size_t bwd_smem_bytes(int KC, int W, int Ws) {
+    const size_t floats = (size_t)KC * DT * (Ws + 1) + 2 * (size_t)(W - 1 + KC) * DT;
+    return sizeof(float) * floats;
+}
+
+/* The backward's kernels rows per step, KC: the most of 64, 32, .. whose shared memory fits BWD_SMEM (four blocks
+ * per SM on sm_90). Every token's diagonal is then up to min(W, KC) long in a step. */
+int pick_step_rows(int W, int Ws) {
+    int KC = TT_MAX;
+    while (KC > 1 && bwd_smem_bytes(KC, W, Ws) > BWD_SMEM) KC /= 2;
+    return KC;
+}
+
+/* Pointers, strides and sizes: what both passes take from the arguments. */
+tiled_args pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
+    tiled_args n{};
+    n.x = (const float *)a->x.data;
+    n.k = (const float *)a->kernels.data;
+    n.dout = (const float *)a->dout.data;
+    for (int i = 0; i < 3; i++) n.sx[i] = a->x.strides[i], n.sg[i] = a->dout.strides[i];
+    for (int i = 0; i < 4; i++) n.sk[i] = a->kernels.strides[i];
+    n.out = (float *)a->out.data;
+    n.dx = (float *)a->dx.data;
+    n.dk = (float *)a->dkernels.data;
+    n.B = p->B, n.T = p->T, n.D = p->D, n.W = p->W;
+    n.n_dtiles = (p->D + DT - 1) / DT;
+    n.cu_seqlens = (const int32_t *)a->cu_seqlens.data;
+    n.n_seqs = a->cu_seqlens.data ? (int)a->cu_seqlens.shape[0] - 1 : 0;
+    return n;
+}
+
+/* The grid: one block per tile of n->TT tokens x DT channels. */
+ladder_status tile_grid(tiled_args *n, unsigned *blocks) {
+    n->n_ttiles = (n->T + n->TT - 1) / n->TT;
+    const int64_t tiles = n->B * n->n_ttiles * n->n_dtiles;
     if (tiles > INT_MAX)
         return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tiled takes at most %d tiles of %d tokens x %d channels, "
                            "not %lld", INT_MAX, n->TT, DT, (long long)tiles);
@@ -500,31 +503,56 @@ ladder_status launch(void (*kernel)(tiled_args), const char *name, const tiled_a
     return LADDER_OK;
 }
 
-/* The instantiation for V = 1, 2, 4 (taps_per_load), at index 0, 1, 2. */
-using kernel_fn = void (*)(tiled_args);
-kernel_fn pick(const kernel_fn (&by_unit)[3], int V) { return by_unit[V / 2]; }
+/*
+ * The backward's tokens per block, n->TT: a block walks TT+W-1 kernels rows for TT tokens' dx, so a long walk
+ * wastes less on the W-1 rows past its tokens (the next block reads them too), but the grid must still fill the
+ * GPU evenly. Of the ways to cut a batch row into n_t blocks, take the one with the fewest waves x rows walked,
+ * a wave being as many blocks as the SMs hold at once; a walk is a whole number of KC-row steps.
+ */
+ladder_status pick_walk(tiled_args *n, size_t bytes) {
+    int dev = 0, sms = 0, per_sm = 0;
+    LADDER_CUDA_TRY(cudaGetDevice(&dev));
+    LADDER_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    LADDER_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dynconv_bwd_tiled_kernel, THREADS, bytes));
+    const int64_t columns = n->B * n->n_dtiles, slots = (int64_t)sms * max(per_sm, 1), halo = n->W - 1;
+    const int64_t most = min(n->T, 8 * slots / columns + 1); /* beyond eight waves the halo only grows */
+    int64_t best = -1;
+    for (int64_t n_t = 1; n_t <= most; n_t++) {
+        const int64_t walk = ((n->T + n_t - 1) / n_t + halo + n->KC - 1) / n->KC * n->KC; /* rows, whole steps */
+        const int64_t L = min(walk - halo, n->T), waves = (columns * ((n->T + L - 1) / L) + slots - 1) / slots;
+        const int64_t cost = waves * walk;
+        if (best < 0 || cost < best) best = cost, n->TT = (int)L;
+    }
+    return LADDER_OK;
+}
 
 } // namespace
 
 extern "C" ladder_status dynconv_fwd_gpu_tiled(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
-    tiled_args n;
+    tiled_args n = pack(p, a);
+    n.V = tap_unit(p->W);
+    n.Ws = weight_pitch(p->W, n.V);
+    n.TT = pick_tokens_per_tile(p->W, n.Ws);
     unsigned blocks = 0;
-    LADDER_TRY(pack(p, a, 1, &n, &blocks));
+    LADDER_TRY(tile_grid(&n, &blocks));
     n.vr = ladder_rows16(&a->x, 1);
     n.vk = ladder_rows16(&a->kernels, 2); /* a row: a token's channels, W taps each */
-    const kernel_fn kernels[3] = {dynconv_fwd_tiled_kernel<1>, dynconv_fwd_tiled_kernel<2>,
-                                  dynconv_fwd_tiled_kernel<4>};
-    return launch(pick(kernels, n.V), "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, n.Ws, 1));
+    void (*const kernels[3])(tiled_args) = {dynconv_fwd_tiled_kernel<1>, dynconv_fwd_tiled_kernel<2>,
+                                            dynconv_fwd_tiled_kernel<4>}; /* V = 1, 2, 4 */
+    return launch(kernels[n.V / 2], "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, n.Ws));
 }
 
 extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
-    tiled_args n;
+    tiled_args n = pack(p, a);
+    n.Ws = p->W | 1; /* odd: the 32 channels of a diagonal's tap sit in 32 banks */
+    n.KC = pick_step_rows(p->W, n.Ws);
+    const size_t bytes = bwd_smem_bytes(n.KC, p->W, n.Ws);
+    LADDER_TRY(ladder_allow_smem(dynconv_bwd_tiled_kernel, bytes));
+    LADDER_TRY(pick_walk(&n, bytes));
     unsigned blocks = 0;
-    LADDER_TRY(pack(p, a, 2, &n, &blocks));
+    LADDER_TRY(tile_grid(&n, &blocks));
     n.vr = ladder_rows16(&a->x, 1) && ladder_rows16(&a->dout, 1);
     n.vk = ladder_rows16(&a->kernels, 2);
     n.vdk = ladder_rows16(&a->dkernels, 2);
-    const kernel_fn kernels[3] = {dynconv_bwd_tiled_kernel<1>, dynconv_bwd_tiled_kernel<2>,
-                                  dynconv_bwd_tiled_kernel<4>};
-    return launch(pick(kernels, n.V), "dynconv_bwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, n.Ws, 2));
+    return launch(dynconv_bwd_tiled_kernel, "dynconv_bwd_tiled_kernel", n, blocks, bytes);
 }

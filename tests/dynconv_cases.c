@@ -78,6 +78,11 @@ static int grid(test_case *out, int max, bool small) {
     ADD(dc(1, 1000, 1000, 64, false)); /* 64M kernel weights */
     ADD(dc_varlen(129, 16, true, EDGE8, 8)); /* 16-tap slots: the forward's swizzled rows, staged by elements */
     ADD(dc(2, 65, 136, 15, false));          /* ... 16-byte staged; odd W: dkernels' pad tap */
+    /* 657 channel tiles, about one per block slot of an H100: gpu_tiled's backward walks a whole batch row per
+     * block, many steps, its rings wrapping (16-byte staged, by elements, and across sequence ends) */
+    ADD(dc(3, 200, 7000, 2, false));
+    ADD(dc(3, 200, 7000, 5, true));
+    ADD(dc_varlen(21000, 4, false, (const int64_t[]){60, 0, 1, 39}, 4));
     return n;
 }
 

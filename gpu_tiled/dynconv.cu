@@ -363,17 +363,20 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
     float *xr = gs + KC * DT;      /* [R][DT] ring: x[b, s, d0+c] at slot (s-T0+W-1) mod R */
     float *dr = xr + R * DT;       /* [R][DT] ring: dx[b, s, d0+c] summed over the steps so far, same slots */
     const tile tl = tile_of(a);
-    const int64_t T0 = tl.t0, s_end = min(T0 + a.TT, a.T), r_end = min(s_end + W - 1, a.T); /* tokens; rows */
+    const int64_t T0 = tl.t0; /* below, tokens and rows count from T0: they fit an int */
+    const int n_tok = (int)(min(T0 + a.TT, a.T) - T0), n_walk = (int)(min(T0 + n_tok + W - 1, a.T) - T0);
     const int c = threadIdx.x % 32, warp = threadIdx.x / 32, k_step = DT * Ws - 1; /* ks: next row, previous tap */
-    const int64_t d = tl.d0 + c;
-    int q = 0; /* (t-T0) mod R: the slot of x token t-W+1, the first a step's diagonals start from */
-    for (int64_t t = T0;; t += KC) {
-        const int n = (int)min((int64_t)KC, r_end - t); /* this step's kernels rows: t .. t+n-1 */
-        const bool last = t + n == r_end;
+    const bool c_in = tl.d0 + c < a.D;
+    float *dx = a.dx + (tl.b * a.T + T0) * a.D + tl.d0 + c; /* dx[b, T0, d0+c] */
+    int q = 0; /* tt mod R: the slot of x token T0+tt-W+1, the first a step's diagonals start from */
+    for (int tt = 0;; tt += KC) {
+        const int64_t t = T0 + tt;
+        const int n = min(KC, n_walk - tt); /* this step's kernels rows: t .. t+n-1 */
+        const bool last = tt + n == n_walk;
         if (a.vk) stage_weights<true>(ks, a, tl, t, n);
         else stage_weights<false>(ks, a, tl, t, n);
         stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, t, n);
-        if (t == T0) { /* x tokens T0-W+1 .. T0+n-1, slots 0 .. W-2+n */
+        if (tt == 0) { /* x tokens T0-W+1 .. T0+n-1, slots 0 .. W-2+n */
             stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, t - (W - 1), W - 1 + n);
         } else { /* x tokens t .. t+n-1, from slot q+W-1 on, around the ring's end */
             int s0 = q + W - 1;
@@ -384,17 +387,17 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
         }
         __syncthreads(); /* each diagonal reads rows, dout and x that other threads staged */
 
-        /* warp i takes x tokens s = t-W+1+p for p = i, i+8, ...: the diagonal of s meets rows j in [lo, hi) */
+        /* warp i takes x tokens T0+s, s = tt-W+1+p for p = i, i+8, ...: the diagonal of s meets rows j in [lo, hi) */
         for (int p = warp; p < W - 1 + n; p += WARPS) {
-            const int64_t s = t - (W - 1) + p;
-            if (s >= s_end) break; /* tokens past the block's: the next block's dx, and no dkernels of its rows */
+            const int s = tt - (W - 1) + p;
+            if (s >= n_tok) break; /* tokens past the block's: the next block's dx, and no dkernels of its rows */
             int slot = q + p;
             if (slot >= R) slot -= R;
             const int lo = max(0, p - (W - 1)), hi = min(n, p + 1);
             int e = hi; /* rows from e on lie past the end of s's sequence: no term, dkernels 0 (varlen) */
-            if (a.cu_seqlens && s >= 0)
-                e = (int)max((int64_t)lo, min((int64_t)hi, ladder_seq_end(a.cu_seqlens, a.n_seqs, s) - t));
-            float acc = s >= t || t == T0 ? 0.0f : dr[slot * DT + c]; /* s's first step: nothing summed yet */
+            if (a.cu_seqlens && T0 + s >= 0)
+                e = (int)max((int64_t)lo, min((int64_t)hi, ladder_seq_end(a.cu_seqlens, a.n_seqs, T0 + s) - t));
+            float acc = s >= tt || tt == 0 ? 0.0f : dr[slot * DT + c]; /* s's first step: nothing summed yet */
             const float xv = xr[slot * DT + c];  /* x[s]; 0 before the row's start, so dkernels 0 there */
             float *kp = ks + c * Ws + p + lo * k_step; /* kernels[b, t+j, d, p-j] */
             const float *gp = gs + c + lo * DT;        /* dout[b, t+j, d] */
@@ -406,14 +409,14 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
                 *kp = g * xv;   /* ... and in kernels[r,w]; this thread alone reads this slot */
             }
             for (; j < hi; j++, kp += k_step) *kp = 0.0f;
-            if (last || s + W - 1 < t + n) { /* s's last row is in this step: dx[s] is whole */
-                if (s >= T0 && d < a.D) a.dx[(tl.b * a.T + s) * a.D + d] = acc; /* lanes: neighbouring channels */
+            if (last || s + W - 1 < tt + n) { /* s's last row is in this step: dx[s] is whole */
+                if (s >= 0 && c_in) dx[(int64_t)s * a.D] = acc; /* lanes: neighbouring channels */
             } else {
                 dr[slot * DT + c] = acc;
             }
         }
         __syncthreads(); /* the write-out reads dkernels that other threads computed */
-        const int n_dk = (int)max((int64_t)0, min((int64_t)n, s_end - t)); /* rows of the block's own tokens */
+        const int n_dk = max(0, min(n, n_tok - tt)); /* rows of the block's own tokens */
         if (a.vdk) write_dkernels<true>(ks, a, tl, t, n_dk);
         else write_dkernels<false>(ks, a, tl, t, n_dk);
         if (last) break;

@@ -66,7 +66,7 @@ constexpr int WARPS = THREADS / 32;
 constexpr int TT_MAX = 64;         /* most tokens per tile (the forward's from W = 4 on: TT_MAX / 2) */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
 constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
-constexpr int BWD_BLOCKS = 5;      /* backward 48 (as many as small tiles need, without spills) */
+constexpr int BWD_BLOCKS = 4;      /* backward 64 */
 constexpr size_t BWD_SMEM = 56 * 1024; /* the backward's shared memory at most: four blocks per SM on sm_90 */
 
 /* 4-byte words before the forward's float tiles: w_lo_x, TT of them (4*TT bytes keep the tiles 16-byte aligned). */
@@ -367,6 +367,8 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
     const int n_tok = (int)(min(T0 + a.TT, a.T) - T0), n_walk = (int)(min(T0 + n_tok + W - 1, a.T) - T0);
     const int c = threadIdx.x % 32, warp = threadIdx.x / 32, k_step = DT * Ws - 1; /* ks: next row, previous tap */
     const bool c_in = tl.d0 + c < a.D;
+    float *ks_c = ks + c * Ws, *xr_c = xr + c, *dr_c = dr + c; /* this lane's channel in each tile */
+    const float *gs_c = gs + c;
     float *dx = a.dx + (tl.b * a.T + T0) * a.D + tl.d0 + c; /* dx[b, T0, d0+c] */
     int q = 0; /* tt mod R: the slot of x token T0+tt-W+1, the first a step's diagonals start from */
     for (int tt = 0;; tt += KC) {
@@ -376,51 +378,59 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
         if (a.vk) stage_weights<true>(ks, a, tl, t, n);
         else stage_weights<false>(ks, a, tl, t, n);
         stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, t, n);
-        if (tt == 0) { /* x tokens T0-W+1 .. T0+n-1, slots 0 .. W-2+n */
-            stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, t - (W - 1), W - 1 + n);
-        } else { /* x tokens t .. t+n-1, from slot q+W-1 on, around the ring's end */
-            int s0 = q + W - 1;
-            if (s0 >= R) s0 -= R;
-            const int n1 = min(n, R - s0);
-            stage(a.vr, xr + s0 * DT, DT, a.x, a.sx, 1, 1, a, tl, t, n1);
-            if (n1 < n) stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, t + n1, n - n1);
+        /* the x tokens whose diagonals start in this step, into their ring slots, and their dx sums set to 0: at the
+         * first step T0-W+1 .. T0+n-1 (slots 0 .. W-2+n), then t .. t+n-1 (from slot q+W-1 on, around the ring) */
+        const int s_new = tt == 0 ? 0 : q + W - 1 < R ? q + W - 1 : q + W - 1 - R, n_new = tt == 0 ? W - 1 + n : n;
+        const int n1 = min(n_new, R - s_new);
+        stage(a.vr, xr + s_new * DT, DT, a.x, a.sx, 1, 1, a, tl, t + n - n_new, n1);
+        if (n1 < n_new) stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, t + n - n_new + n1, n_new - n1);
+        for (int i = threadIdx.x; i < n_new * DT; i += THREADS) {
+            const int sl = s_new + i / DT;
+            dr[(sl < R ? sl : sl - R) * DT + i % DT] = 0.0f;
         }
         __syncthreads(); /* each diagonal reads rows, dout and x that other threads staged */
 
-        /* warp i takes x tokens T0+s, s = tt-W+1+p for p = i, i+8, ...: the diagonal of s meets rows j in [lo, hi) */
-        for (int p = warp; p < W - 1 + n; p += WARPS) {
-            const int s = tt - (W - 1) + p;
-            if (s >= n_tok) break; /* tokens past the block's: the next block's dx, and no dkernels of its rows */
-            int slot = q + p;
-            if (slot >= R) slot -= R;
-            const int lo = max(0, p - (W - 1)), hi = min(n, p + 1);
+        /* warp i takes a run of x tokens T0+s, s = tt-W+1+p for p in [p, p_end). The diagonal of s meets the step's
+         * rows j in [lo, hi), lo = max(0, p-W+1), hi = min(n, p+1), from kp = &kernels[b, t+lo, d, p-lo] on; from one
+         * token to the next, kp moves a tap on (and a row down once lo moves), and the ring slot by one */
+        const int np = W - 1 + n, per = (np + WARPS - 1) / WARPS, p_end = min(np, (warp + 1) * per);
+        int p = warp * per, slot = q + p, lo = max(0, p - (W - 1)), hi = min(n, p + 1);
+        if (slot >= R) slot -= R;
+        float *kp0 = ks_c + p + lo * k_step;
+        const float *gp0 = gs_c + lo * DT;
+        for (int s = tt - (W - 1) + p; p < p_end && s < n_tok; p++, s++) { /* past n_tok: the next block's tokens */
             int e = hi; /* rows from e on lie past the end of s's sequence: no term, dkernels 0 (varlen) */
             if (a.cu_seqlens && T0 + s >= 0)
                 e = (int)max((int64_t)lo, min((int64_t)hi, ladder_seq_end(a.cu_seqlens, a.n_seqs, T0 + s) - t));
-            float acc = s >= tt || tt == 0 ? 0.0f : dr[slot * DT + c]; /* s's first step: nothing summed yet */
-            const float xv = xr[slot * DT + c];  /* x[s]; 0 before the row's start, so dkernels 0 there */
-            float *kp = ks + c * Ws + p + lo * k_step; /* kernels[b, t+j, d, p-j] */
-            const float *gp = gs + c + lo * DT;        /* dout[b, t+j, d] */
+            float acc = dr_c[slot * DT];
+            const float xv = xr_c[slot * DT]; /* x[s]; 0 before the row's start, so dkernels 0 there */
+            float *kp = kp0;
+            const float *gp = gp0;
             int j = lo;
-#pragma unroll 4
             for (; j < e; j++, kp += k_step, gp += DT) {
                 const float g = *gp;
                 acc += *kp * g; /* the forward's out[r] += kernels[r,w] * x[s], differentiated in x[s] */
                 *kp = g * xv;   /* ... and in kernels[r,w]; this thread alone reads this slot */
             }
+#pragma unroll 1
             for (; j < hi; j++, kp += k_step) *kp = 0.0f;
-            if (last || s + W - 1 < tt + n) { /* s's last row is in this step: dx[s] is whole */
-                if (s >= 0 && c_in) dx[(int64_t)s * a.D] = acc; /* lanes: neighbouring channels */
-            } else {
-                dr[slot * DT + c] = acc;
-            }
+            dr_c[slot * DT] = acc;
+            kp0++;
+            if (p >= W - 1) kp0 += k_step, gp0 += DT, lo++; /* the next diagonal starts a row down */
+            if (hi < n) hi++;
+            if (++slot == R) slot = 0;
         }
-        __syncthreads(); /* the write-out reads dkernels that other threads computed */
+        __syncthreads(); /* the write-outs read dx and dkernels that other threads computed */
+        /* dx of the tokens whose last row was in this step (every token left, at the last step): rows of the ring */
+        for (int p = warp, n_done = last ? np : n; p < n_done; p += WARPS) {
+            const int s = tt - (W - 1) + p, sl = q + p;
+            if (s >= 0 && s < n_tok && c_in) dx[(int64_t)s * a.D] = dr_c[(sl < R ? sl : sl - R) * DT];
+        }
         const int n_dk = max(0, min(n, n_tok - tt)); /* rows of the block's own tokens */
         if (a.vdk) write_dkernels<true>(ks, a, tl, t, n_dk);
         else write_dkernels<false>(ks, a, tl, t, n_dk);
         if (last) break;
-        __syncthreads(); /* the next step's staging overwrites ks, gs and the x slots read above */
+        __syncthreads(); /* the next step's staging overwrites ks, gs, and the ring slots of the tokens done */
         q += KC;
         if (q >= R) q -= R;
     }

@@ -68,6 +68,7 @@ constexpr int UNROLL = 4;          /* loads a thread issues before it stores any
 constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
 constexpr int BWD_BLOCKS = 4;      /* backward 64 */
 constexpr size_t BWD_SMEM = 56 * 1024; /* the backward's shared memory at most: four blocks per SM on sm_90 */
+constexpr int PF = 8;              /* backward: 16-byte units of kernels a thread loads a step (pick_step_rows) */
 
 /* 4-byte words before the forward's float tiles: w_lo_x, TT of them (4*TT bytes keep the tiles 16-byte aligned). */
 __host__ __device__ constexpr int bounds_words(int TT) { return TT; }
@@ -318,6 +319,59 @@ __device__ void stage_weights(float *ks, const tiled_args &a, const tile &tl, in
     }
 }
 
+/*
+ * The 16-byte path of a backward step's staging: kernels rows t .. t+n-1 as stage_weights lays them out, dout rows
+ * t .. t+n-1 into gs, and x rows t .. t+n-1 into the ring from slot s_new on. Each thread's units of all three (at
+ * most PF of kernels, pick_step_rows, and 2 each of dout and x, n <= 64) are loaded before any is stored: the step
+ * waits for memory once, not once per copy. A thread walks down its column of kernels units as in stage_weights,
+ * over at most two columns (a row is at most 512 units).
+ */
+__device__ void stage_step(float *ks, float *gs, float *xr, int s_new, int R, const tiled_args &a, const tile &tl,
+                           int64_t t, int n) {
+    const int W = a.W, len = DT * W, n_c = channels_in(a, tl), n_k = n_c * W, rs = DT * a.Ws;
+    const int per_row = min(len / 4, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
+    const int f0 = r0 < row_step ? 4 * (threadIdx.x % per_row) : len; /* threads past the last whole row: none */
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float *k_tile = a.k + tl.b * a.sk[0] + t * a.sk[1] + tl.d0 * W; /* sk[2] == W, sk[3] == 1 */
+    const float *g_tile = a.dout + tl.b * a.sg[0] + t * a.sg[1] + tl.d0, *x_tile = a.x + tl.b * a.sx[0] + t * a.sx[1] + tl.d0;
+    float4 gv[2], xv[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) { /* unit u: row u/8, channels 4*(u%8) .. */
+        const int u = threadIdx.x + i * THREADS, ru = u / 8, fu = 4 * (u % 8);
+        gv[i] = ru < n ? load_unit<true>(g_tile + ru * a.sg[1] + fu, fu + 4 <= n_c, fu, n_c) : zero;
+        xv[i] = ru < n ? load_unit<true>(x_tile + ru * a.sx[1] + fu, fu + 4 <= n_c, fu, n_c) : zero;
+    }
+    int f = f0, r = r0, o[4];
+    unit_slots<4>(f0, W, a.Ws, o);
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        float4 kv[PF / 2];
+        int fl = f, rl = r;
+#pragma unroll
+        for (int i = 0; i < PF / 2; i++) { /* all loads first */
+            kv[i] = fl < len && rl < n ? load_unit<true>(k_tile + rl * a.sk[1] + fl, fl + 4 <= n_k, fl, n_k) : zero;
+            if ((rl += row_step) >= n) rl = r0, fl += 4 * per_row;
+        }
+        if (half == 0) {
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int u = threadIdx.x + i * THREADS, ru = u / 8, fu = 4 * (u % 8), sl = s_new + ru;
+                if (ru >= n) break;
+                *(float4 *)(gs + ru * DT + fu) = gv[i];
+                *(float4 *)(xr + (sl < R ? sl : sl - R) * DT + fu) = xv[i];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < PF / 2; i++) {
+            if (f < len && r < n) {
+                float *d = ks + r * rs;
+                d[o[0]] = kv[i].x, d[o[1]] = kv[i].y, d[o[2]] = kv[i].z, d[o[3]] = kv[i].w;
+            }
+            if ((r += row_step) >= n) r = r0, f += 4 * per_row, unit_slots<4>(f, W, a.Ws, o);
+        }
+    }
+}
+
 /* Write dkernels rows t .. t+n_rows-1, held in ks as stage_weights laid the kernels out, to the contiguous
  * [B,T,D,W] output: the same columns, 16 bytes a unit on the 16-byte path (VEC). */
 template <bool VEC>
@@ -370,21 +424,28 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
     float *ks_c = ks + c * Ws, *xr_c = xr + c, *dr_c = dr + c; /* this lane's channel in each tile */
     const float *gs_c = gs + c;
     float *dx = a.dx + (tl.b * a.T + T0) * a.D + tl.d0 + c; /* dx[b, T0, d0+c] */
+    /* x tokens T0-W+1 .. T0-1, whose diagonals reach into the block's rows: ring slots 0 .. W-2 */
+    stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, T0 - (W - 1), W - 1);
+    for (int i = threadIdx.x; i < (W - 1) * DT; i += THREADS) dr[i] = 0.0f;
     int q = 0; /* tt mod R: the slot of x token T0+tt-W+1, the first a step's diagonals start from */
     for (int tt = 0;; tt += KC) {
         const int64_t t = T0 + tt;
         const int n = min(KC, n_walk - tt); /* this step's kernels rows: t .. t+n-1 */
         const bool last = tt + n == n_walk;
-        if (a.vk) stage_weights<true>(ks, a, tl, t, n);
-        else stage_weights<false>(ks, a, tl, t, n);
-        stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, t, n);
-        /* the x tokens whose diagonals start in this step, into their ring slots, and their dx sums set to 0: at the
-         * first step T0-W+1 .. T0+n-1 (slots 0 .. W-2+n), then t .. t+n-1 (from slot q+W-1 on, around the ring) */
-        const int s_new = tt == 0 ? 0 : q + W - 1 < R ? q + W - 1 : q + W - 1 - R, n_new = tt == 0 ? W - 1 + n : n;
-        const int n1 = min(n_new, R - s_new);
-        stage(a.vr, xr + s_new * DT, DT, a.x, a.sx, 1, 1, a, tl, t + n - n_new, n1);
-        if (n1 < n_new) stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, t + n - n_new + n1, n_new - n1);
-        for (int i = threadIdx.x; i < n_new * DT; i += THREADS) {
+        /* kernels and dout rows t .. t+n-1, and the x tokens t .. t+n-1, whose diagonals start in this step, into
+         * the ring from slot q+W-1 on (around its end), their dx sums set to 0 */
+        const int s_new = q + W - 1 < R ? q + W - 1 : q + W - 1 - R;
+        if (a.vk && a.vr) {
+            stage_step(ks, gs, xr, s_new, R, a, tl, t, n);
+        } else {
+            if (a.vk) stage_weights<true>(ks, a, tl, t, n);
+            else stage_weights<false>(ks, a, tl, t, n);
+            stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, t, n);
+            const int n1 = min(n, R - s_new);
+            stage(a.vr, xr + s_new * DT, DT, a.x, a.sx, 1, 1, a, tl, t, n1);
+            if (n1 < n) stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, t + n1, n - n1);
+        }
+        for (int i = threadIdx.x; i < n * DT; i += THREADS) {
             const int sl = s_new + i / DT;
             dr[(sl < R ? sl : sl - R) * DT + i % DT] = 0.0f;
         }
@@ -473,8 +534,10 @@ size_t bwd_smem_bytes(int KC, int W, int Ws) {
 /* The backward's kernels rows per step, KC: the most of 64, 32, .. whose shared memory fits BWD_SMEM (four blocks
  * per SM on sm_90). Every token's diagonal is then up to min(W, KC) long in a step. */
 int pick_step_rows(int W, int Ws) {
+    const int units = DT * W / 4, per_row = min(units, THREADS), row_step = THREADS / per_row; /* as stage_step */
+    const int cols = (units + per_row - 1) / per_row;
     int KC = TT_MAX;
-    while (KC > 1 && bwd_smem_bytes(KC, W, Ws) > BWD_SMEM) KC /= 2;
+    while (KC > 1 && (bwd_smem_bytes(KC, W, Ws) > BWD_SMEM || cols * ((KC + row_step - 1) / row_step) > PF)) KC /= 2;
     return KC;
 }
 

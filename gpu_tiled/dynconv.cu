@@ -409,6 +409,7 @@ __device__ void write_dkernels(const float *ks, const tiled_args &a, const tile 
  * it), and leaves when its last row has passed. The walk goes on W-1 rows past the block's tokens, for the dx of its
  * last ones; their dkernels belong to the next block.
  */
+template <bool VARLEN>
 __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
     const int W = a.W, Ws = a.Ws, KC = a.KC, R = W - 1 + KC;
@@ -454,27 +455,29 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
         /* warp i takes a run of x tokens T0+s, s = tt-W+1+p for p in [p, p_end). The diagonal of s meets the step's
          * rows j in [lo, hi), lo = max(0, p-W+1), hi = min(n, p+1), from kp = &kernels[b, t+lo, d, p-lo] on; from one
          * token to the next, kp moves a tap on (and a row down once lo moves), and the ring slot by one */
-        const int np = W - 1 + n, per = (np + WARPS - 1) / WARPS, p_end = min(np, (warp + 1) * per);
+        const int np = W - 1 + n, per = (np + WARPS - 1) / WARPS;
         int p = warp * per, slot = q + p, lo = max(0, p - (W - 1)), hi = min(n, p + 1);
+        const int p_end = min(min(np, p + per), n_tok - tt + W - 1); /* from s = n_tok on: the next block's tokens */
         if (slot >= R) slot -= R;
         float *kp0 = ks_c + p + lo * k_step;
         const float *gp0 = gs_c + lo * DT;
-        for (int s = tt - (W - 1) + p; p < p_end && s < n_tok; p++, s++) { /* past n_tok: the next block's tokens */
-            int e = hi; /* rows from e on lie past the end of s's sequence: no term, dkernels 0 (varlen) */
-            if (a.cu_seqlens && T0 + s >= 0)
-                e = (int)max((int64_t)lo, min((int64_t)hi, ladder_seq_end(a.cu_seqlens, a.n_seqs, T0 + s) - t));
+        for (; p < p_end; p++) {
+            int e = hi; /* rows from e on lie past the end of s's sequence: no term, dkernels 0 */
+            if constexpr (VARLEN) {
+                const int64_t s = t - (W - 1) + p;
+                if (s >= 0) e = (int)max((int64_t)lo, min((int64_t)hi, ladder_seq_end(a.cu_seqlens, a.n_seqs, s) - t));
+            }
             float acc = dr_c[slot * DT];
             const float xv = xr_c[slot * DT]; /* x[s]; 0 before the row's start, so dkernels 0 there */
             float *kp = kp0;
             const float *gp = gp0;
-            int j = lo;
-            for (; j < e; j++, kp += k_step, gp += DT) {
+            for (int j = lo; j < e; j++, kp += k_step, gp += DT) {
                 const float g = *gp;
                 acc += *kp * g; /* the forward's out[r] += kernels[r,w] * x[s], differentiated in x[s] */
                 *kp = g * xv;   /* ... and in kernels[r,w]; this thread alone reads this slot */
             }
-#pragma unroll 1
-            for (; j < hi; j++, kp += k_step) *kp = 0.0f;
+            if constexpr (VARLEN)
+                for (int j = e; j < hi; j++, kp += k_step) *kp = 0.0f;
             dr_c[slot * DT] = acc;
             kp0++;
             if (p >= W - 1) kp0 += k_step, gp0 += DT, lo++; /* the next diagonal starts a row down */
@@ -585,11 +588,11 @@ ladder_status launch(void (*kernel)(tiled_args), const char *name, const tiled_a
  * GPU evenly. Of the ways to cut a batch row into n_t blocks, take the one with the fewest waves x rows walked,
  * a wave being as many blocks as the SMs hold at once; a walk is a whole number of KC-row steps.
  */
-ladder_status pick_walk(tiled_args *n, size_t bytes) {
+ladder_status pick_walk(tiled_args *n, void (*kernel)(tiled_args), size_t bytes) {
     int dev = 0, sms = 0, per_sm = 0;
     LADDER_CUDA_TRY(cudaGetDevice(&dev));
     LADDER_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    LADDER_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dynconv_bwd_tiled_kernel, THREADS, bytes));
+    LADDER_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, bytes));
     const int64_t columns = n->B * n->n_dtiles, slots = (int64_t)sms * max(per_sm, 1), halo = n->W - 1;
     const int64_t most = min(n->T, 8 * slots / columns + 1); /* beyond eight waves the halo only grows */
     int64_t best = -1;
@@ -623,12 +626,14 @@ extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, 
     n.Ws = p->W | 1; /* odd: the 32 channels of a diagonal's tap sit in 32 banks */
     n.KC = pick_step_rows(p->W, n.Ws);
     const size_t bytes = bwd_smem_bytes(n.KC, p->W, n.Ws);
-    LADDER_TRY(ladder_allow_smem(dynconv_bwd_tiled_kernel, bytes));
-    LADDER_TRY(pick_walk(&n, bytes));
+    /* VARLEN: the sums stop at sequence ends; without cu_seqlens that code is compiled out */
+    void (*const kernel)(tiled_args) = n.cu_seqlens ? dynconv_bwd_tiled_kernel<true> : dynconv_bwd_tiled_kernel<false>;
+    LADDER_TRY(ladder_allow_smem(kernel, bytes));
+    LADDER_TRY(pick_walk(&n, kernel, bytes));
     unsigned blocks = 0;
     LADDER_TRY(tile_grid(&n, &blocks));
     n.vr = ladder_rows16(&a->x, 1) && ladder_rows16(&a->dout, 1);
     n.vk = ladder_rows16(&a->kernels, 2);
     n.vdk = ladder_rows16(&a->dkernels, 2);
-    return launch(dynconv_bwd_tiled_kernel, "dynconv_bwd_tiled_kernel", n, blocks, bytes);
+    return launch(kernel, "dynconv_bwd_tiled_kernel", n, blocks, bytes);
 }

@@ -66,9 +66,9 @@ constexpr int WARPS = THREADS / 32;
 constexpr int TT_MAX = 64;         /* most tokens per tile (the forward's from W = 4 on: TT_MAX / 2) */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
 constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
-constexpr int BWD_BLOCKS = 4;      /* backward 64 */
 constexpr size_t BWD_SMEM = 56 * 1024; /* the backward's shared memory at most: four blocks per SM on sm_90 */
-constexpr int PF = 8;              /* backward: 16-byte units of kernels a thread loads a step (pick_step_rows) */
+constexpr int PF = 8;              /* backward: 16-byte units of kernels a thread loads a step (pick_step_rows), */
+constexpr int ONE_TRIP_W = 8;      /* all in one round trip to memory from W = 8 on, else in two (bwd_kernel) */
 
 /* 4-byte words before the forward's float tiles: w_lo_x, TT of them (4*TT bytes keep the tiles 16-byte aligned). */
 __host__ __device__ constexpr int bounds_words(int TT) { return TT; }
@@ -326,6 +326,7 @@ __device__ void stage_weights(float *ks, const tiled_args &a, const tile &tl, in
  * waits for memory once, not once per copy. A thread walks down its column of kernels units as in stage_weights,
  * over at most two columns (a row is at most 512 units).
  */
+template <int KB>
 __device__ void stage_step(float *ks, float *gs, float *xr, int s_new, int R, const tiled_args &a, const tile &tl,
                            int64_t t, int n) {
     const int W = a.W, len = DT * W, n_c = channels_in(a, tl), n_k = n_c * W, rs = DT * a.Ws;
@@ -344,11 +345,11 @@ __device__ void stage_step(float *ks, float *gs, float *xr, int s_new, int R, co
     int f = f0, r = r0, o[4];
     unit_slots<4>(f0, W, a.Ws, o);
 #pragma unroll
-    for (int half = 0; half < 2; half++) {
-        float4 kv[PF / 2];
+    for (int half = 0; half < PF / KB; half++) {
+        float4 kv[KB];
         int fl = f, rl = r;
 #pragma unroll
-        for (int i = 0; i < PF / 2; i++) { /* all loads first */
+        for (int i = 0; i < KB; i++) { /* all loads first */
             kv[i] = fl < len && rl < n ? load_unit<true>(k_tile + rl * a.sk[1] + fl, fl + 4 <= n_k, fl, n_k) : zero;
             if ((rl += row_step) >= n) rl = r0, fl += 4 * per_row;
         }
@@ -362,7 +363,7 @@ __device__ void stage_step(float *ks, float *gs, float *xr, int s_new, int R, co
             }
         }
 #pragma unroll
-        for (int i = 0; i < PF / 2; i++) {
+        for (int i = 0; i < KB; i++) {
             if (f < len && r < n) {
                 float *d = ks + r * rs;
                 d[o[0]] = kv[i].x, d[o[1]] = kv[i].y, d[o[2]] = kv[i].z, d[o[3]] = kv[i].w;
@@ -409,8 +410,8 @@ __device__ void write_dkernels(const float *ks, const tiled_args &a, const tile 
  * it), and leaves when its last row has passed. The walk goes on W-1 rows past the block's tokens, for the dx of its
  * last ones; their dkernels belong to the next block.
  */
-template <bool VARLEN>
-__global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(tiled_args a) {
+template <bool VARLEN, int KB>
+__global__ void __launch_bounds__(THREADS, KB == PF ? 3 : 4) dynconv_bwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
     const int W = a.W, Ws = a.Ws, KC = a.KC, R = W - 1 + KC;
     float *ks = (float *)smem;     /* [KC][DT][Ws]: kernels[b, t+j, d0+c, w] of the step, then its dkernels */
@@ -437,7 +438,7 @@ __global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(
          * the ring from slot q+W-1 on (around its end), their dx sums set to 0 */
         const int s_new = q + W - 1 < R ? q + W - 1 : q + W - 1 - R;
         if (a.vk && a.vr) {
-            stage_step(ks, gs, xr, s_new, R, a, tl, t, n);
+            stage_step<KB>(ks, gs, xr, s_new, R, a, tl, t, n);
         } else {
             if (a.vk) stage_weights<true>(ks, a, tl, t, n);
             else stage_weights<false>(ks, a, tl, t, n);
@@ -627,7 +628,9 @@ extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, 
     n.KC = pick_step_rows(p->W, n.Ws);
     const size_t bytes = bwd_smem_bytes(n.KC, p->W, n.Ws);
     /* VARLEN: the sums stop at sequence ends; without cu_seqlens that code is compiled out */
-    void (*const kernel)(tiled_args) = n.cu_seqlens ? dynconv_bwd_tiled_kernel<true> : dynconv_bwd_tiled_kernel<false>;
+    void (*const kernels[2][2])(tiled_args) = {{dynconv_bwd_tiled_kernel<false, PF / 2>, dynconv_bwd_tiled_kernel<false, PF>},
+                                              {dynconv_bwd_tiled_kernel<true, PF / 2>, dynconv_bwd_tiled_kernel<true, PF>}};
+    void (*const kernel)(tiled_args) = kernels[n.cu_seqlens != nullptr][p->W >= ONE_TRIP_W];
     LADDER_TRY(ladder_allow_smem(kernel, bytes));
     LADDER_TRY(pick_walk(&n, kernel, bytes));
     unsigned blocks = 0;

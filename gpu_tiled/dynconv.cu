@@ -282,39 +282,30 @@ __device__ void unit_slots(int f, int W, int Ws, int (&o)[V]) {
 }
 
 /*
- * Backward: copy kernels rows t .. t+n_rows-1 (all inside [0,T)) into ks[r*DT*Ws + c*Ws + w], the plain layout of
- * the forward's tile at an odd pitch Ws (the walk below reads it along diagonals, one tap of each of 32 channels at
- * a time). A tile row is DT*W contiguous elements; on the 16-byte path (VEC) each thread loads one 16-byte unit of
- * it a row (every sector of the row used, once) and stores its 4 elements where unit_slots puts them. Each thread
- * keeps its column and walks down the rows, UNROLL loads in flight before it stores any.
+ * Backward: copy kernels rows t .. t+n_rows-1 (all inside [0,T)) into ks[r*DT*Ws + c*Ws + w], the forward's layout of a
+ * tile row at an odd pitch Ws (the walk below reads it along diagonals, one tap of each of 32 channels at a time),
+ * for any strides, a float at a time. Each thread keeps its column (one element of the row) and walks down the rows,
+ * UNROLL loads in flight before it stores any. The 16-byte path is stage_step's.
  */
-template <bool VEC>
 __device__ void stage_weights(float *ks, const tiled_args &a, const tile &tl, int64_t t, int n_rows) {
-    constexpr int V = VEC ? 4 : 1;
     const int W = a.W, len = DT * W, n = channels_in(a, tl) * W, rs = DT * a.Ws; /* elements a row; existing */
-    const int per_row = min(len / V, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
+    const int per_row = min(len, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
     if (r0 >= row_step) return;
     const int64_t step = row_step * a.sk[1]; /* from one of this thread's rows to the next */
     const float *k_tile = a.k + tl.b * a.sk[0] + (t + r0) * a.sk[1] + tl.d0 * a.sk[2];
-    for (int f = V * (threadIdx.x % per_row); f < len; f += V * per_row) {
-        int o[V];
-        unit_slots<V>(f, W, a.Ws, o);
-        const bool full = f + V <= n;
-        const float *src = k_tile + (VEC ? f : f / W * a.sk[2] + f % W * a.sk[3]); /* VEC: sk[2] == W, sk[3] == 1 */
-        float *dst = ks + r0 * rs;
+    for (int f = threadIdx.x % per_row; f < len; f += per_row) {
+        int o[1];
+        unit_slots<1>(f, W, a.Ws, o);
+        const float *src = k_tile + f / W * a.sk[2] + f % W * a.sk[3];
+        float *dst = ks + r0 * rs + o[0];
         for (int r = r0; r < n_rows; r += UNROLL * row_step, src += UNROLL * step, dst += UNROLL * row_step * rs) {
-            float4 v[UNROLL];
+            float v[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; u++) /* all loads first */
-                v[u] = r + u * row_step < n_rows ? load_unit<VEC>(src + u * step, full, f, n)
-                                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                v[u] = r + u * row_step < n_rows && f < n ? src[u * step] : 0.0f;
 #pragma unroll
-            for (int u = 0; u < UNROLL; u++) {
-                if (r + u * row_step >= n_rows) break;
-                float *d = dst + u * row_step * rs;
-                d[o[0]] = v[u].x;
-                if constexpr (VEC) d[o[1]] = v[u].y, d[o[2]] = v[u].z, d[o[3]] = v[u].w;
-            }
+            for (int u = 0; u < UNROLL; u++)
+                if (r + u * row_step < n_rows) dst[u * row_step * rs] = v[u];
         }
     }
 }
@@ -342,8 +333,7 @@ __device__ void stage_step(float *ks, float *gs, float *xr, int s_new, int R, co
         gv[i] = ru < n ? load_unit<true>(g_tile + ru * a.sg[1] + fu, fu + 4 <= n_c, fu, n_c) : zero;
         xv[i] = ru < n ? load_unit<true>(x_tile + ru * a.sx[1] + fu, fu + 4 <= n_c, fu, n_c) : zero;
     }
-    int f = f0, r = r0, o[4];
-    unit_slots<4>(f0, W, a.Ws, o);
+    int f = f0, r = r0, o[4]; /* the next unit to store, and where its elements land */
 #pragma unroll
     for (int half = 0; half < PF / KB; half++) {
         float4 kv[KB];
@@ -354,6 +344,7 @@ __device__ void stage_step(float *ks, float *gs, float *xr, int s_new, int R, co
             if ((rl += row_step) >= n) rl = r0, fl += 4 * per_row;
         }
         if (half == 0) {
+            unit_slots<4>(f0, W, a.Ws, o);
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 const int u = threadIdx.x + i * THREADS, ru = u / 8, fu = 4 * (u % 8), sl = s_new + ru;
@@ -439,13 +430,12 @@ __global__ void __launch_bounds__(THREADS, KB == PF ? 3 : 4) dynconv_bwd_tiled_k
         const int s_new = q + W - 1 < R ? q + W - 1 : q + W - 1 - R;
         if (a.vk && a.vr) {
             stage_step<KB>(ks, gs, xr, s_new, R, a, tl, t, n);
-        } else {
-            if (a.vk) stage_weights<true>(ks, a, tl, t, n);
-            else stage_weights<false>(ks, a, tl, t, n);
-            stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, t, n);
+        } else { /* any strides: the same copies one after the other, a float at a time */
+            stage_weights(ks, a, tl, t, n);
+            stage_rows<false>(gs, DT, a.dout, a.sg, 1, 1, a, tl, t, n);
             const int n1 = min(n, R - s_new);
-            stage(a.vr, xr + s_new * DT, DT, a.x, a.sx, 1, 1, a, tl, t, n1);
-            if (n1 < n) stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, t + n1, n - n1);
+            stage_rows<false>(xr + s_new * DT, DT, a.x, a.sx, 1, 1, a, tl, t, n1);
+            if (n1 < n) stage_rows<false>(xr, DT, a.x, a.sx, 1, 1, a, tl, t + n1, n - n1);
         }
         for (int i = threadIdx.x; i < n * DT; i += THREADS) {
             const int sl = s_new + i / DT;

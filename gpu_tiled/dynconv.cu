@@ -1,54 +1,55 @@
 /*
  * gpu_tiled/dynconv.cu: dynamic causal convolution, the shared-memory tiled GPU rung.
  *
- * What changed since gpu_naive/: a block owns a tile of TT tokens x DT = 32
- * channels. It first copies everything the tile needs from global memory into
- * shared memory, once, with coalesced (and where possible 16-byte) loads, and
- * then computes every output of the tile from shared memory:
+ * What changed since gpu_naive/: a block copies what its outputs need from global memory into shared memory, once,
+ * with coalesced (and where possible 16-byte) loads, and computes from there. DT = 32 channels per block, one per
+ * lane, so an x or dout row of the block is one 128-byte line.
  *
- *   forward   x rows [t0-W+1, t0+TT)  (the tile plus a halo of W-1 rows)
- *             kernels rows [t0, t0+TT), every channel's W weights
- *   backward  x rows [t0-W+1, t0+TT) and dout rows [t0, t0+TT+W-1) (halos on both sides),
- *             and the kernels weights through which x[t0..t0+TT) reaches the outputs: for dx[s] that is
- *             kernels[s+W-1-w, w], a sheared window of rows [t0, t0+TT+W-1) with exactly TT*W weights
- *             per channel, stored per dx token; dx and dkernels then come from one pass over the tile.
- *             Only the window of each row that the tile uses (at most TT of its W weights) gets threads.
+ *   forward   a tile of TT tokens: x rows [t0-W+1, t0+TT) (the tile plus a halo of W-1 rows) and kernels rows
+ *             [t0, t0+TT), every channel's W weights; warp i computes tile rows i, i+8, ... .
+ *   backward  a walk down TT tokens [T0, T0+TT), KC kernels rows a step (dynconv_bwd_tiled_kernel). Each step
+ *             stages its kernels rows whole, in the forward's layout, with the dout rows and the x rows that enter.
+ *             In the forward x[s] met kernels row r at tap s-r+W-1, for r = s .. s+W-1: one diagonal of the rows
+ *             per x token, each weight on exactly one. A thread per (s, channel) runs down its diagonal, adds
+ *             dout[r]*kernels[r,w] to dx[s] and overwrites that weight, which no other thread reads, with its
+ *             dkernels dout[r]*x[s]. dx[s] sums over the steps that hold its rows in a ring of W-1+KC slots, and
+ *             leaves as a row when its last row has passed; dkernels leaves as rows after each step. The walk goes
+ *             W-1 rows past its tokens for their dx, rows that the next block walks again.
  *
  * Why it is faster: in gpu_naive each x value is fetched by up to W threads,
  * and neighbouring threads read kernels W floats apart, so each warp load of
  * kernels spans W times the bytes it uses. Here each x, dout and kernels value
  * is read from DRAM about once (halo rows come back from L2), each warp reads
- * whole 128-byte lines, each thread keeps UNROLL independent loads in flight
+ * whole 128-byte lines, each thread keeps several independent loads in flight
  * before it stores any, and the W-fold reuse happens in shared memory.
  *
  * Few instructions per byte: at W = 2 an output is 16 bytes, and the issue slots, not DRAM, set the pace unless
  * every copy loop is cheap. So each staging thread keeps one column of the tile and walks down its rows (its
  * offsets computed once, its addresses stepped a row at a time), a token's weights move as 16-byte units from
- * global to shared memory and back (stage_rows, write_dkernels), and the compute loops read V = 4, 2 or 1 weights
- * per shared-memory load (taps_per_load), one instantiation per V.
+ * global to shared memory and back (stage_rows, stage_step, write_dkernels), the forward's compute loop reads
+ * V = 4, 2 or 1 weights per shared-memory load (tap_unit), one instantiation per V, and a warp of the backward walks
+ * a run of tokens, its pointers stepped from one diagonal to the next.
  *
- * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
- * 128-byte lines. 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
- * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
- * (with the launcher opting in to more shared memory) when none does. Both passes take 64 at W = 1 to 3: at W = 2
- * they are bound by instruction issue, and a larger tile pays less often for what each tile does once
- * (pick_tokens_per_tile).
- * TT = 32 up to W = 9, where the halo adds at most 8/32 to the x and dout
- * reads (W = 4: 20.6 KiB forward, 25.0 KiB backward, so several blocks share an
- * SM); W = 64 needs TT = 8 and 73.9 KiB forward, 82.8 KiB backward. Each
- * channel's weights sit Ws floats apart (weight_pitch: an odd number of V-wide units), so the V-wide loads of
- * a warp, lane c on channel c, hit different banks: no bank conflicts for any W. The registers are held to
- * 40 a thread forward and 48 backward (FWD_BLOCKS, BWD_BLOCKS), so that small tiles keep six and five blocks per SM.
- * From W = 32 on the backward, bound by instruction issue there, reads its weights 4 at a time where W % 4 == 0
- * (a pitch of 36: taps_per_load), and past W = 32 it stages them in chunks of WC = 32 taps (chunk_taps), summing
- * dx over the chunks: at W = 64 that takes its tile from 83 KB to 54 KB, and from two blocks per SM to four.
+ * Tile sizes. Forward: TT is picked at run time from W, the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
+ * (with the launcher opting in to more shared memory) when none does; 64 at W = 1 to 3, where the forward is bound
+ * by instruction issue and a larger tile pays less often for what each tile does once (pick_tokens_per_tile).
+ * W = 4: 20.6 KiB; W = 64: TT = 8 and 73.9 KiB. Each channel's weights sit Ws floats apart (weight_pitch: an odd
+ * number of V-wide units), so the V-wide loads of a warp, lane c on channel c, hit different banks: no bank
+ * conflicts for any W. Its registers are held to 40 a thread (FWD_BLOCKS), six blocks per SM.
+ * Backward: KC is the most of 64, 32, ... rows whose step fits 56 KB (pick_step_rows: W = 2 64 rows, 49 KB; W = 64
+ * 4 rows, 51 KB), at the odd pitch Ws = W|1, so that the 32 channels of one tap of a diagonal sit in 32 banks.
+ * TT follows the GPU: the cut of a batch row into blocks that fills the SMs' block slots in the fewest waves x rows
+ * walked (pick_walk; at B = 2, T = 4096, D = 2048 about a quarter of a row a block, so that at W = 64 the W-1
+ * rows walked again add 6%). A step's loads are all issued before its stores (stage_step): from W = 8 on in one
+ * round trip to memory (76 registers, three blocks per SM), below in two (64 registers, four blocks).
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (f32, device pointers,
- * any input strides, contiguous outputs). Three 16-byte paths, each taken when
+ * any input strides, contiguous outputs). 16-byte paths, each taken when
  * its tensor's rows are 16-byte aligned and contiguous (ladder_rows16): x and dout rows (vr), a token's
- * kernels, its DT channels x W taps (vk), and the same rows of dkernels (vdk), whatever W is.
- * Otherwise the same kernel moves one float at a time. Deterministic: no atomics, each
- * output is written by one thread, sums run over w in ascending order.
+ * kernels, its DT channels x W taps (vk), and the same rows of dkernels (vdk), whatever W is; the backward stages
+ * 16 bytes at a time where x, dout and kernels all allow it. Otherwise the same kernel moves one float at a time.
+ * Deterministic: no atomics, each output is written by one thread, sums run in a fixed order (the forward's over
+ * w ascending, dx[s] over its rows ascending).
  * Run it:  build/bin/ladder run dynconv --rung gpu_tiled
  */
 #include <climits>
@@ -68,7 +69,8 @@ constexpr int UNROLL = 4;          /* loads a thread issues before it stores any
 constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
 constexpr size_t BWD_SMEM = 56 * 1024; /* the backward's shared memory at most: four blocks per SM on sm_90 */
 constexpr int PF = 8;              /* backward: 16-byte units of kernels a thread loads a step (pick_step_rows), */
-constexpr int ONE_TRIP_W = 8;      /* all in one round trip to memory from W = 8 on, else in two (bwd_kernel) */
+constexpr int ONE_TRIP_W = 8;      /* all in one round trip to memory from W = 8 on, else in two (stage_step) */
+constexpr int SHORT_WALK = 256;    /* backward: kernels rows a block walks at small W, when that makes many waves */
 
 /* 4-byte words before the forward's float tiles: w_lo_x, TT of them (4*TT bytes keep the tiles 16-byte aligned). */
 __host__ __device__ constexpr int bounds_words(int TT) { return TT; }
@@ -245,7 +247,7 @@ __device__ float tap_sum(const float *k, const float *v, int v_step, int i_lo, i
 }
 
 /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b,t+w-W+1,d]: one block per tile, each thread TT/8 outputs.
- * V: taps per shared-memory load of the weights (taps_per_load). */
+ * V: taps per shared-memory load of the weights (tap_unit). */
 template <int V>
 __global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
@@ -577,7 +579,11 @@ ladder_status launch(void (*kernel)(tiled_args), const char *name, const tiled_a
  * The backward's tokens per block, n->TT: a block walks TT+W-1 kernels rows for TT tokens' dx, so a long walk
  * wastes less on the W-1 rows past its tokens (the next block reads them too), but the grid must still fill the
  * GPU evenly. Of the ways to cut a batch row into n_t blocks, take the one with the fewest waves x rows walked,
- * a wave being as many blocks as the SMs hold at once; a walk is a whole number of KC-row steps.
+ * a wave being as many blocks as the SMs hold at once; a walk is a whole number of KC-row steps. But where a short
+ * walk (SHORT_WALK rows) loses at most 1/64 of its rows to the halo (W <= 4) and still gives a grid of at least
+ * eight waves, take that: blocks that start at different times overlap one another's copies and sums, where one
+ * wave of long walks keeps them in step. On the H100 at B = 8, T = 4096, D = 2048, W = 4 the backward took 1.053 ms
+ * in walks of 256 rows (17 waves), 1.114 ms in one wave of whole batch rows (h100-2026-11-24-notes-dynconv-tiled.md).
  */
 ladder_status pick_walk(tiled_args *n, void (*kernel)(tiled_args), size_t bytes) {
     int dev = 0, sms = 0, per_sm = 0;
@@ -585,6 +591,12 @@ ladder_status pick_walk(tiled_args *n, void (*kernel)(tiled_args), size_t bytes)
     LADDER_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     LADDER_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, bytes));
     const int64_t columns = n->B * n->n_dtiles, slots = (int64_t)sms * max(per_sm, 1), halo = n->W - 1;
+    const int64_t short_L = SHORT_WALK - halo;
+    if (64 * halo <= SHORT_WALK && SHORT_WALK % n->KC == 0 && short_L < n->T &&
+        columns * ((n->T + short_L - 1) / short_L) >= 8 * slots) {
+        n->TT = (int)short_L;
+        return LADDER_OK;
+    }
     const int64_t most = min(n->T, 8 * slots / columns + 1); /* beyond eight waves the halo only grows */
     int64_t best = -1;
     for (int64_t n_t = 1; n_t <= most; n_t++) {

@@ -39,9 +39,10 @@
  * Backward: KC is the most of 64, 32, ... rows whose step fits 56 KB (pick_step_rows: W = 2 64 rows, 49 KB; W = 64
  * 4 rows, 51 KB), at the odd pitch Ws = W|1, so that the 32 channels of one tap of a diagonal sit in 32 banks.
  * TT follows the GPU: the cut of a batch row into blocks that fills the SMs' block slots in the fewest waves x rows
- * walked (pick_walk; at B = 2, T = 4096, D = 2048 about a quarter of a row a block, so that at W = 64 the W-1
- * rows walked again add 6%). A step's loads are all issued before its stores (stage_step): from W = 8 on in one
- * round trip to memory (76 registers, three blocks per SM), below in two (64 registers, four blocks).
+ * walked, or at W <= 4 walks of 256 rows where they make eight waves or more (pick_walk; at B = 2, T = 4096,
+ * D = 2048, W = 64 a third of a row a block, one wave, the W-1 rows walked again adding 4.6% to the kernels reads).
+ * A step's loads are all issued before its stores (stage_step): from W = 8 on in one round trip to memory (76
+ * registers, three blocks per SM), below in two (64 registers, four blocks).
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (f32, device pointers,
  * any input strides, contiguous outputs). 16-byte paths, each taken when

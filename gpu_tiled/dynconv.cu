@@ -315,10 +315,11 @@ __device__ void stage_weights(float *ks, const tiled_args &a, const tile &tl, in
 
 /*
  * The 16-byte path of a backward step's staging: kernels rows t .. t+n-1 as stage_weights lays them out, dout rows
- * t .. t+n-1 into gs, and x rows t .. t+n-1 into the ring from slot s_new on. Each thread's units of all three (at
- * most PF of kernels, pick_step_rows, and 2 each of dout and x, n <= 64) are loaded before any is stored: the step
- * waits for memory once, not once per copy. A thread walks down its column of kernels units as in stage_weights,
- * over at most two columns (a row is at most 512 units).
+ * t .. t+n-1 into gs, and x rows t .. t+n-1 into the ring from slot s_new on. A thread's units (at most PF of
+ * kernels, pick_step_rows, and 2 each of dout and x, n <= 64) are loaded KB kernels units at a time, all of a batch
+ * before any of it is stored: with KB = PF the step waits for memory once, not once per copy; KB = PF/2 takes two
+ * round trips and fewer registers. A thread walks down its column of kernels units as in stage_weights, over at
+ * most two columns (a row is at most 512 units).
  */
 template <int KB>
 __device__ void stage_step(float *ks, float *gs, float *xr, int s_new, int R, const tiled_args &a, const tile &tl,
@@ -402,7 +403,8 @@ __device__ void write_dkernels(const float *ks, const tiled_args &a, const tile 
  * dout[r]*kernels[r,w] to dx[s], and overwrites that weight, which no other thread reads, with its dkernels,
  * dout[r]*x[s]. A token's dx is summed over the steps that hold its rows in a ring of R = W-1+KC slots (and x with
  * it), and leaves when its last row has passed. The walk goes on W-1 rows past the block's tokens, for the dx of its
- * last ones; their dkernels belong to the next block.
+ * last ones; their dkernels belong to the next block. VARLEN: the sums stop at sequence ends. KB: stage_step's batch,
+ * PF from W = ONE_TRIP_W on (76 registers, three blocks per SM), PF/2 below (64 registers, four blocks).
  */
 template <bool VARLEN, int KB>
 __global__ void __launch_bounds__(THREADS, KB == PF ? 3 : 4) dynconv_bwd_tiled_kernel(tiled_args a) {

@@ -1,54 +1,56 @@
 /*
  * gpu_tiled/dynconv.cu: dynamic causal convolution, the shared-memory tiled GPU rung.
  *
- * What changed since gpu_naive/: a block owns a tile of TT tokens x DT = 32
- * channels. It first copies everything the tile needs from global memory into
- * shared memory, once, with coalesced (and where possible 16-byte) loads, and
- * then computes every output of the tile from shared memory:
+ * What changed since gpu_naive/: a block copies what its outputs need from global memory into shared memory, once,
+ * with coalesced (and where possible 16-byte) loads, and computes from there. DT = 32 channels per block, one per
+ * lane, so an x or dout row of the block is one 128-byte line.
  *
- *   forward   x rows [t0-W+1, t0+TT)  (the tile plus a halo of W-1 rows)
- *             kernels rows [t0, t0+TT), every channel's W weights
- *   backward  x rows [t0-W+1, t0+TT) and dout rows [t0, t0+TT+W-1) (halos on both sides),
- *             and the kernels weights through which x[t0..t0+TT) reaches the outputs: for dx[s] that is
- *             kernels[s+W-1-w, w], a sheared window of rows [t0, t0+TT+W-1) with exactly TT*W weights
- *             per channel, stored per dx token; dx and dkernels then come from one pass over the tile.
- *             Only the window of each row that the tile uses (at most TT of its W weights) gets threads.
+ *   forward   a tile of TT tokens: x rows [t0-W+1, t0+TT) (the tile plus a halo of W-1 rows) and kernels rows
+ *             [t0, t0+TT), every channel's W weights; warp i computes tile rows i, i+8, ... .
+ *   backward  a walk down TT tokens [T0, T0+TT), KC kernels rows a step (dynconv_bwd_tiled_kernel). Each step
+ *             stages its kernels rows whole, in the forward's layout, with the dout rows and the x rows that enter.
+ *             In the forward x[s] met kernels row r at tap s-r+W-1, for r = s .. s+W-1: one diagonal of the rows
+ *             per x token, each weight on exactly one. A thread per (s, channel) runs down its diagonal, adds
+ *             dout[r]*kernels[r,w] to dx[s] and overwrites that weight, which no other thread reads, with its
+ *             dkernels dout[r]*x[s]. dx[s] sums over the steps that hold its rows in a ring of W-1+KC slots, and
+ *             leaves as a row when its last row has passed; dkernels leaves as rows after each step. The walk goes
+ *             W-1 rows past its tokens for their dx, rows that the next block walks again.
  *
  * Why it is faster: in gpu_naive each x value is fetched by up to W threads,
  * and neighbouring threads read kernels W floats apart, so each warp load of
  * kernels spans W times the bytes it uses. Here each x, dout and kernels value
  * is read from DRAM about once (halo rows come back from L2), each warp reads
- * whole 128-byte lines, each thread keeps UNROLL independent loads in flight
+ * whole 128-byte lines, each thread keeps several independent loads in flight
  * before it stores any, and the W-fold reuse happens in shared memory.
  *
  * Few instructions per byte: at W = 2 an output is 16 bytes, and the issue slots, not DRAM, set the pace unless
  * every copy loop is cheap. So each staging thread keeps one column of the tile and walks down its rows (its
  * offsets computed once, its addresses stepped a row at a time), a token's weights move as 16-byte units from
- * global to shared memory and back (stage_rows, write_dkernels), and the compute loops read V = 4, 2 or 1 weights
- * per shared-memory load (taps_per_load), one instantiation per V.
+ * global to shared memory and back (stage_rows, stage_step, write_dkernels), the forward's compute loop reads
+ * V = 4, 2 or 1 weights per shared-memory load (tap_unit), one instantiation per V, and a warp of the backward walks
+ * a run of tokens, its pointers stepped from one diagonal to the next.
  *
- * Tile sizes: DT = 32 channels, one per lane, so x and dout rows are single
- * 128-byte lines. 256 threads = 8 warps; warp i computes tile rows i, i+8, ... . TT is picked
- * at run time from W: the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
- * (with the launcher opting in to more shared memory) when none does. Both passes take 64 at W = 1 to 3: at W = 2
- * they are bound by instruction issue, and a larger tile pays less often for what each tile does once
- * (pick_tokens_per_tile).
- * TT = 32 up to W = 9, where the halo adds at most 8/32 to the x and dout
- * reads (W = 4: 20.6 KiB forward, 25.0 KiB backward, so several blocks share an
- * SM); W = 64 needs TT = 8 and 73.9 KiB forward, 82.8 KiB backward. Each
- * channel's weights sit Ws floats apart (weight_pitch: an odd number of V-wide units), so the V-wide loads of
- * a warp, lane c on channel c, hit different banks: no bank conflicts for any W. The registers are held to
- * 40 a thread forward and 48 backward (FWD_BLOCKS, BWD_BLOCKS), so that small tiles keep six and five blocks per SM.
- * From W = 32 on the backward, bound by instruction issue there, reads its weights 4 at a time where W % 4 == 0
- * (a pitch of 36: taps_per_load), and past W = 32 it stages them in chunks of WC = 32 taps (chunk_taps), summing
- * dx over the chunks: at W = 64 that takes its tile from 83 KB to 54 KB, and from two blocks per SM to four.
+ * Tile sizes. Forward: TT is picked at run time from W, the largest of 32, 16, 8 whose tile fits in 48 KB, and 8
+ * (with the launcher opting in to more shared memory) when none does; 64 at W = 1 to 3, where the forward is bound
+ * by instruction issue and a larger tile pays less often for what each tile does once (pick_tokens_per_tile).
+ * W = 4: 20.6 KiB; W = 64: TT = 8 and 73.9 KiB. Each channel's weights sit Ws floats apart (weight_pitch: an odd
+ * number of V-wide units), so the V-wide loads of a warp, lane c on channel c, hit different banks: no bank
+ * conflicts for any W. Its registers are held to 40 a thread (FWD_BLOCKS), six blocks per SM.
+ * Backward: KC is the most of 64, 32, ... rows whose step fits 56 KB (pick_step_rows: W = 2 64 rows, 49 KB; W = 64
+ * 4 rows, 51 KB), at the odd pitch Ws = W|1, so that the 32 channels of one tap of a diagonal sit in 32 banks.
+ * TT follows the GPU: the cut of a batch row into blocks that fills the SMs' block slots in the fewest waves x rows
+ * walked, or at W <= 4 walks of 256 rows where they make eight waves or more (pick_walk; at B = 2, T = 4096,
+ * D = 2048, W = 64 a third of a row a block, one wave, the W-1 rows walked again adding 4.6% to the kernels reads).
+ * A step's loads are all issued before its stores (stage_step): from W = 8 on in one round trip to memory (76
+ * registers, three blocks per SM), below in two (64 registers, four blocks).
  *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (f32, device pointers,
- * any input strides, contiguous outputs). Three 16-byte paths, each taken when
+ * any input strides, contiguous outputs). 16-byte paths, each taken when
  * its tensor's rows are 16-byte aligned and contiguous (ladder_rows16): x and dout rows (vr), a token's
- * kernels, its DT channels x W taps (vk), and the same rows of dkernels (vdk), whatever W is.
- * Otherwise the same kernel moves one float at a time. Deterministic: no atomics, each
- * output is written by one thread, sums run over w in ascending order.
+ * kernels, its DT channels x W taps (vk), and the same rows of dkernels (vdk), whatever W is; the backward stages
+ * 16 bytes at a time where x, dout and kernels all allow it. Otherwise the same kernel moves one float at a time.
+ * Deterministic: no atomics, each output is written by one thread, sums run in a fixed order (the forward's over
+ * w ascending, dx[s] over its rows ascending).
  * Run it:  build/bin/ladder run dynconv --rung gpu_tiled
  */
 #include <climits>
@@ -65,12 +67,14 @@ constexpr int THREADS = 256;       /* 8 warps per block */
 constexpr int WARPS = THREADS / 32;
 constexpr int TT_MAX = 64;         /* most tokens per tile (the forward's from W = 4 on: TT_MAX / 2) */
 constexpr int UNROLL = 4;          /* loads a thread issues before it stores any */
-constexpr int WC_MAX = 32;         /* taps of each weight the backward stages at a time (chunk_taps) */
 constexpr int FWD_BLOCKS = 6;      /* blocks per SM the registers must allow: forward 40 registers a thread, */
-constexpr int BWD_BLOCKS = 5;      /* backward 48 (as many as small tiles need, without spills) */
+constexpr size_t BWD_SMEM = 56 * 1024; /* the backward's shared memory at most: four blocks per SM on sm_90 */
+constexpr int PF = 8;              /* backward: 16-byte units of kernels a thread loads a step (pick_step_rows), */
+constexpr int ONE_TRIP_W = 8;      /* all in one round trip to memory from W = 8 on, else in two (stage_step) */
+constexpr int SHORT_WALK = 256;    /* backward: kernels rows a block walks at small W, when that makes many waves */
 
-/* 4-byte words before the float tiles: w_lo_x and w_lo_g, TT each (8*TT bytes keep the tiles 16-byte aligned). */
-__host__ __device__ constexpr int bounds_words(int TT) { return 2 * TT; }
+/* 4-byte words before the forward's float tiles: w_lo_x, TT of them (4*TT bytes keep the tiles 16-byte aligned). */
+__host__ __device__ constexpr int bounds_words(int TT) { return TT; }
 
 /* What each kernel needs: base pointers, strides, sizes, sequence offsets, tile shape. */
 struct tiled_args {
@@ -78,7 +82,8 @@ struct tiled_args {
     int64_t sx[4], sk[4], sg[4];   /* x and dout as [B,T,D,1] */
     float *out, *dx, *dk;
     int64_t B, T, D;
-    int W, WC, V, Ws, TT; /* kernel width; taps staged at a time, read V at a time, their pitch; tokens per tile */
+    int W, V, Ws, TT;  /* kernel width; taps read V at a time (forward), their pitch; tokens per tile */
+    int KC;            /* backward: kernels rows staged per step of the walk */
     int64_t n_dtiles, n_ttiles;    /* tiles along D and along T */
     const int32_t *cu_seqlens;     /* nullptr: every batch row is one sequence */
     int n_seqs;
@@ -102,17 +107,16 @@ __device__ tile tile_of(const tiled_args &a) {
 }
 
 /* Per token row of the tile, once: the first w whose term lies inside the token's sequence. Terms before it
- * are skipped, as in the CPU rung: x[t+w-W+1] needs w >= start-t+W-1 (w_lo_x), dout[t+W-1-w] needs
- * t+W-1-w < end, i.e. w >= t+W-end (w_lo_g). Both are prefixes of 0..W-1, so the sums start there. */
-__device__ void stage_bounds(const tiled_args &a, const tile &tl, int *w_lo_x, int *w_lo_g) {
+ * are skipped, as in the CPU rung: x[t+w-W+1] needs w >= start-t+W-1 (w_lo_x), a prefix of 0..W-1, so the sums
+ * start there. */
+__device__ void stage_bounds(const tiled_args &a, const tile &tl, int *w_lo_x) {
     const int tt = threadIdx.x;
     const int64_t t = tl.t0 + tt;
     if (tt >= a.TT || t >= a.T) return;
     int64_t start, end;
     ladder_sequence_bounds(a.cu_seqlens, a.n_seqs, a.T, t, &start, &end);
-    const int64_t lo_x = start - t + a.W - 1, lo_g = t + a.W - end; /* both <= W-1: start <= t < end */
+    const int64_t lo_x = start - t + a.W - 1; /* <= W-1: start <= t */
     w_lo_x[tt] = lo_x > 0 ? (int)lo_x : 0;
-    w_lo_g[tt] = lo_g > 0 ? (int)lo_g : 0;
 }
 
 /* Channels of the tile that exist (the last tile along D may hold fewer than DT). */
@@ -212,10 +216,6 @@ __device__ void stage(bool vec, float *s, int rs, const float *g, const int64_t 
     else stage_rows<false>(s, rs, g, st, W, Ws, a, tl, tok0, n_rows);
 }
 
-/* Slots per (row, channel) for a window of `units` units: the next power of two, so that splitting a slot index
- * into (channel, unit) is a shift and a mask. */
-__device__ int log2_slots(int units) { return 32 - __clz(units - 1); }
-
 /* V consecutive taps of one channel with one V-wide load (from shared or global memory; aligned by the caller). */
 template <int V>
 __device__ void load_taps(const float *p, float (&k)[V]) {
@@ -227,74 +227,6 @@ __device__ void load_taps(const float *p, float (&k)[V]) {
         k[0] = v.x, k[1] = v.y;
     } else {
         k[0] = p[0];
-    }
-}
-
-template <int V>
-__device__ void store_taps(float *p, const float (&k)[V]) {
-    if constexpr (V == 4) *(float4 *)p = make_float4(k[0], k[1], k[2], k[3]);
-    else if constexpr (V == 2) *(float2 *)p = make_float2(k[0], k[1]);
-    else p[0] = k[0];
-}
-
-/*
- * Backward, taps w0 .. w0+n-1 of every weight (a chunk of WC taps, chunk_taps): weight w of kernels row t0+r
- * multiplies dx of tile token j = r-(W-1)+w. It is kept, at ks[(j*DT + c)*Ws + w-w0], when 0 <= j < TT: of each
- * row a window of at most TT of the chunk's taps, from w = W-1-r on. The rows that hold any are r0 .. r0+TT+n-2
- * with r0 = W-w0-n; only their windows are read, so the staging costs instructions in proportion to the weights
- * kept, not to the rows touched. The taps of one source row go to different tokens (DT*Ws+1 apart in ks): this
- * copy is a transpose, one 4-byte store per weight.
- * VS > 1 (kernels rows contiguous and aligned, W % VS == 0): slot q of a (row, channel) loads the q-th VS-tap
- * unit of its window with one VS-wide load; neighbouring threads take neighbouring slots and channels. VS = 1:
- * one thread takes one channel of a row and loops over its window tap by tap. Either way a thread keeps its
- * column and walks down the rows.
- */
-template <int VS>
-__device__ void stage_kernels_sheared(float *ks, const tiled_args &a, const tile &tl, int w0, int n) {
-    const int W = a.W, n_rows = a.TT + n - 1, r_base = W - w0 - n, n_c = channels_in(a, tl);
-    const int r_hi = (int)min((int64_t)n_rows, a.T - tl.t0 - r_base), step = DT * a.Ws + 1; /* rows inside T */
-    const float *k_tile = a.k + tl.b * a.sk[0] + (tl.t0 + r_base) * a.sk[1] + tl.d0 * a.sk[2];
-    if constexpr (VS == 1) {
-        const int c = threadIdx.x % DT;
-        const bool c_in = c < n_c;
-        for (int r = threadIdx.x / DT; r < n_rows; r += WARPS) {
-            const int j0 = r_base + r - (W - 1); /* weight w lands on token j0 + w */
-            const int w_lo = max(w0, -j0), w_hi = min(w0 + n, a.TT - j0), base = (j0 * DT + c) * a.Ws - w0;
-            const bool present = r < r_hi && c_in; /* zeros past the tensor's end */
-            const float *src = k_tile + r * a.sk[1] + c * a.sk[2];
-#pragma unroll 4
-            for (int w = w_lo; w < w_hi; w++) ks[base + w * step] = present ? src[w * a.sk[3]] : 0.0f;
-        }
-        return;
-    }
-    /* a window of TT weights straddles at most TT/VS + 1 units */
-    const int lg = log2_slots(min(n / VS, a.TT / VS + 1)), slots = DT << lg;
-    const int per_row = min(slots, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
-    for (int i = threadIdx.x % per_row; i < slots; i += per_row) {
-        const int c = i >> lg, q0 = i & ((1 << lg) - 1);
-        const float *src = k_tile + c * W; /* VS > 1: sk[2] == W, sk[3] == 1 */
-        for (int r = r0; r < n_rows; r += UNROLL * row_step) {
-            float v[UNROLL][VS];
-#pragma unroll
-            for (int u = 0; u < UNROLL; u++) { /* all loads first */
-                const int ru = r + u * row_step, j_w = r_base + ru - (W - 1); /* tap w lands on token j_w + w */
-                const int w = (q0 + max(w0, -j_w) / VS) * VS, j = j_w + w;
-#pragma unroll
-                for (int e = 0; e < VS; e++) v[u][e] = 0.0f;
-                if (w < w0 + n && j + VS - 1 >= 0 && j < a.TT && ru < r_hi && c < n_c)
-                    load_taps<VS>(src + ru * a.sk[1] + w, v[u]);
-            }
-#pragma unroll
-            for (int u = 0; u < UNROLL; u++) { /* unit w.. of row ru holds weights of tokens j.. */
-                const int ru = r + u * row_step, j_w = r_base + ru - (W - 1);
-                const int w = (q0 + max(w0, -j_w) / VS) * VS, j = j_w + w;
-                if (w >= w0 + n || ru >= n_rows) continue;
-                const int dst = (j * DT + c) * a.Ws + w - w0;
-#pragma unroll
-                for (int e = 0; e < VS; e++)
-                    if (j + e >= 0 && j + e < a.TT) ks[dst + e * step] = v[u][e];
-            }
-        }
     }
 }
 
@@ -316,16 +248,16 @@ __device__ float tap_sum(const float *k, const float *v, int v_step, int i_lo, i
 }
 
 /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b,t+w-W+1,d]: one block per tile, each thread TT/8 outputs.
- * V: taps per shared-memory load of the weights (taps_per_load). */
+ * V: taps per shared-memory load of the weights (tap_unit). */
 template <int V>
 __global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(tiled_args a) {
     extern __shared__ float4 smem[];
-    int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + a.TT; /* [TT] each; w_lo_g unused forward */
-    float *ks = (float *)smem + bounds_words(a.TT);     /* [TT][DT][Ws]: kernels[b, t0+j, d0+c, w] */
+    int *w_lo_x = (int *)smem;                      /* [TT] */
+    float *ks = (float *)smem + bounds_words(a.TT); /* [TT][DT][Ws]: kernels[b, t0+j, d0+c, w] */
     float *xs = ks + a.TT * DT * a.Ws;                  /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
     const tile tl = tile_of(a);
 
-    stage_bounds(a, tl, w_lo_x, w_lo_g);
+    stage_bounds(a, tl, w_lo_x);
     stage(a.vr, xs, DT, a.x, a.sx, 1, 1, a, tl, tl.t0 - (a.W - 1), a.TT + a.W - 1);
     stage(a.vk, ks, DT * a.Ws, a.k, a.sk, a.W, a.Ws, a, tl, tl.t0, a.TT);
     __syncthreads(); /* each output reads W rows and bounds that other threads staged */
@@ -340,150 +272,296 @@ __global__ void __launch_bounds__(THREADS, FWD_BLOCKS) dynconv_fwd_tiled_kernel(
         *out = tap_sum<V>(k_t, x_t, DT, w_lo_x[tt], a.W, 0.0f);
 }
 
-/* Write taps w0 .. w0+n-1 of the tile's dkernels, held in ks as [TT][DT][Ws], to the contiguous [B,T,D,W]
- * output: element f of a tile row is channel f/n, tap w0 + f%n. VEC: 16 bytes a unit, one column per thread,
- * where a unit stays inside one channel (n % 4 == 0) or the chunk is every tap (n == W, rows contiguous). */
+/* Where elements f .. f+V-1 of a tile row of kernels (channel f/W, tap f%W, and on) lie in the backward's shared
+ * tile, whose channels sit Ws floats apart: once per column, since a staging thread keeps its column. */
+template <int V>
+__device__ void unit_slots(int f, int W, int Ws, int (&o)[V]) {
+    int c = f / W, w = f % W;
+#pragma unroll
+    for (int e = 0; e < V; e++) {
+        o[e] = c * Ws + w;
+        if (++w == W) w = 0, c++;
+    }
+}
+
+/*
+ * Backward: copy kernels rows t .. t+n_rows-1 (all inside [0,T)) into ks[r*DT*Ws + c*Ws + w], the forward's layout of a
+ * tile row at an odd pitch Ws (the walk below reads it along diagonals, one tap of each of 32 channels at a time),
+ * for any strides, a float at a time. Each thread keeps its column (one element of the row) and walks down the rows,
+ * UNROLL loads in flight before it stores any. The 16-byte path is stage_step's.
+ */
+__device__ void stage_weights(float *ks, const tiled_args &a, const tile &tl, int64_t t, int n_rows) {
+    const int W = a.W, len = DT * W, n = channels_in(a, tl) * W, rs = DT * a.Ws; /* elements a row; existing */
+    const int per_row = min(len, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
+    if (r0 >= row_step) return;
+    const int64_t step = row_step * a.sk[1]; /* from one of this thread's rows to the next */
+    const float *k_tile = a.k + tl.b * a.sk[0] + (t + r0) * a.sk[1] + tl.d0 * a.sk[2];
+    for (int f = threadIdx.x % per_row; f < len; f += per_row) {
+        int o[1];
+        unit_slots<1>(f, W, a.Ws, o);
+        const float *src = k_tile + f / W * a.sk[2] + f % W * a.sk[3];
+        float *dst = ks + r0 * rs + o[0];
+        for (int r = r0; r < n_rows; r += UNROLL * row_step, src += UNROLL * step, dst += UNROLL * row_step * rs) {
+            float v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) /* all loads first */
+                v[u] = r + u * row_step < n_rows && f < n ? src[u * step] : 0.0f;
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++)
+                if (r + u * row_step < n_rows) dst[u * row_step * rs] = v[u];
+        }
+    }
+}
+
+/*
+ * The 16-byte path of a backward step's staging: kernels rows t .. t+n-1 as stage_weights lays them out, dout rows
+ * t .. t+n-1 into gs, and x rows t .. t+n-1 into the ring from slot s_new on. A thread's units (at most PF of
+ * kernels, pick_step_rows, and 2 each of dout and x, n <= 64) are loaded KB kernels units at a time, all of a batch
+ * before any of it is stored: with KB = PF the step waits for memory once, not once per copy; KB = PF/2 takes two
+ * round trips and fewer registers. A thread walks down its column of kernels units as in stage_weights, over at
+ * most two columns (a row is at most 512 units).
+ */
+template <int KB>
+__device__ void stage_step(float *ks, float *gs, float *xr, int s_new, int R, const tiled_args &a, const tile &tl,
+                           int64_t t, int n) {
+    const int W = a.W, len = DT * W, n_c = channels_in(a, tl), n_k = n_c * W, rs = DT * a.Ws;
+    const int per_row = min(len / 4, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
+    const int f0 = r0 < row_step ? 4 * (threadIdx.x % per_row) : len; /* threads past the last whole row: none */
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float *k_tile = a.k + tl.b * a.sk[0] + t * a.sk[1] + tl.d0 * W; /* sk[2] == W, sk[3] == 1 */
+    const float *g_tile = a.dout + tl.b * a.sg[0] + t * a.sg[1] + tl.d0, *x_tile = a.x + tl.b * a.sx[0] + t * a.sx[1] + tl.d0;
+    float4 gv[2], xv[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) { /* unit u: row u/8, channels 4*(u%8) .. */
+        const int u = threadIdx.x + i * THREADS, ru = u / 8, fu = 4 * (u % 8);
+        gv[i] = ru < n ? load_unit<true>(g_tile + ru * a.sg[1] + fu, fu + 4 <= n_c, fu, n_c) : zero;
+        xv[i] = ru < n ? load_unit<true>(x_tile + ru * a.sx[1] + fu, fu + 4 <= n_c, fu, n_c) : zero;
+    }
+    int f = f0, r = r0, o[4]; /* the next unit to store, and where its elements land */
+#pragma unroll
+    for (int half = 0; half < PF / KB; half++) {
+        float4 kv[KB];
+        int fl = f, rl = r;
+#pragma unroll
+        for (int i = 0; i < KB; i++) { /* all loads first */
+            kv[i] = fl < len && rl < n ? load_unit<true>(k_tile + rl * a.sk[1] + fl, fl + 4 <= n_k, fl, n_k) : zero;
+            if ((rl += row_step) >= n) rl = r0, fl += 4 * per_row;
+        }
+        if (half == 0) {
+            unit_slots<4>(f0, W, a.Ws, o);
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int u = threadIdx.x + i * THREADS, ru = u / 8, fu = 4 * (u % 8), sl = s_new + ru;
+                if (ru >= n) break;
+                *(float4 *)(gs + ru * DT + fu) = gv[i];
+                *(float4 *)(xr + (sl < R ? sl : sl - R) * DT + fu) = xv[i];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < KB; i++) {
+            if (f < len && r < n) {
+                float *d = ks + r * rs;
+                d[o[0]] = kv[i].x, d[o[1]] = kv[i].y, d[o[2]] = kv[i].z, d[o[3]] = kv[i].w;
+            }
+            if ((r += row_step) >= n) r = r0, f += 4 * per_row, unit_slots<4>(f, W, a.Ws, o);
+        }
+    }
+}
+
+/* Write dkernels rows t .. t+n_rows-1, held in ks as stage_weights laid the kernels out, to the contiguous
+ * [B,T,D,W] output: the same columns, 16 bytes a unit on the 16-byte path (VEC). */
 template <bool VEC>
-__device__ void write_dkernels(const float *ks, const tiled_args &a, const tile &tl, int w0, int n) {
+__device__ void write_dkernels(const float *ks, const tiled_args &a, const tile &tl, int64_t t, int n_rows) {
     constexpr int V = VEC ? 4 : 1;
-    const int W = a.W, len = DT * n, n_valid = channels_in(a, tl) * n;
+    const int W = a.W, len = DT * W, n_valid = channels_in(a, tl) * W, rs = DT * a.Ws;
     const int per_row = min(len / V, THREADS), row_step = THREADS / per_row, r0 = threadIdx.x / per_row;
     if (r0 >= row_step) return;
-    const int rows_in = (int)min((int64_t)a.TT, a.T - tl.t0);
     const int64_t pitch = a.D * W; /* elements from one token's dkernels row to the next */
-    const bool packed = a.Ws == n || a.Ws % 4 == 0 && n % 4 == 0; /* a unit is 16-byte aligned in ks too */
-    float *dk_tile = a.dk + ((tl.b * a.T + tl.t0) * a.D + tl.d0) * W + w0;
+    float *dk_tile = a.dk + ((tl.b * a.T + t) * a.D + tl.d0) * W;
     for (int f = V * (threadIdx.x % per_row); f < n_valid; f += V * per_row) {
-        const float *src = ks + f / n * a.Ws + f % n;
-        float *dst = dk_tile + f / n * W + f % n;
-        for (int r = r0; r < rows_in; r += row_step) {
-            if (VEC && f + V <= n_valid) {
-                const float *q = src + r * DT * a.Ws;
-                *(float4 *)(dst + r * pitch) = packed ? *(const float4 *)q : make_float4(q[0], q[1], q[2], q[3]);
-                continue;
-            }
-            for (int e = f; e < f + V && e < n_valid; e++)
-                dk_tile[r * pitch + e / n * W + e % n] = ks[r * DT * a.Ws + e / n * a.Ws + e % n];
-        }
-    }
-}
-
-/* dx[b,s,d] = sum_w dout[b,s+W-1-w,d] * kernels[b,s+W-1-w,d,w] and dkernels[b,s,d,w] = dout[b,s,d] * x[b,s+w-W+1,d]
- * for the tile's tokens s, from one staging of x and dout and, chunk by chunk of taps, of the sheared kernels.
- * V as in the forward. */
-template <int V>
-__global__ void __launch_bounds__(THREADS, BWD_BLOCKS) dynconv_bwd_tiled_kernel(tiled_args a) {
-    extern __shared__ float4 smem[];
-    int *w_lo_x = (int *)smem, *w_lo_g = w_lo_x + a.TT; /* [TT] each */
-    float *ks = (float *)smem + bounds_words(a.TT); /* [TT][DT][Ws]: kernels[b, t0+j+W-1-w, d0+c, w] of a chunk, later dkernels */
-    float *xs = ks + a.TT * DT * a.Ws;      /* [TT+W-1][DT]: x[b, t0-W+1+r, d0+c] */
-    float *gs = xs + (a.TT + a.W - 1) * DT; /* [TT+W-1][DT]: dout[b, t0+r, d0+c] */
-    const tile tl = tile_of(a);
-
-    stage_bounds(a, tl, w_lo_x, w_lo_g);
-    stage(a.vr, xs, DT, a.x, a.sx, 1, 1, a, tl, tl.t0 - (a.W - 1), a.TT + a.W - 1);
-    stage(a.vr, gs, DT, a.dout, a.sg, 1, 1, a, tl, tl.t0, a.TT + a.W - 1);
-
-    const int c = threadIdx.x % 32, tt0 = threadIdx.x / 32;
-    const int64_t d = tl.d0 + c;
-    for (int w0 = 0; w0 < a.W; w0 += a.WC) {
-        const int n = min(a.WC, a.W - w0); /* this chunk's taps: w0 .. w0+n-1 */
-        if (a.vk && a.W % 4 == 0) stage_kernels_sheared<4>(ks, a, tl, w0, n); /* the window's 16-byte units */
-        else if (a.vk && a.W % 2 == 0) stage_kernels_sheared<2>(ks, a, tl, w0, n);
-        else stage_kernels_sheared<1>(ks, a, tl, w0, n);
-        __syncthreads(); /* each output reads rows and bounds that other threads staged */
-        if (d < a.D) {   /* no early return: every thread must reach the barriers below */
-            float *dx = a.dx + (tl.b * a.T + tl.t0 + tt0) * a.D + d;
-            for (int tt = tt0; tt < a.TT && tl.t0 + tt < a.T; tt += WARPS, dx += WARPS * a.D) {
-                float *k_sd = ks + (tt * DT + c) * a.Ws; /* k_sd[w-w0] = kernels[b, s+W-1-w, d, w], s = t0+tt */
-                const float *g_d = gs + tt * DT + c;     /* g_d[j*DT] = dout[b, s+j, d] */
-                const float *x_d = xs + tt * DT + c;     /* x_d[w*DT] = x[b, s+w-W+1, d] */
-                /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w], so dx[s] sums dout * kernels
-                 * there; over the chunks in turn (in dx itself, which only this thread writes) */
-                const float before = w0 == 0 ? 0.0f : *dx;
-                *dx = tap_sum<V>(k_sd, g_d + (a.W - 1 - w0) * DT, -DT, max(w_lo_g[tt] - w0, 0), n, before);
-                /* forward: out[s] += kernels[s,w] * x[s+w-W+1], so dkernels[s,w] = dout[s] * x[s+w-W+1]. This
-                 * thread alone read k_sd, so it may overwrite those slots with dkernels for the write below. */
-                const float g = g_d[0];
-#pragma unroll 2
-                for (int w = 0; w < n; w += V) {
-                    float v[V];
-#pragma unroll
-                    for (int e = 0; e < V; e++) v[e] = g * x_d[(w0 + w + e) * DT];
-                    store_taps<V>(k_sd + w, v);
+        int o[V];
+        unit_slots<V>(f, W, a.Ws, o);
+        for (int r = r0; r < n_rows; r += row_step) {
+            const float *src = ks + r * rs;
+            float *dst = dk_tile + r * pitch + f;
+            if constexpr (VEC) {
+                if (f + V <= n_valid) {
+                    *(float4 *)dst = make_float4(src[o[0]], src[o[1]], src[o[2]], src[o[3]]);
+                    continue;
                 }
-                for (int w = 0; w < w_lo_x[tt] - w0 && w < n; w++) k_sd[w] = 0.0f; /* met the zero padding */
             }
+            for (int e = 0; e < V && f + e < n_valid; e++) dst[e] = src[o[e]];
         }
-        __syncthreads(); /* the write-out reads dkernels that other threads computed */
-        if (a.vdk && (a.WC == a.W || a.WC % 4 == 0 && a.W % 4 == 0)) write_dkernels<true>(ks, a, tl, w0, n);
-        else write_dkernels<false>(ks, a, tl, w0, n);
-        if (w0 + a.WC < a.W) __syncthreads(); /* the next chunk's staging overwrites ks */
     }
 }
 
-/* Taps of each weight a tile stages at a time, WC: the forward all W; the backward all up to W = 32 and chunks of
- * 32 past it, so that at W = 64 its tile takes 54 KB (four blocks per SM) instead of 83 KB (two). */
-int chunk_taps(int W, int n_row_tiles) { return n_row_tiles == 2 ? min(W, WC_MAX) : W; }
+/*
+ * dx[b,s,d] = sum_w dout[b,s+W-1-w,d] * kernels[b,s+W-1-w,d,w] and dkernels[b,r,d,w] = dout[b,r,d] * x[b,r+w-W+1,d]
+ * for the block's tokens [T0, T0+TT), walking down the sequence KC kernels rows at a time. In the forward, x[s]
+ * met kernels row r at tap w = s-r+W-1 (for r = s .. s+W-1): one diagonal of the step's rows per x token s, and
+ * each weight on exactly one diagonal. So one thread per (s, channel) runs down its diagonal: it adds
+ * dout[r]*kernels[r,w] to dx[s], and overwrites that weight, which no other thread reads, with its dkernels,
+ * dout[r]*x[s]. A token's dx is summed over the steps that hold its rows in a ring of R = W-1+KC slots (and x with
+ * it), and leaves when its last row has passed. The walk goes on W-1 rows past the block's tokens, for the dx of its
+ * last ones; their dkernels belong to the next block. VARLEN: the sums stop at sequence ends. KB: stage_step's batch,
+ * PF from W = ONE_TRIP_W on (76 registers, three blocks per SM), PF/2 below (64 registers, four blocks).
+ */
+template <bool VARLEN, int KB>
+__global__ void __launch_bounds__(THREADS, KB == PF ? 3 : 4) dynconv_bwd_tiled_kernel(tiled_args a) {
+    extern __shared__ float4 smem[];
+    const int W = a.W, Ws = a.Ws, KC = a.KC, R = W - 1 + KC;
+    float *ks = (float *)smem;     /* [KC][DT][Ws]: kernels[b, t+j, d0+c, w] of the step, then its dkernels */
+    float *gs = ks + KC * DT * Ws; /* [KC][DT]: dout[b, t+j, d0+c] */
+    float *xr = gs + KC * DT;      /* [R][DT] ring: x[b, s, d0+c] at slot (s-T0+W-1) mod R */
+    float *dr = xr + R * DT;       /* [R][DT] ring: dx[b, s, d0+c] summed over the steps so far, same slots */
+    const tile tl = tile_of(a);
+    const int64_t T0 = tl.t0; /* below, tokens and rows count from T0: they fit an int */
+    const int n_tok = (int)(min(T0 + a.TT, a.T) - T0), n_walk = (int)(min(T0 + n_tok + W - 1, a.T) - T0);
+    const int c = threadIdx.x % 32, warp = threadIdx.x / 32, k_step = DT * Ws - 1; /* ks: next row, previous tap */
+    const bool c_in = tl.d0 + c < a.D;
+    float *ks_c = ks + c * Ws, *xr_c = xr + c, *dr_c = dr + c; /* this lane's channel in each tile */
+    const float *gs_c = gs + c;
+    float *dx = a.dx + (tl.b * a.T + T0) * a.D + tl.d0 + c; /* dx[b, T0, d0+c] */
+    /* x tokens T0-W+1 .. T0-1, whose diagonals reach into the block's rows: ring slots 0 .. W-2 */
+    stage(a.vr, xr, DT, a.x, a.sx, 1, 1, a, tl, T0 - (W - 1), W - 1);
+    for (int i = threadIdx.x; i < (W - 1) * DT; i += THREADS) dr[i] = 0.0f;
+    int q = 0; /* tt mod R: the slot of x token T0+tt-W+1, the first a step's diagonals start from */
+    for (int tt = 0;; tt += KC) {
+        const int64_t t = T0 + tt;
+        const int n = min(KC, n_walk - tt); /* this step's kernels rows: t .. t+n-1 */
+        const bool last = tt + n == n_walk;
+        /* kernels and dout rows t .. t+n-1, and the x tokens t .. t+n-1, whose diagonals start in this step, into
+         * the ring from slot q+W-1 on (around its end), their dx sums set to 0 */
+        const int s_new = q + W - 1 < R ? q + W - 1 : q + W - 1 - R;
+        if (a.vk && a.vr) {
+            stage_step<KB>(ks, gs, xr, s_new, R, a, tl, t, n);
+        } else { /* any strides: the same copies one after the other, a float at a time */
+            stage_weights(ks, a, tl, t, n);
+            stage_rows<false>(gs, DT, a.dout, a.sg, 1, 1, a, tl, t, n);
+            const int n1 = min(n, R - s_new);
+            stage_rows<false>(xr + s_new * DT, DT, a.x, a.sx, 1, 1, a, tl, t, n1);
+            if (n1 < n) stage_rows<false>(xr, DT, a.x, a.sx, 1, 1, a, tl, t + n1, n - n1);
+        }
+        for (int i = threadIdx.x; i < n * DT; i += THREADS) {
+            const int sl = s_new + i / DT;
+            dr[(sl < R ? sl : sl - R) * DT + i % DT] = 0.0f;
+        }
+        __syncthreads(); /* each diagonal reads rows, dout and x that other threads staged */
 
-/* Taps per shared-memory load of the weights, V, for a tile of n taps per weight: 4 when n is 4 times an odd
- * number, 2 when it is 2 times one, else 1. Then the pitch n is an odd number of V-wide units, and the V-wide
- * loads of a warp's 32 lanes (each its own channel) hit different banks in every phase of the access. */
-int tap_unit(int n) { return n % 8 == 4 ? 4 : n % 4 == 2 ? 2 : 1; }
-
-/* V of a pass: tap_unit of its WC taps, except the backward's chunks of 32 taps where W % 4 == 0: those are read
- * 4 at a time, with a pad (weight_pitch 36), since past W = 32 the backward is bound by instruction issue and its
- * 8-token tile has room for the pad. */
-int taps_per_load(int W, int n_row_tiles) {
-    const int WC = chunk_taps(W, n_row_tiles);
-    return n_row_tiles == 2 && WC == WC_MAX && W % 4 == 0 ? 4 : tap_unit(WC);
+        /* warp i takes a run of x tokens T0+s, s = tt-W+1+p for p in [p, p_end). The diagonal of s meets the step's
+         * rows j in [lo, hi), lo = max(0, p-W+1), hi = min(n, p+1), from kp = &kernels[b, t+lo, d, p-lo] on; from one
+         * token to the next, kp moves a tap on (and a row down once lo moves), and the ring slot by one */
+        const int np = W - 1 + n, per = (np + WARPS - 1) / WARPS;
+        int p = warp * per, slot = q + p, lo = max(0, p - (W - 1)), hi = min(n, p + 1);
+        const int p_end = min(min(np, p + per), n_tok - tt + W - 1); /* from s = n_tok on: the next block's tokens */
+        if (slot >= R) slot -= R;
+        float *kp0 = ks_c + p + lo * k_step;
+        const float *gp0 = gs_c + lo * DT;
+        for (; p < p_end; p++) {
+            int e = hi; /* rows from e on lie past the end of s's sequence: no term, dkernels 0 */
+            if constexpr (VARLEN) {
+                const int64_t s = t - (W - 1) + p;
+                if (s >= 0) e = (int)max((int64_t)lo, min((int64_t)hi, ladder_seq_end(a.cu_seqlens, a.n_seqs, s) - t));
+            }
+            float acc = dr_c[slot * DT];
+            const float xv = xr_c[slot * DT]; /* x[s]; 0 before the row's start, so dkernels 0 there */
+            float *kp = kp0;
+            const float *gp = gp0;
+            for (int j = lo; j < e; j++, kp += k_step, gp += DT) {
+                const float g = *gp;
+                acc += *kp * g; /* the forward's out[r] += kernels[r,w] * x[s], differentiated in x[s] */
+                *kp = g * xv;   /* ... and in kernels[r,w]; this thread alone reads this slot */
+            }
+            if constexpr (VARLEN)
+                for (int j = e; j < hi; j++, kp += k_step) *kp = 0.0f;
+            dr_c[slot * DT] = acc;
+            kp0++;
+            if (p >= W - 1) kp0 += k_step, gp0 += DT, lo++; /* the next diagonal starts a row down */
+            if (hi < n) hi++;
+            if (++slot == R) slot = 0;
+        }
+        __syncthreads(); /* the write-outs read dx and dkernels that other threads computed */
+        /* dx of the tokens whose last row was in this step (every token left, at the last step): rows of the ring */
+        for (int p = warp, n_done = last ? np : n; p < n_done; p += WARPS) {
+            const int s = tt - (W - 1) + p, sl = q + p;
+            if (s >= 0 && s < n_tok && c_in) dx[(int64_t)s * a.D] = dr_c[(sl < R ? sl : sl - R) * DT];
+        }
+        const int n_dk = max(0, min(n, n_tok - tt)); /* rows of the block's own tokens */
+        if (a.vdk) write_dkernels<true>(ks, a, tl, t, n_dk);
+        else write_dkernels<false>(ks, a, tl, t, n_dk);
+        if (last) break;
+        __syncthreads(); /* the next step's staging overwrites ks, gs, and the ring slots of the tokens done */
+        q += KC;
+        if (q >= R) q -= R;
+    }
 }
+
+/* Taps per shared-memory load of the forward's weights, V: 4 when W is 4 times an odd number, 2 when it is 2
+ * times one, else 1. Then the pitch W is an odd number of V-wide units, and the V-wide loads of a warp's 32 lanes
+ * (each its own channel) hit different banks in every phase of the access. */
+int tap_unit(int n) { return n % 8 == 4 ? 4 : n % 4 == 2 ? 2 : 1; }
 
 /* Weight pitch for n taps read V at a time: an odd number of V-wide units (n itself where tap_unit(n) == V > 1),
  * or odd (n or n+1) for V = 1. */
 int weight_pitch(int n, int V) { return V > 1 ? V * ((n / V) | 1) : n | 1; }
 
-/* Dynamic shared memory of a tile: bounds, kernels, and n_row_tiles [TT+W-1][DT] row tiles (x; x and dout). */
-size_t smem_bytes(int TT, int W, int Ws, int n_row_tiles) {
-    const size_t floats = (size_t)TT * DT * Ws + (size_t)n_row_tiles * (TT + W - 1) * DT;
+/* Dynamic shared memory of a forward tile: bounds, kernels, and the [TT+W-1][DT] x rows. */
+size_t smem_bytes(int TT, int W, int Ws) {
+    const size_t floats = (size_t)TT * DT * Ws + (size_t)(TT + W - 1) * DT;
     return sizeof(float) * (bounds_words(TT) + floats);
 }
 
-/* The largest TT (from 64 for the backward and for the forward at W <= 3, else from 32, then 16, 8) whose tile fits
- * the default 48 KB; W = 64 needs TT = 8 and an opt-in above it. Both passes take 64 tokens at W = 1 to 3 (the
- * forward 24.6 KiB at W = 2, the backward 32.8 KiB): there they are bound by instruction issue (at W = 2, 89% and
- * 87% of issue slots busy at 32 tokens), and a larger tile pays less often for what every tile does once (bounds,
+/* The forward's largest TT (from 64 at W <= 3, else from 32, then 16, 8) whose tile fits the default 48 KB; W = 64
+ * needs TT = 8 and an opt-in above it. At W = 1 to 3 (24.6 KiB at W = 2) the forward is bound by instruction issue
+ * (89% of issue slots busy at 32 tokens), and a larger tile pays less often for what every tile does once (bounds,
  * offsets, barriers, the halo row, the staging loops' setup). On the H100 at B = 2, T = 4096, D = 2048, W = 2 it
- * took the backward from 0.209 to 0.179 ms, and the forward from 0.109 to 0.096 ms (0.114 ms before this and the
- * lean staging path; with both, 55 million warp instructions instead of 96 million). The forward keeps 32 tokens at
- * W = 4, where 64 fits too but measured slower (0.148 against 0.140 ms; at B = 8, 0.547 against 0.526). */
-int pick_tokens_per_tile(int W, int Ws, int n_row_tiles) {
-    int TT = n_row_tiles == 2 || W <= 3 ? TT_MAX : TT_MAX / 2;
-    while (TT > WARPS && smem_bytes(TT, W, Ws, n_row_tiles) > LADDER_DEFAULT_SMEM) TT /= 2;
+ * took the forward from 0.109 to 0.096 ms (0.114 ms before this and the lean staging path; with both, 55 million
+ * warp instructions instead of 96 million). The forward keeps 32 tokens at W = 4, where 64 fits too but measured
+ * slower (0.148 against 0.140 ms; at B = 8, 0.547 against 0.526). */
+int pick_tokens_per_tile(int W, int Ws) {
+    int TT = W <= 3 ? TT_MAX : TT_MAX / 2;
+    while (TT > WARPS && smem_bytes(TT, W, Ws) > LADDER_DEFAULT_SMEM) TT /= 2;
     return TT;
 }
 
-ladder_status pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a, int n_row_tiles, tiled_args *n,
-                   unsigned *blocks) {
-    *n = tiled_args{};
-    n->x = (const float *)a->x.data;
-    n->k = (const float *)a->kernels.data;
-    n->dout = (const float *)a->dout.data;
-    for (int i = 0; i < 3; i++) n->sx[i] = a->x.strides[i], n->sg[i] = a->dout.strides[i];
-    for (int i = 0; i < 4; i++) n->sk[i] = a->kernels.strides[i];
-    n->out = (float *)a->out.data;
-    n->dx = (float *)a->dx.data;
-    n->dk = (float *)a->dkernels.data;
-    n->B = p->B, n->T = p->T, n->D = p->D, n->W = p->W;
-    n->WC = chunk_taps(p->W, n_row_tiles);
-    n->V = taps_per_load(p->W, n_row_tiles);
-    n->Ws = weight_pitch(n->WC, n->V);
-    n->TT = pick_tokens_per_tile(p->W, n->Ws, n_row_tiles);
-    n->n_dtiles = (p->D + DT - 1) / DT;
-    n->n_ttiles = (p->T + n->TT - 1) / n->TT;
-    n->cu_seqlens = (const int32_t *)a->cu_seqlens.data;
-    n->n_seqs = a->cu_seqlens.data ? (int)a->cu_seqlens.shape[0] - 1 : 0;
-    const int64_t tiles = p->B * n->n_ttiles * n->n_dtiles;
+/* Dynamic shared memory of the backward: a step's kernels and dout rows, and the two rings of R = W-1+KC slots. */
+size_t bwd_smem_bytes(int KC, int W, int Ws) {
+    const size_t floats = (size_t)KC * DT * (Ws + 1) + 2 * (size_t)(W - 1 + KC) * DT;
+    return sizeof(float) * floats;
+}
+
+/* The backward's kernels rows per step, KC: the most of 64, 32, .. whose shared memory fits BWD_SMEM (four blocks
+ * per SM on sm_90). Every token's diagonal is then up to min(W, KC) long in a step. */
+int pick_step_rows(int W, int Ws) {
+    const int units = DT * W / 4, per_row = min(units, THREADS), row_step = THREADS / per_row; /* as stage_step */
+    const int cols = (units + per_row - 1) / per_row;
+    int KC = TT_MAX;
+    while (KC > 1 && (bwd_smem_bytes(KC, W, Ws) > BWD_SMEM || cols * ((KC + row_step - 1) / row_step) > PF)) KC /= 2;
+    return KC;
+}
+
+/* Pointers, strides and sizes: what both passes take from the arguments. */
+tiled_args pack(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
+    tiled_args n{};
+    n.x = (const float *)a->x.data;
+    n.k = (const float *)a->kernels.data;
+    n.dout = (const float *)a->dout.data;
+    for (int i = 0; i < 3; i++) n.sx[i] = a->x.strides[i], n.sg[i] = a->dout.strides[i];
+    for (int i = 0; i < 4; i++) n.sk[i] = a->kernels.strides[i];
+    n.out = (float *)a->out.data;
+    n.dx = (float *)a->dx.data;
+    n.dk = (float *)a->dkernels.data;
+    n.B = p->B, n.T = p->T, n.D = p->D, n.W = p->W;
+    n.n_dtiles = (p->D + DT - 1) / DT;
+    n.cu_seqlens = (const int32_t *)a->cu_seqlens.data;
+    n.n_seqs = a->cu_seqlens.data ? (int)a->cu_seqlens.shape[0] - 1 : 0;
+    return n;
+}
+
+/* The grid: one block per tile of n->TT tokens x DT channels. */
+ladder_status tile_grid(tiled_args *n, unsigned *blocks) {
+    n->n_ttiles = (n->T + n->TT - 1) / n->TT;
+    const int64_t tiles = n->B * n->n_ttiles * n->n_dtiles;
     if (tiles > INT_MAX)
         return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tiled takes at most %d tiles of %d tokens x %d channels, "
                            "not %lld", INT_MAX, n->TT, DT, (long long)tiles);
@@ -500,31 +578,70 @@ ladder_status launch(void (*kernel)(tiled_args), const char *name, const tiled_a
     return LADDER_OK;
 }
 
-/* The instantiation for V = 1, 2, 4 (taps_per_load), at index 0, 1, 2. */
-using kernel_fn = void (*)(tiled_args);
-kernel_fn pick(const kernel_fn (&by_unit)[3], int V) { return by_unit[V / 2]; }
+/*
+ * The backward's tokens per block, n->TT: a block walks TT+W-1 kernels rows for TT tokens' dx, so a long walk
+ * wastes less on the W-1 rows past its tokens (the next block reads them too), but the grid must still fill the
+ * GPU evenly. Of the ways to cut a batch row into n_t blocks, take the one with the fewest waves x rows walked,
+ * a wave being as many blocks as the SMs hold at once; a walk is a whole number of KC-row steps. But where a short
+ * walk (SHORT_WALK rows) loses at most 1/64 of its rows to the halo (W <= 4) and still gives a grid of at least
+ * eight waves, take that: blocks that start at different times overlap one another's copies and sums, where one
+ * wave of long walks keeps them in step. On the H100 at B = 8, T = 4096, D = 2048, W = 4 the backward took 1.053 ms
+ * in walks of 256 rows (17 waves), 1.114 ms in one wave of whole batch rows (h100-2026-11-24-notes-dynconv-tiled.md).
+ */
+ladder_status pick_walk(tiled_args *n, void (*kernel)(tiled_args), size_t bytes) {
+    int dev = 0, sms = 0, per_sm = 0;
+    LADDER_CUDA_TRY(cudaGetDevice(&dev));
+    LADDER_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    LADDER_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, bytes));
+    const int64_t columns = n->B * n->n_dtiles, slots = (int64_t)sms * max(per_sm, 1), halo = n->W - 1;
+    const int64_t short_L = SHORT_WALK - halo;
+    if (64 * halo <= SHORT_WALK && SHORT_WALK % n->KC == 0 && short_L < n->T &&
+        columns * ((n->T + short_L - 1) / short_L) >= 8 * slots) {
+        n->TT = (int)short_L;
+        return LADDER_OK;
+    }
+    const int64_t most = min(n->T, 8 * slots / columns + 1); /* beyond eight waves the halo only grows */
+    int64_t best = -1;
+    for (int64_t n_t = 1; n_t <= most; n_t++) {
+        const int64_t walk = ((n->T + n_t - 1) / n_t + halo + n->KC - 1) / n->KC * n->KC; /* rows, whole steps */
+        const int64_t L = min(walk - halo, n->T), waves = (columns * ((n->T + L - 1) / L) + slots - 1) / slots;
+        const int64_t cost = waves * walk;
+        if (best < 0 || cost < best) best = cost, n->TT = (int)L;
+    }
+    return LADDER_OK;
+}
 
 } // namespace
 
 extern "C" ladder_status dynconv_fwd_gpu_tiled(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
-    tiled_args n;
+    tiled_args n = pack(p, a);
+    n.V = tap_unit(p->W);
+    n.Ws = weight_pitch(p->W, n.V);
+    n.TT = pick_tokens_per_tile(p->W, n.Ws);
     unsigned blocks = 0;
-    LADDER_TRY(pack(p, a, 1, &n, &blocks));
+    LADDER_TRY(tile_grid(&n, &blocks));
     n.vr = ladder_rows16(&a->x, 1);
     n.vk = ladder_rows16(&a->kernels, 2); /* a row: a token's channels, W taps each */
-    const kernel_fn kernels[3] = {dynconv_fwd_tiled_kernel<1>, dynconv_fwd_tiled_kernel<2>,
-                                  dynconv_fwd_tiled_kernel<4>};
-    return launch(pick(kernels, n.V), "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, n.Ws, 1));
+    void (*const kernels[3])(tiled_args) = {dynconv_fwd_tiled_kernel<1>, dynconv_fwd_tiled_kernel<2>,
+                                            dynconv_fwd_tiled_kernel<4>}; /* V = 1, 2, 4 */
+    return launch(kernels[n.V / 2], "dynconv_fwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, n.Ws));
 }
 
 extern "C" ladder_status dynconv_bwd_gpu_tiled(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
-    tiled_args n;
+    tiled_args n = pack(p, a);
+    n.Ws = p->W | 1; /* odd: the 32 channels of a diagonal's tap sit in 32 banks */
+    n.KC = pick_step_rows(p->W, n.Ws);
+    const size_t bytes = bwd_smem_bytes(n.KC, p->W, n.Ws);
+    /* VARLEN: the sums stop at sequence ends; without cu_seqlens that code is compiled out */
+    void (*const kernels[2][2])(tiled_args) = {{dynconv_bwd_tiled_kernel<false, PF / 2>, dynconv_bwd_tiled_kernel<false, PF>},
+                                              {dynconv_bwd_tiled_kernel<true, PF / 2>, dynconv_bwd_tiled_kernel<true, PF>}};
+    void (*const kernel)(tiled_args) = kernels[n.cu_seqlens != nullptr][p->W >= ONE_TRIP_W];
+    LADDER_TRY(ladder_allow_smem(kernel, bytes));
+    LADDER_TRY(pick_walk(&n, kernel, bytes));
     unsigned blocks = 0;
-    LADDER_TRY(pack(p, a, 2, &n, &blocks));
+    LADDER_TRY(tile_grid(&n, &blocks));
     n.vr = ladder_rows16(&a->x, 1) && ladder_rows16(&a->dout, 1);
     n.vk = ladder_rows16(&a->kernels, 2);
     n.vdk = ladder_rows16(&a->dkernels, 2);
-    const kernel_fn kernels[3] = {dynconv_bwd_tiled_kernel<1>, dynconv_bwd_tiled_kernel<2>,
-                                  dynconv_bwd_tiled_kernel<4>};
-    return launch(pick(kernels, n.V), "dynconv_bwd_tiled_kernel", n, blocks, smem_bytes(n.TT, p->W, n.Ws, 2));
+    return launch(kernel, "dynconv_bwd_tiled_kernel", n, blocks, bytes);
 }

@@ -80,6 +80,11 @@ static int grid(test_case *out, int max, bool small) {
     ADD(dc(2, 65, 136, 15, false));          /* ... 16-byte staged; odd W: dkernels' pad tap */
     ADD(dc(2, 65, 129, 50, false)); /* even W in the backward's 32-token tiles, slots not whole 16-byte chunks */
     ADD(dc_varlen(20, 56, false, EDGE8, 8)); /* dkernels straight to global memory: a partial channel tile */
+    /* 657 channel tiles, about one per block slot of an H100: gpu_tiled's backward walks a whole batch row per
+     * block, many steps, its rings wrapping (16-byte staged, by elements, and across sequence ends) */
+    ADD(dc(3, 200, 7000, 2, false));
+    ADD(dc(3, 200, 7000, 5, true));
+    ADD(dc_varlen(21000, 4, false, (const int64_t[]){60, 0, 1, 39}, 4));
     return n;
 }
 

@@ -177,6 +177,10 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
             const quot_rem cw = divmod(e0, W);
             const int c = cw.q, w0 = cw.r, d0 = W - 1 - w0; // taps w0 .. w0+15: slots d0 .. d0-15
             const int dst = c * a.KS + (d0 - 1) * (1 - a.KR); // as below, with words i < 8
+            // word i of every lane's row lands at bank 4c - 8 (w0 / 16) + 7i + const (KS / 2 and KR / 2 are 4 mod 32):
+            // in one store of all lanes' word i, 4 lanes per bank. Store k takes word (k + rot) % 8 instead, rot =
+            // w0 / 16 % 4: then 4c - rot + 7k, 32 banks
+            const int rot = w0 / 16 & 3;
             const bool present = e0 < nv;
             const int lo = d0 - 15, hi = min(rows, d0 + TB); // pairs r, r+1 with r in [lo, hi-1) reach the tile
             // the thread's pairs are one run of consecutive ones, NP at a time: each source row is loaded once (a
@@ -205,6 +209,12 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
                             q[u][i] &= (2 * i + 1 < lead ? 0u : 0xFFFF0000u) | (2 * i < lead ? 0u : 0xFFFFu);
                     }
                 }
+                // rotated by rot words (q[u][k] is then word (k + rot) % 8), in two steps of selects
+                uint32_t y[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++) y[k] = rot & 1 ? q[u][(k + 1) % 8] : q[u][k];
+#pragma unroll
+                for (int k = 0; k < 8; k++) q[u][k] = rot & 2 ? y[(k + 2) % 8] : y[k];
             };
             load(0, p0);
             uint32_t *d = reinterpret_cast<uint32_t *>(sK + p0 * a.KR + dst);
@@ -217,9 +227,11 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
                     if (s + u >= p1) break;
                     const int j0 = s + u - d0 + 1;
 #pragma unroll
-                    for (int i = 0; i < 8; i++)
+                    for (int k = 0; k < 8; k++) {
+                        const int i = (k + rot) & 7; // the word this lane stores in store k
                         if ((unsigned)(j0 + 2 * i) < (unsigned)TB)
-                            d[i * wstep] = __byte_perm(q[u][i], q[u + 1][i], 0x5432);
+                            d[i * wstep] = __byte_perm(q[u][k], q[u + 1][k], 0x5432);
+                    }
                 }
 #pragma unroll
                 for (int i = 0; i < 8; i++) q[0][i] = q[NP][i];

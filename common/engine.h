@@ -227,7 +227,8 @@ typedef struct ladder_run_opts {
     int warmup;       /**< untimed runs of the rung alone before the timed ones */
     int reps;         /**< timed runs of the rung alone (median reported); 0: none; the cpu rung with reps 1 and
                            warmup 0 times its validated call instead of running again */
-    bool flush_l2;    /**< GPU: overwrite a buffer twice the L2 size between timed runs (outside the timed region) */
+    bool flush_l2;    /**< GPU: between timed runs, outside the timed region, overwrite a buffer twice the L2 size,
+                           then read another as large (ladder_gpu_median_ms) */
     bool forward_only;/**< skip the backward even when the case has its inputs */
     /** bf16/f16: run the cpu rung through ladder_algo::call_emulating, where the algorithm has one (it rounds
      *  what the tensor-core rung rounds); other rungs, and timed repeats, are refused. LADDER_F32 (zero): off */

@@ -95,13 +95,34 @@ ladder_status ladder_gpu_sync(void) {
     return LADDER_OK;
 }
 
-/* A device buffer twice the L2 size, to overwrite between timed runs; NULL (and size 0) if it cannot be had. */
-static ladder_status l2_flush_buffer(void **buf, size_t *bytes) {
+/*
+ * Two device buffers twice the L2 size each, NULL (and size 0) if they cannot be had. Between timed runs the
+ * first is overwritten, which evicts the inputs, and the second is read, which evicts the first's lines: a memset
+ * leaves L2 holding up to its size in dirty lines (50 MB on an H100), and their write-back would otherwise
+ * land inside the next timed run. It cost a kernel of 45 us at the copy rate about 5 us (H100, dynconv's
+ * tensor-core forward at B=2 T=4096 D=2048 W=2: 0.058 ms after the memset alone, 0.053 ms with the read pass;
+ * h100-2026-11-24-run.md).
+ */
+static ladder_status l2_flush_buffers(void **buf, void **clean, size_t *bytes) {
     int dev = 0, l2 = 0;
     LADDER_CUDA_TRY(cudaGetDevice(&dev));
     LADDER_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    *bytes = 2 * (size_t)l2;
-    return device_alloc(buf, *bytes > 0 ? *bytes : 1);
+    *bytes = 2 * (size_t)(l2 > 0 ? l2 : 1);
+    LADDER_TRY(device_alloc(buf, *bytes));
+    ladder_status st = device_alloc(clean, *bytes);
+    if (st != LADDER_OK) cudaFree(*buf), *buf = NULL;
+    return st;
+}
+
+/* Reads n 16-byte words and keeps nothing (the store into the scratch buffer sink is all but never taken, but the
+ * loads cannot be dropped). */
+static __global__ void read_pass(const uint4 *p, size_t n, unsigned *sink) {
+    unsigned acc = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = p[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u) *sink = acc;
 }
 
 ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int reps, bool flush_l2,
@@ -110,16 +131,19 @@ ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int
         ladder_status st = fn(ctx);
         if (st != LADDER_OK) return st;
     }
-    void *flush = NULL;
+    void *flush = NULL, *clean = NULL;
     size_t flush_bytes = 0;
-    if (flush_l2) LADDER_TRY(l2_flush_buffer(&flush, &flush_bytes));
+    if (flush_l2) LADDER_TRY(l2_flush_buffers(&flush, &clean, &flush_bytes));
     cudaEvent_t start, stop;
     LADDER_CUDA_TRY(cudaEventCreate(&start));
     LADDER_CUDA_TRY(cudaEventCreate(&stop));
     std::vector<double> ms(reps);
     ladder_status st = LADDER_OK;
     for (int i = 0; i < reps && st == LADDER_OK; i++) {
-        if (flush) cudaMemsetAsync(flush, i & 0xff, flush_bytes); /* before the start event: not timed */
+        if (flush) { /* before the start event: not timed */
+            cudaMemsetAsync(flush, i & 0xff, flush_bytes);
+            read_pass<<<1024, 256>>>((const uint4 *)clean, flush_bytes / 16, (unsigned *)flush);
+        }
         cudaEventRecord(start);
         st = fn(ctx);
         cudaEventRecord(stop);
@@ -133,6 +157,7 @@ ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     cudaFree(flush);
+    cudaFree(clean);
     if (st != LADDER_OK) return st;
     std::sort(ms.begin(), ms.end());
     *median_ms = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);

@@ -49,7 +49,9 @@ typedef ladder_status (*ladder_work_fn)(void *ctx);
  * Median time in milliseconds of @p reps runs of @p fn after @p warmup runs,
  * each run bracketed by CUDA events on the default stream. With @p flush_l2,
  * a buffer twice the size of the L2 cache is overwritten before each timed
- * run, outside the events, so that no run finds its inputs already on chip.
+ * run, outside the events, so that no run finds its inputs already on chip,
+ * and then another as large is read, so that L2 holds no dirty lines whose
+ * write-back would land inside the timed run.
  */
 ladder_status ladder_gpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int reps, bool flush_l2,
                                    double *median_ms);

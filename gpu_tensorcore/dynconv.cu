@@ -53,6 +53,16 @@
  *     warps idle, so there (W % 8 == 0) dkernels_mul runs on those warps meanwhile and writes dkernels straight
  *     to global memory (dk_direct, dk_overlap). At W = 64 a thread of the sheared staging loads 16 taps of a
  *     row, a whole 32-byte sector, where with 8 taps two threads fetched each sector 8 rows apart.
+ *     But the tiles read each kernels row (TB + W - 1) / TB times, and the transpose runs in series with the
+ *     products. So past W = 32, where W and D are multiples of 8 and every tensor takes the 16-byte path, the
+ *     backward walks down the sequence instead (bwd_walk, the instantiation NKC = WALK): a block keeps one channel
+ *     octet and a run of tokens, and stages WALK_KC kernels rows a step, plain, with cp.async, each row read once,
+ *     the next step's loads in flight while this one computes. dx is dx_mma's product with the k steps fixed to
+ *     8-row blocks of the step (dx_walk): each block of rows feeds 8 consecutive dx tokens, whose A registers come
+ *     from 32-bit words of the plain tile, and taps outside a token's window read the zero padding after a slot,
+ *     so nothing is masked; the sums carry from step to step in an fp32 ring. dkernels goes straight to global
+ *     memory (dk_walk). The other widths and layouts keep the tiles (the chunks of 8 taps or channels would
+ *     straddle a slot, or the inputs need element loads).
  *  5. Coalesced output: the useful entries of C go to a [channel][token] tile in shared memory (out_at), where
  *     the lane that holds a channel's outputs writes 8 tokens in one 16-byte store (store_diagonal), and the
  *     tile leaves as 16-byte rows of the [token][channel] output, transposed back by ldmatrix.trans
@@ -82,7 +92,6 @@
  */
 #include <limits.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "cuda_check.cuh"
 #include "cuda_util.cuh"
@@ -472,13 +481,12 @@ __device__ void dx_walk(const uint16_t *sK, const uint16_t *sG, float *ring, con
  * The walk's dkernels for step rows t .. t+KC-1 that are the block's tokens (rows_dk of them): dkernels_mul's 8 x 8
  * items (channel, chunk of 8 taps, run of 8 rows: one new x load a row, mul2, one 16-byte store a row), straight to
  * global memory. x-tile row j is token t-W+1+j, so row r's tap w is x-tile row r+w, and an item's rows r0+w0 .. are
- * 8-aligned: xrow's gaps are constant offsets. Items go to the block's last threads first: dx_walk's groups leave
- * the first warps the busier.
+ * 8-aligned: xrow's gaps are constant offsets.
  */
 template <class T, int KC>
 __device__ void dk_walk(const uint16_t *sX, const uint16_t *sG, const int *wmin, const tc_args &a, int64_t b, int d0,
                         int64_t t, int rows_dk) {
-    const int tid = NT - 1 - (int)threadIdx.x, c = tid % NCH, nq = a.W / 8;
+    const int tid = threadIdx.x, c = tid % NCH, nq = a.W / 8;
     const int64_t dkr = a.D * a.W; // dkernels elements per token
     for (int i = tid / NCH; i < KC / 8 * nq; i += NT / NCH) {
         const quot_rem q = divmod(i, nq); // run q.q of 8 rows, chunk q.r
@@ -650,8 +658,8 @@ __global__ void __launch_bounds__(NT, NKC == 1 ? 6 : 0) dynconv_fwd_tc_kernel(co
 
 template <class T, int TB, int NKC>
 __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) {
-    if constexpr (NKC <= WALK) { // TB: the walk's step, WALK_KC
-        bwd_walk<T, TB, 1 - NKC>(a);
+    if constexpr (NKC == WALK) { // TB = WALK_KC: kernels rows a step
+        bwd_walk<T, TB, WALK_STAGES>(a);
         return;
     }
     extern __shared__ __align__(16) unsigned char smem[];
@@ -738,7 +746,8 @@ int layout(tc_args *a, bool bwd) {
 }
 
 /* The walk's shared-memory layout (bwd_walk, stage_walk); returns its size in bytes. */
-int layout_walk(tc_args *a, int KC, int NS) {
+int layout_walk(tc_args *a) {
+    constexpr int KC = WALK_KC, NS = WALK_STAGES;
     const int W = a->W;
     a->DT = NCH, a->lg_oct = 0;
     // zero taps after each slot (at least 8: dx_walk reaches 8 past a slot); KS/2 an odd multiple of 4 words, so
@@ -747,7 +756,9 @@ int layout_walk(tc_args *a, int KC, int NS) {
     a->KR = NCH * a->KS + 8;
     a->kbuf = 8 + KC * a->KR;
     a->xbuf = round_up((KC + W - 1 + (KC + W - 1) / 8 + 1) * NCH, 8); // xrow(KC+W-1)
-    a->ng = NWARPS; // dx groups: one slot each, reused 8 groups (64 tokens, >= W) later by the same lane
+    // dx groups alive at once: a slot each, group G's reused by group G + ng, which the same lane (ng % NWARPS == 0)
+    // starts no earlier than the step of G's last k block (8 ng >= W)
+    a->ng = NWARPS;
     while (8 * a->ng < W) a->ng *= 2;
     int off = 0;
     a->off_k = off, off += NS * a->kbuf * 2;
@@ -762,7 +773,8 @@ int layout_walk(tc_args *a, int KC, int NS) {
  * The walk's tokens per block: the cut of a batch row into runs (whole steps) that fills the SMs' block slots in
  * the fewest waves x rows walked, each run's W-1 rows after it walked again by the next (gpu_tiled's pick_walk).
  */
-template <class Kernel> ladder_status pick_run(tc_args *a, int64_t B, Kernel *kernel, int smem, int KC) {
+template <class Kernel> ladder_status pick_run(tc_args *a, int64_t B, Kernel *kernel, int smem) {
+    constexpr int KC = WALK_KC;
     int dev = 0, sms = 0, per_sm = 0;
     LADDER_CUDA_TRY(cudaGetDevice(&dev));
     LADDER_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -821,19 +833,17 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     a->vec_k = p->W % 2 == 0 && ladder_rows16(&args->kernels, 2); // a row: a token's channels, W taps each
     a->vec_out = ladder_aligned16(bwd ? (void *)a->dx : (void *)a->out) && p->D % 8 == 0;
     a->vec_dk = bwd && ladder_aligned16(a->dk) && p->D * p->W % 8 == 0;
-    a->walk = bwd && p->W >= WALK_W && p->W % 8 == 0 && p->W + 2 * 32 <= NT && p->D % 8 == 0 && a->vec_x && a->vec_g &&
-              a->vec_k && a->vec_dk;
-    return LADDER_OK;
-}
-
-template <class T, int KC, int NS> ladder_status launch_walk(const ladder_dynconv_problem *p, tc_args &a) {
-    const int smem = layout_walk(&a, KC, NS);
-    auto kernel = dynconv_bwd_tc_kernel<T, KC, 1 - NS>;
-    LADDER_TRY(ladder_allow_smem(kernel, smem));
-    LADDER_TRY(pick_run(&a, p->B, kernel, smem, KC));
-    const dim3 grid((unsigned)((p->T + a.run - 1) / a.run), (unsigned)(p->D / NCH), (unsigned)p->B);
-    kernel<<<grid, NT, smem>>>(a);
-    LADDER_LAUNCH_CHECK("dynconv_bwd_tc_kernel");
+    // the walk: whole 16-byte chunks of one channel's taps (W % 8 == 0) and of 8 channels (D % 8 == 0), every input
+    // on the 16-byte path (its staging is cp.async alone), dkernels written 16 bytes at a time; else the tiles
+    if (bwd && p->W >= WALK_W && p->W % 8 == 0 && p->D % 8 == 0 && a->vec_x && a->vec_g && a->vec_k && a->vec_dk &&
+        p->W + 2 * WALK_KC <= NT) { // (stage_walk: a thread per x row)
+        tc_args w = *a;
+        const int bytes = layout_walk(&w);
+        if (bytes <= SMEM_MAX) {
+            *a = w, a->walk = true, *smem = bytes;
+            grid->y = (unsigned)(p->D / NCH);
+        }
+    }
     return LADDER_OK;
 }
 
@@ -842,20 +852,18 @@ template <class T> ladder_status launch(const ladder_dynconv_problem *p, const l
     int smem;
     dim3 grid;
     LADDER_TRY(plan(p, args, bwd, &a, &smem, &grid));
-    if (a.walk) {
-        const char *v = getenv("LADDER_DCW_WALK");
-        const int var = v ? atoi(v) : 1;
-        if (var == 1) return launch_walk<T, 16, 2>(p, a);
-        if (var == 2) return launch_walk<T, 16, 3>(p, a);
-        if (var == 3) return launch_walk<T, 32, 2>(p, a);
-    }
     // one k step (W <= 4): the k loop unrolls, and what depends on the lane and the k step leaves the unit loop
     const bool k1 = a.NK == 1;
     auto kernel = !bwd         ? (k1 ? dynconv_fwd_tc_kernel<T, 1> : dynconv_fwd_tc_kernel<T, 0>)
+                  : a.walk     ? dynconv_bwd_tc_kernel<T, WALK_KC, WALK>
                   : a.tt != TT ? dynconv_bwd_tc_kernel<T, TT_SHEAR, 0>
                   : k1         ? dynconv_bwd_tc_kernel<T, TT, 1>
                                : dynconv_bwd_tc_kernel<T, TT, 0>;
     LADDER_TRY(ladder_allow_smem(kernel, smem));
+    if (a.walk) { // runs of tokens: the grid follows the GPU's block slots
+        LADDER_TRY(pick_run(&a, p->B, kernel, smem));
+        grid.x = (unsigned)((p->T + a.run - 1) / a.run);
+    }
     kernel<<<grid, NT, smem>>>(a);
     LADDER_LAUNCH_CHECK(bwd ? "dynconv_bwd_tc_kernel" : "dynconv_fwd_tc_kernel");
     return LADDER_OK;

@@ -2,8 +2,8 @@
  * gpu_tensorcore/dynconv_stage.cuh: the dynconv tensor-core rung's call and how it stages its tiles (ideas 3 and 4
  * of dynconv.cu's opening comment, which tells the rung): the sizes and the argument block (tc_args, filled by
  * dynconv.cu's plan()), the block's place (tile_of), the copies into shared memory (stage, stage_sheared, and the
- * backward walk's stage_walk), the sequence bounds and masks of varlen (stage_bounds, mask_kernels). Included by dynconv.cu alone: its kernels
- * are the only users, so it keeps their internal linkage.
+ * backward walk's stage_walk), the sequence bounds and masks of varlen (stage_bounds, mask_kernels). Included by
+ * dynconv.cu alone: its kernels are the only users, so it keeps their internal linkage.
  */
 #ifndef LADDER_GPU_TENSORCORE_DYNCONV_STAGE_CUH
 #define LADDER_GPU_TENSORCORE_DYNCONV_STAGE_CUH
@@ -27,7 +27,7 @@ constexpr int SHEAR_W = 32;             // the backward stages its kernels shear
 constexpr int SHEAR_ROWS = 8;           // source rows a thread loads before it stores any, there
 constexpr int WALK_W = 33;              // the backward walks down the sequence from this W on (where it can; plan)
 constexpr int WALK = -1;                // ... as the backward kernel's instantiation NKC = WALK (bwd_walk)
-constexpr int WALK_KC = 32;             // ... kernels rows a step
+constexpr int WALK_KC = 32;             // ... kernels rows a step (at W = 64 16 measured slower, 40 the same)
 constexpr int WALK_STAGES = 2;          // ... steps staged at once: one computed while the next one's loads fly
 
 /* Everything the kernels need, filled by plan(). Sizes and strides in elements, offsets in bytes. */

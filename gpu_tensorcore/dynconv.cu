@@ -53,6 +53,16 @@
  *     warps idle, so there (W % 8 == 0) dkernels_mul runs on those warps meanwhile and writes dkernels straight
  *     to global memory (dk_direct, dk_overlap). At W = 64 a thread of the sheared staging loads 16 taps of a
  *     row, a whole 32-byte sector, where with 8 taps two threads fetched each sector 8 rows apart.
+ *     But the tiles read each kernels row (TB + W - 1) / TB times, and the transpose runs in series with the
+ *     products. So past W = 32, where W and D are multiples of 8 and every tensor takes the 16-byte path, the
+ *     backward walks down the sequence instead (bwd_walk, the instantiation NKC = WALK): a block keeps one channel
+ *     octet and a run of tokens, and stages WALK_KC kernels rows a step, plain, with cp.async, each row read once,
+ *     the next step's loads in flight while this one computes. dx is dx_mma's product with the k steps fixed to
+ *     8-row blocks of the step (dx_walk): each block of rows feeds 8 consecutive dx tokens, whose A registers come
+ *     from 32-bit words of the plain tile, and taps outside a token's window read the zero padding after a slot,
+ *     so nothing is masked; the sums carry from step to step in an fp32 ring. dkernels goes straight to global
+ *     memory (dk_walk). The other widths and layouts keep the tiles (the chunks of 8 taps or channels would
+ *     straddle a slot, or the inputs need element loads).
  *  5. Coalesced output: the useful entries of C go to a [channel][token] tile in shared memory (out_at), where
  *     the lane that holds a channel's outputs writes 8 tokens in one 16-byte store (store_diagonal), and the
  *     tile leaves as 16-byte rows of the [token][channel] output, transposed back by ldmatrix.trans
@@ -402,6 +412,167 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
     }
 }
 
+/*
+ * The walk's dx for step rows t .. t+KC-1 (staged at sK, sG by stage_walk). k block R (rows R .. R+7, R a multiple
+ * of 8) feeds an mma with B = dout rows R .. R+7 (ldmatrix.trans, as in dx_mma) and, for 8 consecutive dx tokens
+ * s0 .. s0+7 (a group, s0 a multiple of 8) as 4 pairs (s, s+1): row g of A holds kernels[R+k][c0+g][s-R-k+W-1] for
+ * token s, row g+8 the same for s+1, one tap further. So lane (g, t) needs, in rows R+2t and R+2t+1, the taps from
+ * w0 - 1 on, w0 = s0-R-2t+W-1 (odd: W and s0-R are multiples of 8): 5 and 4 aligned 32-bit words, and each A
+ * register is two halves of two of them (one byte_perm). Taps outside [0, W), where the window does not reach the
+ * row, land on the zero padding after a slot (s0-R from -W to 0 keeps them within 8 taps of it), so no mask. A
+ * group's k blocks (R from s0 to s0+W) span two or three steps: its sums wait in an fp32 ring between them, in the
+ * lane that keeps the group's outputs of channel g (lane 4g + g/2: C entries (g, g) and (g+8, g)), which alone reads
+ * and writes that slot, and leave as dx after the last. Group G goes to warp G % NWARPS every step.
+ */
+template <class T, int KC>
+__device__ void dx_walk(const uint16_t *sK, const uint16_t *sG, float *ring, const tc_args &a, int64_t b, int d0,
+                        int64_t T0, int64_t t, int64_t tok_end, bool final) {
+    const int lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4, W = a.W;
+    uint32_t B[KC / 8]; // the step's k blocks
+#pragma unroll
+    for (int kb = 0; kb < KC / 8; kb++) B[kb] = ladder_ldsm_x1_trans(sG + (8 * kb + lane % 8) * NCH);
+    // groups with k blocks in this step, among the block's tokens: s0 from max(T0, t-W) to min(t+KC-8, tok_end-1)
+    const int64_t G_lo = max(T0, t - W) / 8, G_hi = min(t + KC - 8, tok_end - 1) / 8;
+    const int warp = threadIdx.x / 32;
+    for (int64_t G = G_lo + ((warp - G_lo) % NWARPS + NWARPS) % NWARPS; G <= G_hi; G += NWARPS) {
+        const int dd = (int)(8 * G - t); // s0 - t, from -W to KC-8
+        // the lane's word at tap w0-1 of row 2t of k block 0; k block R adds R*KR - R
+        const uint16_t *p0 = sK + 2 * tq * a.KR + g * a.KS + dd - 2 * tq + W - 2;
+        float acc[4][4] = {};
+#pragma unroll
+        for (int kb = 0; kb < KC / 8; kb++) {
+            const int R = 8 * kb;
+            if (R < dd || R > dd + W) continue; // rows R .. R+7 outside the group's windows
+            const uint16_t *p = p0 + R * (a.KR - 1);
+            uint32_t P[5], Q[4]; // row R+2t, taps w0-1 .. w0+8; row R+2t+1, taps w0-1 .. w0+6
+#pragma unroll
+            for (int i = 0; i < 5; i++) P[i] = ladder_lds32(p + 2 * i);
+#pragma unroll
+            for (int i = 0; i < 4; i++) Q[i] = ladder_lds32(p + a.KR + 2 * i);
+#pragma unroll
+            for (int j = 0; j < 4; j++) { // pair s0+2j, s0+2j+1: taps w0+2j (high half of P[j]) and w0+2j+1
+                const uint32_t A[2] = {__byte_perm(P[j], Q[j], 0x5432), __byte_perm(P[j + 1], Q[j], 0x7610)};
+                ladder_mma_m16n8k8<T>(acc[j], A, B[kb]);
+            }
+        }
+        if (tq != g / 2) continue;
+        const bool odd = g % 2; // C entries (g, g), (g+8, g): acc[j][g % 2], acc[j][2 + g % 2], by selects
+        float v[8];
+#pragma unroll
+        for (int j = 0; j < 4; j++) v[2 * j] = odd ? acc[j][1] : acc[j][0], v[2 * j + 1] = odd ? acc[j][3] : acc[j][2];
+        float4 *slot = reinterpret_cast<float4 *>(ring + ((G & (a.ng - 1)) * NCH + g) * 8);
+        if (dd < 0) { // not the group's first step: add what the earlier ones summed
+            const float4 lo = slot[0], hi = slot[1];
+            v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w, v[4] += hi.x, v[5] += hi.y, v[6] += hi.z,
+                v[7] += hi.w;
+        }
+        if (dd + W <= KC - 8 || final) { // the group's last k block was in this step: dx[s0 ..][c0+g]
+            uint16_t *dst = a.dx + (b * a.T + 8 * G) * a.D + d0 + g;
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                if (8 * G + k < tok_end) dst[k * a.D] = ladder_from_float<T>(v[k]);
+        } else {
+            slot[0] = make_float4(v[0], v[1], v[2], v[3]), slot[1] = make_float4(v[4], v[5], v[6], v[7]);
+        }
+    }
+}
+
+/*
+ * The walk's dkernels for step rows t .. t+KC-1 that are the block's tokens (rows_dk of them): dkernels_mul's 8 x 8
+ * items (channel, chunk of 8 taps, run of 8 rows: one new x load a row, mul2, one 16-byte store a row), straight to
+ * global memory. x-tile row j is token t-W+1+j, so row r's tap w is x-tile row r+w, and an item's rows r0+w0 .. are
+ * 8-aligned: xrow's gaps are constant offsets.
+ */
+template <class T, int KC>
+__device__ void dk_walk(const uint16_t *sX, const uint16_t *sG, const int *wmin, const tc_args &a, int64_t b, int d0,
+                        int64_t t, int rows_dk) {
+    const int tid = threadIdx.x, c = tid % NCH, nq = a.W / 8;
+    const int64_t dkr = a.D * a.W; // dkernels elements per token
+    for (int i = tid / NCH; i < KC / 8 * nq; i += NT / NCH) {
+        const quot_rem q = divmod(i, nq); // run q.q of 8 rows, chunk q.r
+        const int row0 = 8 * q.q, w0 = 8 * q.r, rows_in = min(8, rows_dk - row0);
+        if (rows_in <= 0) continue;
+        const uint16_t *xs = sX + xrow(row0 + w0) + c, *gs = sG + row0 * NCH + c;
+        uint16_t *gd = a.dk + ((b * a.T + t + row0) * a.D + d0 + c) * a.W + w0;
+        uint16_t xv[15], gv[8]; // all loads first
+#pragma unroll
+        for (int k = 0; k < 15; k++) xv[k] = xs[xrow(k)];
+#pragma unroll
+        for (int r = 0; r < 8; r++) gv[r] = gs[r * NCH];
+        uint32_t xe[7], xo[7]; // as in dkernels_mul
+#pragma unroll
+        for (int k = 0; k < 7; k++)
+            xe[k] = ladder_pack2(xv[2 * k], xv[2 * k + 1]), xo[k] = ladder_pack2(xv[2 * k + 1], xv[2 * k + 2]);
+#pragma unroll
+        for (int r = 0; r < 8; r++) {
+            const uint32_t g2 = ladder_pack2(gv[r], gv[r]);
+            uint32_t v[4];
+#pragma unroll
+            for (int h = 0; h < 4; h++) v[h] = mul2<T>(g2, r % 2 ? xo[r / 2 + h] : xe[r / 2 + h]);
+            const int lead = a.cu_seqlens ? wmin[row0 + r] - w0 : 0; // taps before the sequence start
+            if (lead > 0) {
+#pragma unroll
+                for (int h = 0; h < 4; h++)
+                    v[h] &= (2 * h + 1 < lead ? 0u : 0xFFFF0000u) | (2 * h < lead ? 0u : 0xFFFFu);
+            }
+            if (r < rows_in) *reinterpret_cast<uint4 *>(gd + r * dkr) = make_uint4(v[0], v[1], v[2], v[3]);
+        }
+    }
+}
+
+/*
+ * The backward as a walk (W >= WALK_W, W % 8 == 0, every tensor on the 16-byte path): a block keeps one channel
+ * octet of one batch row and walks down its tokens [T0, T0+run) and the W-1 rows after them (their dx needs them),
+ * KC kernels rows a step, staged plain with cp.async into NS buffers, so that the next steps' loads fly while this
+ * one computes. Each kernels row is read once (the W-1 rows after the run again by the next block), where the
+ * 32-token tiles read it 95 / 32 times at W = 64 and transposed it through registers. On the H100 (B=2 T=4096
+ * D=2048 bf16, commit 9e31322 against 8c28d3f in one run) the backward went from 2.322 to 1.777 ms at W = 64, from
+ * 1.614 to 1.515 at W = 48, from 1.829 to 1.606 at W = 40, but from 2.226 to 2.353 at W = 56, where a channel's
+ * slot of dkernels is not whole 32-byte sectors and dk_walk's stores write halves (the likely cause, not profiled).
+ */
+template <class T, int KC, int NS> __device__ void bwd_walk(const tc_args &a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // NS x [8 zeros][KC][KR]: kernels rows t ..
+    uint16_t *sG = reinterpret_cast<uint16_t *>(smem + a.off_g); // NS x [KC][8]: dout rows t ..
+    uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // NS x xrow(KC+W-1): x rows t-W+1 ..
+    float *ring = reinterpret_cast<float *>(smem + a.off_r);     // [ng][8 channels][8 tokens]: dx sums
+    int *wmin = reinterpret_cast<int *>(smem + a.off_b);         // NS x [KC]
+    const int64_t b = blockIdx.z, T0 = (int64_t)blockIdx.x * a.run;
+    const int d0 = (int)blockIdx.y * NCH;
+    const int64_t tok_end = min(T0 + a.run, a.T), rows_end = min(tok_end + a.W - 1, a.T);
+    const int n_steps = (int)((rows_end - T0 + KC - 1) / KC);
+    // zeros once: the taps after each slot (dx_walk's out-of-window taps), and the 8 before a buffer's row 0 (tap -1
+    // of channel 0 there); cp.async never writes them. A barrier: the staging below writes the other taps
+    for (int i = threadIdx.x; i < NS * a.kbuf / 8; i += NT) reinterpret_cast<uint4 *>(sK)[i] = make_uint4(0, 0, 0, 0);
+    __syncthreads();
+    auto stage = [&](int s) {
+        const int sb = s % NS;
+        if (s < n_steps)
+            stage_walk<KC>(sK + sb * a.kbuf + 8, sG + sb * KC * NCH, sX + sb * a.xbuf, wmin + sb * KC, a, b, d0,
+                           T0 + (int64_t)s * KC, rows_end);
+        ladder_cp_async_commit(); // one group a step, empty past the end: the wait below counts steps
+    };
+#pragma unroll
+    for (int s = 0; s < NS - 1; s++) stage(s);
+    for (int s = 0; s < n_steps; s++) {
+        stage(s + NS - 1); // into the buffer that step s-1 freed
+        ladder_cp_async_wait_group<NS - 1>();
+        __syncthreads(); // step s's rows are complete
+        const int sb = s % NS;
+        const uint16_t *k = sK + sb * a.kbuf + 8, *gs = sG + sb * KC * NCH, *xs = sX + sb * a.xbuf;
+        const int *wm = wmin + sb * KC;
+        const int64_t t = T0 + (int64_t)s * KC;
+        if (a.cu_seqlens) { // taps before the row's sequence start: zero, mask_kernels' rule
+            for (int i = threadIdx.x; i < KC * NCH; i += NT)
+                for (int w = 0; w < wm[i / NCH]; w++) sK[sb * a.kbuf + 8 + i / NCH * a.KR + i % NCH * a.KS + w] = 0;
+            __syncthreads();
+        }
+        dx_walk<T, KC>(k, gs, ring, a, b, d0, T0, t, tok_end, s == n_steps - 1);
+        dk_walk<T, KC>(xs, gs, wm, a, b, d0, t, (int)min((int64_t)KC, tok_end - t));
+        __syncthreads(); // every warp is done with buffer sb before the next step stages into it
+    }
+}
+
 /* The dkernels tile [TB][KR] (channel slots of KS) -> rows t0.. of the contiguous [B,T,D,W] output, 8 elements
  * per thread (the same 8 in every row it writes): 16-byte copies where a slot holds no padding tap (W even) and
  * the output is aligned, element copies otherwise. */
@@ -490,6 +661,10 @@ __global__ void __launch_bounds__(NT, NKC == 1 ? 6 : 0) dynconv_fwd_tc_kernel(co
 
 template <class T, int TB, int NKC>
 __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) {
+    if constexpr (NKC == WALK) { // TB = WALK_KC: kernels rows a step
+        bwd_walk<T, TB, WALK_STAGES>(a);
+        return;
+    }
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sX = reinterpret_cast<uint16_t *>(smem + a.off_x); // [xrows][CR]: x rows t0-W+1 .. t0+TB-1
     uint16_t *sK = reinterpret_cast<uint16_t *>(smem + a.off_k); // [krows][KR]: kernels rows t0 .. (or sheared),
@@ -573,6 +748,52 @@ int layout(tc_args *a, bool bwd) {
     return off;
 }
 
+/* The walk's shared-memory layout (bwd_walk, stage_walk); returns its size in bytes. */
+int layout_walk(tc_args *a) {
+    constexpr int KC = WALK_KC, NS = WALK_STAGES;
+    const int W = a->W;
+    a->DT = NCH, a->lg_oct = 0;
+    // zero taps after each slot (at least 8: dx_walk reaches 8 past a slot); KS/2 an odd multiple of 4 words, so
+    // that the 8 channels of an A load fall in 8 groups of 4 banks, and KR - 1 odd, the 4 rows of its lanes t in 4
+    a->KS = W + (W % 16 ? 16 : 8);
+    a->KR = NCH * a->KS + 8;
+    a->kbuf = 8 + KC * a->KR;
+    a->xbuf = round_up((KC + W - 1 + (KC + W - 1) / 8 + 1) * NCH, 8); // xrow(KC+W-1)
+    // dx groups alive at once: a slot each, group G's reused by group G + ng, which the same lane (ng % NWARPS == 0)
+    // starts no earlier than the step of G's last k block (8 ng >= W)
+    a->ng = NWARPS;
+    while (8 * a->ng < W) a->ng *= 2;
+    int off = 0;
+    a->off_k = off, off += NS * a->kbuf * 2;
+    a->off_g = off, off += NS * KC * NCH * 2;
+    a->off_x = off, off += NS * a->xbuf * 2;
+    a->off_r = off, off += a->ng * NCH * 8 * 4;
+    a->off_b = off, off += NS * KC * 4;
+    return off;
+}
+
+/*
+ * The walk's tokens per block: the cut of a batch row into runs (whole steps) that fills the SMs' block slots in
+ * the fewest waves x rows walked, each run's W-1 rows after it walked again by the next (gpu_tiled's pick_walk).
+ */
+template <class Kernel> ladder_status pick_run(tc_args *a, int64_t B, Kernel *kernel, int smem) {
+    constexpr int KC = WALK_KC;
+    int dev = 0, sms = 0, per_sm = 0;
+    LADDER_CUDA_TRY(cudaGetDevice(&dev));
+    LADDER_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    LADDER_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, NT, smem));
+    const int64_t columns = B * ((a->D + NCH - 1) / NCH), slots = (int64_t)sms * max(per_sm, 1), halo = a->W - 1;
+    const int64_t most = min(a->T, 8 * slots / columns + 1); // beyond eight waves the halo only grows
+    int64_t best = -1;
+    for (int64_t n = 1; n <= most; n++) {
+        const int64_t run = ((a->T + n - 1) / n + KC - 1) / KC * KC;
+        const int64_t waves = (columns * ((a->T + run - 1) / run) + slots - 1) / slots;
+        const int64_t cost = waves * (run + halo);
+        if (run <= INT_MAX && (best < 0 || cost < best)) best = cost, a->run = (int)run;
+    }
+    return LADDER_OK;
+}
+
 /* Tile sizes, shared-memory layout and the 16-byte-path checks for one call. */
 ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *args, bool bwd, tc_args *a,
                    int *smem, dim3 *grid) {
@@ -615,6 +836,17 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     a->vec_k = p->W % 2 == 0 && ladder_rows16(&args->kernels, 2); // a row: a token's channels, W taps each
     a->vec_out = ladder_aligned16(bwd ? (void *)a->dx : (void *)a->out) && p->D % 8 == 0;
     a->vec_dk = bwd && ladder_aligned16(a->dk) && p->D * p->W % 8 == 0;
+    // the walk: whole 16-byte chunks of one channel's taps (W % 8 == 0) and of 8 channels (D % 8 == 0), every input
+    // on the 16-byte path (its staging is cp.async alone), dkernels written 16 bytes at a time; else the tiles
+    if (bwd && p->W >= WALK_W && p->W % 8 == 0 && p->D % 8 == 0 && a->vec_x && a->vec_g && a->vec_k && a->vec_dk &&
+        p->W + 2 * WALK_KC <= NT) { // (stage_walk: a thread per x row)
+        tc_args w = *a;
+        const int bytes = layout_walk(&w);
+        if (bytes <= SMEM_MAX) {
+            *a = w, a->walk = true, *smem = bytes;
+            grid->y = (unsigned)(p->D / NCH);
+        }
+    }
     return LADDER_OK;
 }
 
@@ -626,10 +858,15 @@ template <class T> ladder_status launch(const ladder_dynconv_problem *p, const l
     // one k step (W <= 4): the k loop unrolls, and what depends on the lane and the k step leaves the unit loop
     const bool k1 = a.NK == 1;
     auto kernel = !bwd         ? (k1 ? dynconv_fwd_tc_kernel<T, 1> : dynconv_fwd_tc_kernel<T, 0>)
+                  : a.walk     ? dynconv_bwd_tc_kernel<T, WALK_KC, WALK>
                   : a.tt != TT ? dynconv_bwd_tc_kernel<T, TT_SHEAR, 0>
                   : k1         ? dynconv_bwd_tc_kernel<T, TT, 1>
                                : dynconv_bwd_tc_kernel<T, TT, 0>;
     LADDER_TRY(ladder_allow_smem(kernel, smem));
+    if (a.walk) { // runs of tokens: the grid follows the GPU's block slots
+        LADDER_TRY(pick_run(&a, p->B, kernel, smem));
+        grid.x = (unsigned)((p->T + a.run - 1) / a.run);
+    }
     kernel<<<grid, NT, smem>>>(a);
     LADDER_LAUNCH_CHECK(bwd ? "dynconv_bwd_tc_kernel" : "dynconv_fwd_tc_kernel");
     return LADDER_OK;

@@ -1,9 +1,9 @@
 /*
  * gpu_tensorcore/dynconv_stage.cuh: the dynconv tensor-core rung's call and how it stages its tiles (ideas 3 and 4
  * of dynconv.cu's opening comment, which tells the rung): the sizes and the argument block (tc_args, filled by
- * dynconv.cu's plan()), the block's place (tile_of), the copies into shared memory (stage, stage_sheared), the
- * sequence bounds and masks of varlen (stage_bounds, mask_kernels). Included by dynconv.cu alone: its kernels
- * are the only users, so it keeps their internal linkage.
+ * dynconv.cu's plan()), the block's place (tile_of), the copies into shared memory (stage, stage_sheared, and the
+ * backward walk's stage_walk), the sequence bounds and masks of varlen (stage_bounds, mask_kernels). Included by
+ * dynconv.cu alone: its kernels are the only users, so it keeps their internal linkage.
  */
 #ifndef LADDER_GPU_TENSORCORE_DYNCONV_STAGE_CUH
 #define LADDER_GPU_TENSORCORE_DYNCONV_STAGE_CUH
@@ -25,6 +25,10 @@ constexpr int SMEM_TARGET = 56 * 1024;  // per block, when picking the channel t
 constexpr int SMEM_MAX = 160 * 1024;    // per block, for large W; below sm_80's 163 KB
 constexpr int SHEAR_W = 32;             // the backward stages its kernels sheared past this W (stage_sheared)
 constexpr int SHEAR_ROWS = 8;           // source rows a thread loads before it stores any, there
+constexpr int WALK_W = 33;              // the backward walks down the sequence from this W on (where it can; plan)
+constexpr int WALK = -1;                // ... as the backward kernel's instantiation NKC = WALK (bwd_walk)
+constexpr int WALK_KC = 32;             // ... kernels rows a step (at W = 64 16 measured slower, 40 the same)
+constexpr int WALK_STAGES = 2;          // ... steps staged at once: one computed while the next one's loads fly
 
 /* Everything the kernels need, filled by plan(). Sizes and strides in elements, offsets in bytes. */
 struct tc_args {
@@ -47,6 +51,11 @@ struct tc_args {
     bool vec_x, vec_k, vec_g, vec_out, vec_dk; // 16-byte path per tensor
     bool shear;                  // backward, W > SHEAR_W: the kernels tile is sheared, dx is fwd_mma's product
     int tt;                      // tokens per block, the kernel's template argument TB: TT or TT_SHEAR
+    bool walk;                   // backward, the walk (dynconv.cu, bwd_walk): W >= WALK_W, W % 8 == 0, 16-byte paths
+    int run;                     // ... tokens a block walks (pick_run), a multiple of the step
+    int ng;                      // ... slots of its dx ring, a power of two (8-token groups alive at once)
+    int kbuf, xbuf;              // ... elements of a stage's kernels and x tiles
+    int off_r;                   // ... bytes to its dx ring
 };
 
 /* The block's place: batch row b, first token t0, first channel d0, Dv channels inside D. */
@@ -321,6 +330,50 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
     }
     if (a.We > W) // odd W: the pad tap p = W, which the mma reads beside tap W-1
         for (int i = threadIdx.x; i < TB * a.DT; i += NT) sK[i / a.DT * a.KR + i % a.DT * a.KS + W] = 0;
+}
+
+/*
+ * The walk's staging (dynconv.cu, bwd_walk): step rows t .. t+KC-1 into stage buffer sb, all with cp.async, nothing
+ * through registers. Kernels rows in the plain layout, row r at sK[r*KR + c*KS + w], the KS - W taps after each slot
+ * and the 8 after each row left zero (bwd_walk clears them once); dout rows t .. t+KC-1 at sG[r*8 + c]; x rows
+ * t-W+1 .. t+KC-1 (x-tile row j is token t-W+1+j) at sX[xrow(j) + c], a 16-byte gap after every 8 rows (xrow) so that
+ * dk_walk's loads of rows 8 apart hit different banks. Kernels and dout rows past `rows_end` (the walk's end), x rows
+ * outside [0, T), are zero-filled; with cu_seqlens also each row's first in-sequence tap, wmin, as stage_bounds.
+ * The 16-byte path only (plan: W % 8 == 0, D % 8 == 0), so a chunk of 8 taps never straddles two channels.
+ */
+__device__ __forceinline__ int xrow(int j) { return (j + (j >> 3)) * NCH; }
+
+template <int KC>
+__device__ void stage_walk(uint16_t *sK, uint16_t *sG, uint16_t *sX, int *wmin, const tc_args &a, int64_t b, int d0,
+                           int64_t t, int64_t rows_end) {
+    const int W = a.W, nq = W / 8, tid = threadIdx.x;
+    // kernels: a row is W chunks of 16 bytes (8 channels x W taps); a thread keeps chunk f and walks rows r0, r0 +
+    // row_step, ...: one division per step, where the chunk lands (fd) worked out once
+    const int row_step = NT / W, r0 = tid / W, f = tid - r0 * W;
+    if (r0 < row_step) {
+        const int fd = f / nq * a.KS + 8 * (f % nq);
+        const int64_t step = row_step * a.sk[1];
+        const uint16_t *src = a.k + b * a.sk[0] + (t + r0) * a.sk[1] + (int64_t)d0 * W + 8 * f;
+        for (int r = r0; r < KC; r += row_step, src += step) {
+            const bool in = t + r < rows_end;
+            ladder_cp_async16(sK + r * a.KR + fd, in ? src : a.k, in);
+        }
+    }
+    if (tid < KC) { // dout row t+tid
+        const bool in = t + tid < rows_end;
+        ladder_cp_async16(sG + tid * NCH, in ? a.g + b * a.sg[0] + (t + tid) * a.sg[1] + d0 : a.g, in);
+    } else if (tid < KC + KC + W - 1) { // x row j = tid-KC, token t-W+1+j
+        const int j = tid - KC;
+        const int64_t tok = t - W + 1 + j;
+        const bool in = tok >= 0 && tok < a.T;
+        ladder_cp_async16(sX + xrow(j), in ? a.x + b * a.sx[0] + tok * a.sx[1] + d0 : a.x, in);
+    }
+    if (a.cu_seqlens && tid >= NT - KC) { // wmin[r], as stage_bounds
+        const int r = tid - (NT - KC);
+        const int64_t tr = t + r;
+        const int64_t start = tr < a.T ? ladder_seq_start(a.cu_seqlens, a.n_seqs, tr) : 0;
+        wmin[r] = (int)min(max(start - tr + W - 1, (int64_t)0), (int64_t)W);
+    }
 }
 
 /*

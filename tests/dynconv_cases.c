@@ -47,6 +47,9 @@ static int grid(test_case *out, int max, bool small) {
         ADD(dc(3, 64, 128, 5, false));
         ADD(dc(2, 65, 64, 32, true)); /* padded channel slots, staged by elements */
         ADD(dc_varlen(72, 15, false, EDGE8, 8)); /* odd W of 16-tap slots: swizzled forward rows, dkernels' pad tap */
+        /* the tensor-core backward's walk: sequence starts inside steps, T not a multiple of the step */
+        ADD(dc_varlen(64, 64, false, (const int64_t[]){40, 0, 1, 3, 50}, 5));
+        ADD(dc(2, 70, 16, 48, false));
         return n;
     }
     /*
@@ -80,6 +83,15 @@ static int grid(test_case *out, int max, bool small) {
     ADD(dc(2, 65, 136, 15, false));          /* ... 16-byte staged; odd W: dkernels' pad tap */
     ADD(dc(2, 65, 129, 50, false)); /* even W in the backward's 32-token tiles, slots not whole 16-byte chunks */
     ADD(dc_varlen(20, 56, false, EDGE8, 8)); /* dkernels straight to global memory: a partial channel tile */
+    /* the tensor-core backward's walk (W % 8 == 0, 16-byte paths): walks shorter than W, T not a multiple of the
+     * step, sequence starts inside steps and runs, each walkable width, and one long walk whose dx ring wraps */
+    ADD(dc(2, 1000, 128, 64, false));
+    ADD(dc(3, 20, 64, 64, false));
+    ADD(dc_varlen(136, 64, false, (const int64_t[]){300, 0, 1, 7, 180, 33}, 6));
+    ADD(dc_varlen(64, 40, false, (const int64_t[]){100, 9, 0, 191}, 4));
+    ADD(dc(3, 77, 128, 48, false));
+    ADD(dc_varlen(256, 56, false, EDGE8, 8));
+    ADD(dc(1, 250, 4000, 64, false));
     /* 657 channel tiles, about one per block slot of an H100: gpu_tiled's backward walks a whole batch row per
      * block, many steps, its rings wrapping (16-byte staged, by elements, and across sequence ends) */
     ADD(dc(3, 200, 7000, 2, false));

@@ -62,7 +62,7 @@
  *     from 32-bit words of the plain tile, and taps outside a token's window read the zero padding after a slot,
  *     so nothing is masked; the sums carry from step to step in an fp32 ring. dkernels goes straight to global
  *     memory (dk_walk). The other widths and layouts keep the tiles (the chunks of 8 taps or channels would
- *     straddle a slot, or the inputs need element loads).
+ *     straddle a slot, or the inputs need element loads), and so does W = 56, where the walk measured slower.
  *  5. Coalesced output: the useful entries of C go to a [channel][token] tile in shared memory (out_at), where
  *     the lane that holds a channel's outputs writes 8 tokens in one 16-byte store (store_diagonal), and the
  *     tile leaves as 16-byte rows of the [token][channel] output, transposed back by ldmatrix.trans
@@ -528,7 +528,8 @@ __device__ void dk_walk(const uint16_t *sX, const uint16_t *sG, const int *wmin,
  * 32-token tiles read it 95 / 32 times at W = 64 and transposed it through registers. On the H100 (B=2 T=4096
  * D=2048 bf16, commit 9e31322 against 8c28d3f in one run) the backward went from 2.322 to 1.777 ms at W = 64, from
  * 1.614 to 1.515 at W = 48, from 1.829 to 1.606 at W = 40, but from 2.226 to 2.353 at W = 56, where a channel's
- * slot of dkernels is not whole 32-byte sectors and dk_walk's stores write halves (the likely cause, not profiled).
+ * slot of dkernels is not whole 32-byte sectors and dk_walk's stores write halves (the likely cause, not profiled):
+ * plan() walks at W % 16 == 8 only in place of the 64-token tiles (W <= 44).
  */
 template <class T, int KC, int NS> __device__ void bwd_walk(const tc_args &a) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -838,8 +839,10 @@ ladder_status plan(const ladder_dynconv_problem *p, const ladder_dynconv_args *a
     a->vec_dk = bwd && ladder_aligned16(a->dk) && p->D * p->W % 8 == 0;
     // the walk: whole 16-byte chunks of one channel's taps (W % 8 == 0) and of 8 channels (D % 8 == 0), every input
     // on the 16-byte path (its staging is cp.async alone), dkernels written 16 bytes at a time; else the tiles
+    // (where a slot of dkernels is not whole sectors, W % 16 == 8, only against the 64-token tiles: at W = 56 the
+    // 32-token ones measured faster)
     if (bwd && p->W >= WALK_W && p->W % 8 == 0 && p->D % 8 == 0 && a->vec_x && a->vec_g && a->vec_k && a->vec_dk &&
-        p->W + 2 * WALK_KC <= NT) { // (stage_walk: a thread per x row)
+        p->W + 2 * WALK_KC <= NT && (p->W % 16 == 0 || a->tt == TT)) { // (stage_walk: a thread per x row)
         tc_args w = *a;
         const int bytes = layout_walk(&w);
         if (bytes <= SMEM_MAX) {

@@ -311,6 +311,37 @@ template <int TB> __device__ bool dk_overlap(const tc_args &a) {
 }
 
 /*
+ * One item of dkernels: taps w0 .. w0+7 of one channel in 8 consecutive rows. Row r's taps are g[r] times x values
+ * xv[r] .. xv[r+7] (xv: the 15 x-tile rows from the item's first row + w0), so the next row's window is this one
+ * moved by a row: the x pairs of a row's taps are (x[2k], x[2k+1]) for an even row, (x[2k+1], x[2k+2]) for an odd
+ * one, built once, and each pair is one mul2. With cu_seqlens the taps before a row's sequence start (wmin[r],
+ * wmin from the item's first row) are zeroed; without, they met zero x rows already. store(r, v) takes row r's 16
+ * bytes. dkernels_mul and the walk's dk_walk run it, each with its own x layout and destination.
+ */
+template <class T, class Store>
+__device__ __forceinline__ void dk_item(const uint16_t (&xv)[15], const uint16_t (&gv)[8], const int *wmin, int w0,
+                                        const tc_args &a, Store store) {
+    uint32_t xe[7], xo[7];
+#pragma unroll
+    for (int k = 0; k < 7; k++)
+        xe[k] = ladder_pack2(xv[2 * k], xv[2 * k + 1]), xo[k] = ladder_pack2(xv[2 * k + 1], xv[2 * k + 2]);
+#pragma unroll
+    for (int r = 0; r < 8; r++) {
+        const uint32_t g2 = ladder_pack2(gv[r], gv[r]);
+        uint32_t v[4];
+#pragma unroll
+        for (int h = 0; h < 4; h++) v[h] = mul2<T>(g2, r % 2 ? xo[r / 2 + h] : xe[r / 2 + h]);
+        const int lead = a.cu_seqlens ? wmin[r] - w0 : 0; // taps before the sequence start
+        if (lead > 0) {
+#pragma unroll
+            for (int h = 0; h < 4; h++)
+                v[h] &= (2 * h + 1 < lead ? 0u : 0xFFFF0000u) | (2 * h < lead ? 0u : 0xFFFFu);
+        }
+        store(r, v);
+    }
+}
+
+/*
  * dkernels[t,d,w] = dout[t,d] * x[t+w-W+1,d] (0 before the sequence start): no sum, so one fp32 multiply
  * each, rounded to T, written into the dkernels tile sD, laid out as the kernels tile (dx_mma is done with that
  * by now); store_dkernels sends it out in 16-byte rows. Where a slot is whole 16-byte chunks (We % 8 == 0), a
@@ -350,9 +381,8 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
         return;
     }
     if (NKC == 0 && a.We % 8 == 0) {
-        // a thread per channel c, chunk of 8 taps w0 .. w0+7 and run of 8 rows: row r's taps are g[r] times x-tile
-        // rows r+w0 .. r+w0+7, so the next row's window is this one moved by a row: one new x load a row, 8
-        // multiplies, one 16-byte store. By the SASS (sm_90, no cu_seqlens) about 250 instructions per 64 taps,
+        // a thread per channel c, chunk of 8 taps w0 .. w0+7 and run of 8 rows (dk_item): one new x load a row, 4
+        // packed multiplies, one 16-byte store. By the SASS (sm_90, no cu_seqlens) about 250 instructions per 64 taps,
         // where one thread per (row, channel) takes 21 per 2. Channels are the fastest index, so a warp's loads
         // read neighbouring channels of one row. The pad tap of odd W reads x-tile row TB+W-1, staged as zeros
         // (layout)
@@ -373,27 +403,10 @@ __device__ void dkernels_mul(const tc_args &a, const uint16_t *sX, const uint16_
             for (int k = 0; k < 15; k++) xv[k] = xs[k * a.CR];
 #pragma unroll
             for (int r = 0; r < 8; r++) gv[r] = gs[r * a.CR];
-            // the x pairs of a row's taps: (x[2k], x[2k+1]) for an even row, (x[2k+1], x[2k+2]) for an odd one
-            uint32_t xe[7], xo[7];
-#pragma unroll
-            for (int k = 0; k < 7; k++)
-                xe[k] = ladder_pack2(xv[2 * k], xv[2 * k + 1]), xo[k] = ladder_pack2(xv[2 * k + 1], xv[2 * k + 2]);
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                const uint32_t g2 = ladder_pack2(gv[r], gv[r]);
-                uint32_t v[4];
-#pragma unroll
-                for (int h = 0; h < 4; h++) v[h] = mul2<T>(g2, r % 2 ? xo[r / 2 + h] : xe[r / 2 + h]);
-                // without cu_seqlens, taps before token 0 met zero x rows already
-                const int lead = a.cu_seqlens ? wmin[row0 + r] - w0 : 0; // taps before the sequence start
-                if (lead > 0) {
-#pragma unroll
-                    for (int h = 0; h < 4; h++)
-                        v[h] &= (2 * h + 1 < lead ? 0u : 0xFFFF0000u) | (2 * h < lead ? 0u : 0xFFFFu);
-                }
+            dk_item<T>(xv, gv, wmin + row0, w0, a, [&](int r, const uint32_t(&v)[4]) {
                 if (!direct) sts128(d + r * a.KR, v);
                 else if (r < rows_in) *reinterpret_cast<uint4 *>(gd + r * dkr) = make_uint4(v[0], v[1], v[2], v[3]);
-            }
+            });
         }
         return;
     }
@@ -499,24 +512,9 @@ __device__ void dk_walk(const uint16_t *sX, const uint16_t *sG, const int *wmin,
         for (int k = 0; k < 15; k++) xv[k] = xs[xrow(k)];
 #pragma unroll
         for (int r = 0; r < 8; r++) gv[r] = gs[r * NCH];
-        uint32_t xe[7], xo[7]; // as in dkernels_mul
-#pragma unroll
-        for (int k = 0; k < 7; k++)
-            xe[k] = ladder_pack2(xv[2 * k], xv[2 * k + 1]), xo[k] = ladder_pack2(xv[2 * k + 1], xv[2 * k + 2]);
-#pragma unroll
-        for (int r = 0; r < 8; r++) {
-            const uint32_t g2 = ladder_pack2(gv[r], gv[r]);
-            uint32_t v[4];
-#pragma unroll
-            for (int h = 0; h < 4; h++) v[h] = mul2<T>(g2, r % 2 ? xo[r / 2 + h] : xe[r / 2 + h]);
-            const int lead = a.cu_seqlens ? wmin[row0 + r] - w0 : 0; // taps before the sequence start
-            if (lead > 0) {
-#pragma unroll
-                for (int h = 0; h < 4; h++)
-                    v[h] &= (2 * h + 1 < lead ? 0u : 0xFFFF0000u) | (2 * h < lead ? 0u : 0xFFFFu);
-            }
+        dk_item<T>(xv, gv, wmin + row0, w0, a, [&](int r, const uint32_t(&v)[4]) {
             if (r < rows_in) *reinterpret_cast<uint4 *>(gd + r * dkr) = make_uint4(v[0], v[1], v[2], v[3]);
-        }
+        });
     }
 }
 

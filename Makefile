@@ -142,11 +142,13 @@ deps-docs:
 test: deps-test
 	@$(MAKE) --no-print-directory $(TESTS) $(LADDER)
 	@tests/test_run_gpu_tests.sh $(LADDER)
+	@tests/test_make.sh
 	@python3 -m unittest discover -q -s tools -p 'test_bench_tables.py'
 	@tests/run.sh $(TESTS) $(LADDER)
 
+# the report names the commit it measured (a caller's LADDER_COMMIT wins: the GPU bundle's script sets it)
 bench: $(LADDER)
-	$(LADDER) bench all --out $(BUILD)/bench
+	LADDER_COMMIT=$${LADDER_COMMIT:-$$(tools/commit.sh)} $(LADDER) bench all --out $(BUILD)/bench
 
 bench-tables:
 	python3 tools/bench_tables.py docs/results chapters

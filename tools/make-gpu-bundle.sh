@@ -8,8 +8,7 @@ set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
 
-commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD 2>/dev/null || commit="$commit-dirty"
+commit=$(tools/commit.sh)
 echo "$commit" >"$build/COMMIT"
 
 # every shared library the binaries load (the rpath is a DT_RPATH, so it also serves the libraries

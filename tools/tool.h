@@ -30,6 +30,8 @@ typedef struct tool_opts {
     bool dtype_chosen;                   /* --dtype given: bench times only that precision, not both */
     uint64_t seed;                       /* --seed N */
     const char *in_dir, *out_dir;        /* --in DIR, --out DIR */
+    const char *not_with_in;             /* the last flag given that makes a random case (--seed, --varlen, --with):
+                                            with --in the files are the case, so it is refused there */
     int warmup, reps;                    /* --warmup N, --reps N (bench) */
     double gemm_tflops;                  /* --gemm-tflops X: measured bf16 GEMM rate (bench) */
 } tool_opts;

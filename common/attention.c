@@ -1,6 +1,7 @@
 /* What the softmax-attention algorithms share: problem checks and FLOP counts (see attention.h). */
 #include "attention.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "check.h"
@@ -13,8 +14,7 @@ ladder_attn_call ladder_attn_call_of(const ladder_attention_problem *p, const la
                                      const ladder_tensor *cu_seqlens_k, const ladder_tensor *dlse) {
     ladder_attn_call c = {
         .B = p->B, .Hq = p->Hq, .Hkv = p->Hkv, .Sq = p->Sq, .Sk = p->Sk, .D = p->D, .Dv = p->Dv,
-        .scale = (float)ladder_attention_scale(p), .softcap = (float)p->softcap, .causal = p->causal,
-        .wl = p->window_left, .wr = p->window_right,
+        .scale = (float)ladder_attention_scale(p), .softcap = (float)p->softcap, .mask = p->mask,
         .cu_q = (const int32_t *)cu_seqlens_q->data, .cu_k = (const int32_t *)cu_seqlens_k->data,
         .n_seqs = cu_seqlens_q->data ? cu_seqlens_q->shape[0] - 1 : 0,
         .dlse = (const float *)dlse->data,
@@ -33,6 +33,18 @@ static ladder_status check_size(const char *name, int64_t v, int64_t lo, int64_t
     return LADDER_OK;
 }
 
+/*
+ * An option the kernels use as a float: >= 0, and finite as a float, and not a positive double that rounds to
+ * 0 (a softcap of 1e-50 would silently turn into "no softcap"; a scale of 1e39 into infinity and NaN everywhere).
+ */
+static ladder_status check_float_option(const char *name, double v, const char *zero_means) {
+    const float f = (float)v;
+    if (!(v >= 0 && isfinite(f)) || (v > 0 && !(f >= FLT_MIN)))
+        return ladder_fail(LADDER_ERR_ARG, "%s is %g but must be 0 (%s) or in %g..%g, the range of a float", name, v,
+                           zero_means, (double)FLT_MIN, (double)FLT_MAX);
+    return LADDER_OK;
+}
+
 ladder_status ladder_attention_check_problem(const ladder_attention_problem *p) {
     LADDER_TRY(check_size("B", p->B, 1, INT64_MAX));
     LADDER_TRY(check_size("Hq", p->Hq, 1, INT64_MAX));
@@ -44,13 +56,11 @@ ladder_status ladder_attention_check_problem(const ladder_attention_problem *p) 
     if (p->Hq % p->Hkv != 0)
         return ladder_fail(LADDER_ERR_ARG, "Hkv is %lld but must divide Hq = %lld (query heads come in groups)",
                            (long long)p->Hkv, (long long)p->Hq);
-    if (!(p->scale >= 0 && isfinite(p->scale)))
-        return ladder_fail(LADDER_ERR_ARG, "scale is %g but must be finite and >= 0 (0: 1/sqrt(D))", p->scale);
-    if (!(p->softcap >= 0 && isfinite(p->softcap)))
-        return ladder_fail(LADDER_ERR_ARG, "softcap is %g but must be finite and >= 0 (0: none)", p->softcap);
-    LADDER_TRY(check_size("causal", p->causal, LADDER_CAUSAL_NONE, LADDER_CAUSAL_TOP_LEFT));
-    LADDER_TRY(check_size("window_left", p->window_left, -1, INT64_MAX));
-    LADDER_TRY(check_size("window_right", p->window_right, -1, INT64_MAX));
+    LADDER_TRY(check_float_option("scale", p->scale, "0: 1/sqrt(D)"));
+    LADDER_TRY(check_float_option("softcap", p->softcap, "0: none"));
+    LADDER_TRY(check_size("causal", p->mask.causal, LADDER_CAUSAL_NONE, LADDER_CAUSAL_TOP_LEFT));
+    LADDER_TRY(check_size("window_left", p->mask.window_left, -1, INT64_MAX));
+    LADDER_TRY(check_size("window_right", p->mask.window_right, -1, INT64_MAX));
     /* the largest tensor of the problem must be addressable: q, k, v, o and their gradients are no larger */
     const int64_t d = p->D > p->Dv ? p->D : p->Dv, rows = p->Sq > p->Sk ? p->Sq : p->Sk;
     const int64_t shape[4] = {p->B, p->Hq, rows, d};
@@ -93,7 +103,7 @@ ladder_status ladder_attention_check_seqlens(const ladder_attention_problem *p, 
 
 double ladder_attention_fwd_flops(const ladder_attention_problem *p) {
     double f = 2.0 * (double)p->B * (double)p->Hq * (double)p->Sq * (double)p->Sk * (double)(p->D + p->Dv);
-    return p->causal != LADDER_CAUSAL_NONE ? f / 2 : f;
+    return p->mask.causal != LADDER_CAUSAL_NONE ? f / 2 : f;
 }
 
 double ladder_attention_bwd_flops(const ladder_attention_problem *p) { return 2.5 * ladder_attention_fwd_flops(p); }

@@ -40,6 +40,19 @@ typedef enum ladder_causal {
     LADDER_CAUSAL_TOP_LEFT = 2      /**< row i sees keys j <= i */
 } ladder_causal;
 
+/**
+ * Which keys each query row may see, as one value: the causal kind and a window around the diagonal. Every
+ * attention algorithm carries one; the key-range helpers below are the only code that reads its fields.
+ */
+typedef struct ladder_attn_mask {
+    int causal;           /**< a ::ladder_causal */
+    int64_t window_left;  /**< keys further left of the diagonal than this are masked; -1: no limit */
+    int64_t window_right; /**< keys further right of the diagonal than this are masked; -1: no limit */
+} ladder_attn_mask;
+
+/** No mask at all: every key of the sequence (the C API's neutral value). */
+#define LADDER_ATTN_NO_MASK ((ladder_attn_mask){LADDER_CAUSAL_NONE, -1, -1})
+
 /** Largest head dim (D and Dv) any rung takes. */
 #define LADDER_ATTN_MAX_HEAD_DIM 256
 
@@ -54,9 +67,7 @@ typedef struct ladder_attention_problem {
     int64_t Dv;           /**< head dim of v and o, 1..LADDER_ATTN_MAX_HEAD_DIM */
     double scale;         /**< multiplies q . k; 0 means 1/sqrt(D) */
     double softcap;       /**< S = softcap * tanh(s / softcap) when > 0; 0: none */
-    int causal;           /**< a ::ladder_causal */
-    int64_t window_left;  /**< keys further left of the diagonal than this are masked; -1: no limit */
-    int64_t window_right; /**< keys further right of the diagonal than this are masked; -1: no limit */
+    ladder_attn_mask mask; /**< causal kind and window */
 } ladder_attention_problem;
 
 /** The scale actually used: problem->scale, or 1/sqrt(D) when it is 0. */
@@ -64,7 +75,9 @@ double ladder_attention_scale(const ladder_attention_problem *p);
 
 /**
  * Sizes and options alone (no tensors): B, Hq, Hkv, Sq, Sk >= 1, D and Dv in 1..LADDER_ATTN_MAX_HEAD_DIM,
- * Hq a multiple of Hkv, scale and softcap finite and >= 0, causal a ::ladder_causal, windows >= -1.
+ * Hq a multiple of Hkv, scale and softcap >= 0 and finite as the floats the kernels use (a positive value that
+ * rounds to 0 or to infinity is refused), causal a ::ladder_causal, windows >= -1 (any size: a window wider than
+ * the sequence masks nothing).
  * LADDER_ERR_ARG naming the field otherwise ("Hkv is 4 but must divide Hq = 6").
  */
 ladder_status ladder_attention_check_problem(const ladder_attention_problem *p);
@@ -99,9 +112,7 @@ typedef struct ladder_attn_call {
     int64_t Dv;                 /**< head dim of v and o */
     float scale;                /**< ladder_attention_scale() */
     float softcap;              /**< 0: none */
-    int causal;                 /**< a ::ladder_causal */
-    int64_t wl;                 /**< window_left (-1: no limit) */
-    int64_t wr;                 /**< window_right (-1: no limit) */
+    ladder_attn_mask mask;      /**< causal kind and window */
     const int32_t *cu_q;        /**< cu_seqlens_q; NULL: every batch row is one sequence */
     const int32_t *cu_k;        /**< cu_seqlens_k; NULL with cu_q */
     int64_t n_seqs;             /**< packed sequences (0 without) */
@@ -187,27 +198,47 @@ LADDER_HOST_DEVICE int64_t ladder_attn_tiles_bound(int64_t L, int64_t rows, int6
 }
 
 /**
- * The keys [*lo, *hi) that query row @p i (0-based within its sequence of @p Lq rows and @p Lk keys) may see.
- * The diagonal is key i + Lk - Lq, or key i with top-left causal; causal cuts right of it, the window
- * (left, right; -1 = unbounded) keeps keys diag - left .. diag + right. Empty (lo >= hi): the row is fully masked.
+ * The keys [*lo, *hi) that query row @p i (0-based within its sequence of @p Lq rows and @p Lk keys) may see
+ * under mask @p m. The diagonal is key i + Lk - Lq, or key i with top-left causal; causal cuts right of it, the
+ * window (left, right; -1 = unbounded) keeps keys diag - left .. diag + right. Empty (lo >= hi): the row is fully
+ * masked. A window is compared before it is added, so that one near INT64_MAX cannot overflow.
  */
-LADDER_HOST_DEVICE void ladder_attn_key_range(int64_t i, int64_t Lq, int64_t Lk, int causal, int64_t window_left,
-                                              int64_t window_right, int64_t *lo, int64_t *hi) {
-    const int64_t diag = i + (causal == LADDER_CAUSAL_TOP_LEFT ? 0 : Lk - Lq);
+LADDER_HOST_DEVICE void ladder_attn_key_range(const ladder_attn_mask *m, int64_t i, int64_t Lq, int64_t Lk,
+                                              int64_t *lo, int64_t *hi) {
+    const int64_t diag = i + (m->causal == LADDER_CAUSAL_TOP_LEFT ? 0 : Lk - Lq); /* |diag| <= Lq + Lk */
     int64_t a = 0, b = Lk;
-    if (window_left >= 0 && diag - window_left > a) a = diag - window_left;
-    if (causal != LADDER_CAUSAL_NONE && diag + 1 < b) b = diag + 1;
-    if (window_right >= 0 && diag + window_right + 1 < b) b = diag + window_right + 1;
+    if (m->window_left >= 0 && m->window_left < diag) a = diag - m->window_left;
+    if (m->causal != LADDER_CAUSAL_NONE && diag + 1 < b) b = diag + 1;
+    if (m->window_right >= 0 && m->window_right < b - diag - 1) b = diag + m->window_right + 1;
     *lo = a;
     *hi = b;
 }
 
 /** The mask as a predicate: may row @p i see key @p j? (The same interval as ladder_attn_key_range().) */
-LADDER_HOST_DEVICE bool ladder_attn_allowed(int64_t i, int64_t j, int64_t Lq, int64_t Lk, int causal,
-                                            int64_t window_left, int64_t window_right) {
+LADDER_HOST_DEVICE bool ladder_attn_allowed(const ladder_attn_mask *m, int64_t i, int64_t j, int64_t Lq, int64_t Lk) {
     int64_t lo, hi;
-    ladder_attn_key_range(i, Lq, Lk, causal, window_left, window_right, &lo, &hi);
+    ladder_attn_key_range(m, i, Lq, Lk, &lo, &hi);
     return j >= lo && j < hi;
+}
+
+/**
+ * The keys of a tile of query rows [i0, i0 + rows) (rows >= 1): [lo, hi) is seen by some row of the tile, and
+ * [all_lo, all_hi) by every row (empty when all_lo >= all_hi). Both ends of a row's range never move left as the
+ * row grows, so the first and the last row decide: a key tile inside [all_lo, all_hi) needs no element mask, a
+ * key tile outside [lo, hi) is never visited.
+ */
+typedef struct ladder_attn_block {
+    int64_t lo, hi;         /**< keys that some row of the tile sees */
+    int64_t all_lo, all_hi; /**< keys that every row of the tile sees */
+} ladder_attn_block;
+
+/** ladder_attn_block of the rows [i0, i0 + rows) of a sequence of @p Lq rows and @p Lk keys under @p m. */
+LADDER_HOST_DEVICE ladder_attn_block ladder_attn_block_range(const ladder_attn_mask *m, int64_t i0, int64_t rows,
+                                                             int64_t Lq, int64_t Lk) {
+    ladder_attn_block k;
+    ladder_attn_key_range(m, i0, Lq, Lk, &k.lo, &k.all_hi);
+    ladder_attn_key_range(m, i0 + rows - 1, Lq, Lk, &k.all_lo, &k.hi);
+    return k;
 }
 
 /** S from s = scale * q.k: softcap * tanh(s / softcap) when softcap > 0, else s. */

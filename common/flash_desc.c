@@ -20,9 +20,9 @@ static const ladder_param params[] = {
     {"Dv", LADDER_PARAM_I64, P(attn.Dv), 1, LADDER_ATTN_MAX_HEAD_DIM, 64, "head dim of v and o"},
     {"scale", LADDER_PARAM_DOUBLE, P(attn.scale), 0, 1e6, 0, "multiplies q.k (0: 1/sqrt(D))"},
     {"softcap", LADDER_PARAM_DOUBLE, P(attn.softcap), 0, 1e6, 0, "S = softcap*tanh(S/softcap) (0: none)"},
-    {"causal", LADDER_PARAM_INT, P(attn.causal), 0, 2, 1, "0 none, 1 bottom-right (FlashAttention-2), 2 top-left"},
-    {"window_left", LADDER_PARAM_I64, P(attn.window_left), -1, HUGE_SIZE, -1, "keys left of the diagonal (-1: all)"},
-    {"window_right", LADDER_PARAM_I64, P(attn.window_right), -1, HUGE_SIZE, -1,
+    {"causal", LADDER_PARAM_INT, P(attn.mask.causal), 0, 2, 1, "0 none, 1 bottom-right (FlashAttention-2), 2 top-left"},
+    {"window_left", LADDER_PARAM_I64, P(attn.mask.window_left), -1, HUGE_SIZE, -1, "keys left of the diagonal (-1: all)"},
+    {"window_right", LADDER_PARAM_I64, P(attn.mask.window_right), -1, HUGE_SIZE, -1,
      "keys right of the diagonal (-1: all)"},
     {"deterministic", LADDER_PARAM_BOOL, P(deterministic), 0, 1, 0, "dQ by a separate pass, not atomics"},
 };
@@ -79,8 +79,8 @@ static double flops(const void *problem, ladder_pass pass) {
  * not, where the cpu rung would take many minutes a problem and gpu_naive hours: there gpu_tiled is the reference;
  * last, the headline size again in deterministic mode, whose cost the chapter states. */
 #define BENCH(b, h, d, s, c, det)                                                                                      \
-    {.attn = {.B = (b), .Hq = (h), .Hkv = (h), .Sq = (s), .Sk = (s), .D = (d), .Dv = (d), .causal = (c),             \
-              .window_left = -1, .window_right = -1},                                                                 \
+    {.attn = {.B = (b), .Hq = (h), .Hkv = (h), .Sq = (s), .Sk = (s), .D = (d), .Dv = (d),                             \
+              .mask = {.causal = (c), .window_left = -1, .window_right = -1}},                                        \
      .deterministic = (det)}
 #define SWEEP(d, s, c) BENCH(16384 / (s), 2048 / (d), d, s, c, false)
 static const ladder_flash_problem bench_problems[] = {

@@ -91,8 +91,8 @@ static bool query_block(const ladder_attention_problem *p, const units *u, int64
     t->i1 = t->i0 + QB < t->seq.Lq ? t->i0 + QB : t->seq.Lq;
     if (t->i0 >= t->i1) return false;
     int64_t lo, hi;
-    ladder_attn_key_range(t->i0, t->seq.Lq, t->seq.Lk, p->causal, p->window_left, p->window_right, &t->klo, &hi);
-    ladder_attn_key_range(t->i1 - 1, t->seq.Lq, t->seq.Lk, p->causal, p->window_left, p->window_right, &lo, &t->khi);
+    ladder_attn_key_range(&p->mask, t->i0, t->seq.Lq, t->seq.Lk, &t->klo, &hi);
+    ladder_attn_key_range(&p->mask, t->i1 - 1, t->seq.Lq, t->seq.Lk, &lo, &t->khi);
     if (t->khi < t->klo) t->khi = t->klo;
     return true;
 }
@@ -160,7 +160,7 @@ ladder_status flash_fwd_cpu_emulating(const ladder_flash_problem *fp, const ladd
                 gather(&a->v, b, hk, seq.k0 + klo, nk, Dv, V);
                 gather(&a->q, b, h, seq.q0 + i0, i1 - i0, D, Q);
                 for (int64_t i = i0; i < i1; i++) {
-                    ladder_attn_key_range(i, seq.Lq, seq.Lk, p->causal, p->window_left, p->window_right, &lo, &hi);
+                    ladder_attn_key_range(&p->mask, i, seq.Lq, seq.Lk, &lo, &hi);
                     const int64_t row = (b * p->Hq + h) * p->Sq + seq.q0 + i;
                     if (rt != LADDER_F32) {
                         for (int64_t j = lo; j < hi; j++)
@@ -232,7 +232,7 @@ static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_a
                     const int64_t row = (b * p->Hq + h) * p->Sq + seq.q0 + i;
                     float *dqi = dq + row * D;
                     for (int64_t e = 0; e < D; e++) dqi[e] = 0.0f;
-                    ladder_attn_key_range(i, seq.Lq, seq.Lk, p->causal, p->window_left, p->window_right, &lo, &hi);
+                    ladder_attn_key_range(&p->mask, i, seq.Lq, seq.Lk, &lo, &hi);
                     if (lo >= hi) continue; /* fully masked: zero gradient */
                     gather(&a->q, b, h, seq.q0 + i, 1, D, q);
                     gather(&a->dout, b, h, seq.q0 + i, 1, Dv, dO);
@@ -288,7 +288,7 @@ static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash
                 for (int64_t h = hk * group; h < (hk + 1) * group; h++)
                     for (int64_t i = 0; i < seq.Lq; i++) {
                         int64_t lo, hi;
-                        ladder_attn_key_range(i, seq.Lq, seq.Lk, p->causal, p->window_left, p->window_right, &lo, &hi);
+                        ladder_attn_key_range(&p->mask, i, seq.Lq, seq.Lk, &lo, &hi);
                         if (lo < j0) lo = j0;
                         if (hi > j1) hi = j1;
                         if (lo >= hi) continue; /* row i sees no key of this block */

@@ -65,7 +65,7 @@ __global__ void flash_lse_naive_kernel(naive_args a) {
     const ladder_attn_seq seq = seq_of(a, r, false);
     const int64_t hk = ladder_attn_kv_head(h, a.Hq, a.Hkv);
     int64_t lo, hi;
-    ladder_attn_key_range(r - seq.q0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+    ladder_attn_key_range(&a.mask, r - seq.q0, seq.Lq, seq.Lk, &lo, &hi);
     float m = -INFINITY, l = 0.0f;
     for (int64_t j = lo; j < hi; j++) m = fmaxf(m, score(a, b, h, r, hk, seq.k0 + j));
     for (int64_t j = lo; j < hi; j++) l += expf(score(a, b, h, r, hk, seq.k0 + j) - m);
@@ -80,7 +80,7 @@ __global__ void flash_o_naive_kernel(naive_args a) {
     const ladder_attn_seq seq = seq_of(a, r, false);
     const int64_t hk = ladder_attn_kv_head(h, a.Hq, a.Hkv);
     int64_t lo, hi;
-    ladder_attn_key_range(r - seq.q0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+    ladder_attn_key_range(&a.mask, r - seq.q0, seq.Lq, seq.Lk, &lo, &hi);
     const float L = a.lse_out[row];
     float acc = 0.0f;
     for (int64_t j = lo; j < hi; j++) acc += expf(score(a, b, h, r, hk, seq.k0 + j) - L) * a.v(b, hk, seq.k0 + j, e);
@@ -95,7 +95,7 @@ __global__ void flash_dq_naive_kernel(naive_args a) {
     const ladder_attn_seq seq = seq_of(a, r, false);
     const int64_t hk = ladder_attn_kv_head(h, a.Hq, a.Hkv);
     int64_t lo, hi;
-    ladder_attn_key_range(r - seq.q0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+    ladder_attn_key_range(&a.mask, r - seq.q0, seq.Lq, seq.Lk, &lo, &hi);
     const float L = ladder_attn_lse_for_bwd(a.lse[row]), Delta = lo < hi ? delta_of(a, b, h, r) : 0.0f;
     float acc = 0.0f;
     for (int64_t j = lo; j < hi; j++) {
@@ -123,7 +123,7 @@ __global__ void flash_dkdv_naive_kernel(naive_args a, bool want_dv) {
     float acc = 0.0f;
     for (int64_t h = hk * group; h < (hk + 1) * group; h++)
         for (int64_t i = 0; i < seq.Lq; i++) {
-            if (!ladder_attn_allowed(i, j, seq.Lq, seq.Lk, a.causal, a.wl, a.wr)) continue;
+            if (!ladder_attn_allowed(&a.mask, i, j, seq.Lq, seq.Lk)) continue;
             const int64_t r = seq.q0 + i, row = (b * a.Hq + h) * a.Sq + r;
             const float S = score(a, b, h, r, hk, c), P = expf(S - ladder_attn_lse_for_bwd(a.lse[row]));
             if (want_dv) {

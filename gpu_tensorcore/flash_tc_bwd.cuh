@@ -101,7 +101,7 @@ __device__ __forceinline__ void fetch_rows(const args &a, const ladder_attn_seq 
         ladder_cp_async4(D + r, a.delta + (in ? q.row0 + r : 0), in);
         if (!masked) continue;
         range[2 * r] = range[2 * r + 1] = 0;
-        if (in) ladder_attn_key_range(q.i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &range[2 * r], &range[2 * r + 1]);
+        if (in) ladder_attn_key_range(&a.mask, q.i0 + r, seq.Lq, seq.Lk, &range[2 * r], &range[2 * r + 1]);
     }
 }
 
@@ -109,8 +109,8 @@ __device__ __forceinline__ void fetch_rows(const args &a, const ladder_attn_seq 
 template <int BR, int BC>
 __device__ __forceinline__ bool all_seen(const args &a, const ladder_attn_seq &seq, const qtile &q, int64_t j0, int64_t keys) {
     int64_t lo_first, hi_first, lo_last, hi_last;
-    ladder_attn_key_range(q.i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_first, &hi_first);
-    ladder_attn_key_range(q.i0 + q.rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &hi_last);
+    ladder_attn_key_range(&a.mask, q.i0, seq.Lq, seq.Lk, &lo_first, &hi_first);
+    ladder_attn_key_range(&a.mask, q.i0 + q.rows - 1, seq.Lq, seq.Lk, &lo_last, &hi_last);
     return q.rows == BR && keys == BC && j0 >= lo_last && j0 + BC <= hi_first;
 }
 
@@ -249,12 +249,12 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
     const int tiles = (int)((seq.Lq + BR - 1) / BR);
     auto lo_of = [=](int64_t i) {
         int64_t lo, hi;
-        ladder_attn_key_range(i, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+        ladder_attn_key_range(&a.mask, i, seq.Lq, seq.Lk, &lo, &hi);
         return lo;
     };
     auto hi_of = [=](int64_t i) {
         int64_t lo, hi;
-        ladder_attn_key_range(i, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+        ladder_attn_key_range(&a.mask, i, seq.Lq, seq.Lk, &lo, &hi);
         return hi;
     };
     const int t0 = first_true(tiles, [=](int tt) {
@@ -415,8 +415,8 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int qr = warp / C::Q_WN * C::Q_MT * 16, qc = warp % C::Q_WN * C::Q_NT * 8;
     int64_t klo, khi, lo, hi;
-    ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &klo, &hi);
-    ladder_attn_key_range(i0 + q.rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &khi);
+    ladder_attn_key_range(&a.mask, i0, seq.Lq, seq.Lk, &klo, &hi);
+    ladder_attn_key_range(&a.mask, i0 + q.rows - 1, seq.Lq, seq.Lk, &lo, &khi);
 
     load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, h, seq.q0 + i0, q.rows, a.D);
     load_tile<BR, HDV, C::THREADS>(sm.dO(0), LDV, a.dout, b, h, seq.q0 + i0, q.rows, a.Dv);

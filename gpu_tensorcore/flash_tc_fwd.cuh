@@ -100,11 +100,11 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
 
     /* the keys of the block's first and last rows: those seen by some row, and those seen by all */
     int64_t klo, khi, lo_last, hi_first;
-    ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &klo, &hi_first);
-    ladder_attn_key_range(i0 + rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &khi);
+    ladder_attn_key_range(&a.mask, i0, seq.Lq, seq.Lk, &klo, &hi_first);
+    ladder_attn_key_range(&a.mask, i0 + rows - 1, seq.Lq, seq.Lk, &lo_last, &khi);
     for (int r = threadIdx.x; r < BR; r += blockDim.x) { /* visible after the loop's first __syncthreads() */
         range[2 * r] = range[2 * r + 1] = 0;                 /* a row past the tile's end sees nothing */
-        if (r < rows) ladder_attn_key_range(i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &range[2 * r], &range[2 * r + 1]);
+        if (r < rows) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &range[2 * r], &range[2 * r + 1]);
     }
     const float unit = a.softcap > 0.0f ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
 

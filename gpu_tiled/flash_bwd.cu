@@ -90,8 +90,8 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a, b
         for (int64_t i0 = 0; i0 < seq.Lq; i0 += BR) {
             const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
             int64_t lo_first, hi_first, lo_last, hi_last;
-            ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_first, &hi_first);
-            ladder_attn_key_range(i0 + rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &hi_last);
+            ladder_attn_key_range(&a.mask, i0, seq.Lq, seq.Lk, &lo_first, &hi_first);
+            ladder_attn_key_range(&a.mask, i0 + rows - 1, seq.Lq, seq.Lk, &lo_last, &hi_last);
             if (hi_last <= j0 || lo_first >= j0 + keys) continue; /* the ranges move right: no row sees this tile */
             const bool full = j0 >= lo_last && j0 + BC <= hi_first && rows == BR;
             __syncthreads(); /* every thread is done with the previous Q, dO, P and dS tiles */
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a, b
             for (int kk = 0; kk < BR / LANES; kk++) {
                 const int r = t8 + LANES * kk;
                 int64_t lo, hi;
-                ladder_attn_key_range(i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+                ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
                 const bool seen = c < keys && j0 + c >= lo && j0 + c < hi;
                 float *P = Ps + c * (BR + 1) + r, *dS = dSs + c * (BR + 1) + r;
                 const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
@@ -164,9 +164,9 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dq_tiled_kernel(args a) {
     const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
     const int r = threadIdx.x / LANES, t8 = threadIdx.x % LANES;
     int64_t klo, khi, lo_last, hi_first, lo, hi;
-    ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &klo, &hi_first);
-    ladder_attn_key_range(i0 + rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &khi);
-    ladder_attn_key_range(i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+    ladder_attn_key_range(&a.mask, i0, seq.Lq, seq.Lk, &klo, &hi_first);
+    ladder_attn_key_range(&a.mask, i0 + rows - 1, seq.Lq, seq.Lk, &lo_last, &khi);
+    ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
 
     load_rows<BR>(Qs, ld, a.q, b, h, seq.q0 + i0, rows, a.D);
     load_rows<BR>(dOs, ldv, a.dout, b, h, seq.q0 + i0, rows, a.Dv);

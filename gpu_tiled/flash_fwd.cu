@@ -52,9 +52,9 @@ __global__ void __launch_bounds__(THREADS) flash_fwd_tiled_kernel(args a) {
 
     /* the keys of the whole block (the ranges only move right as the row grows), and of this thread's row */
     int64_t klo, khi, lo_last, hi_first, lo = 0, hi = 0;
-    ladder_attn_key_range(i0, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &klo, &hi_first);
-    ladder_attn_key_range(i0 + rows - 1, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo_last, &khi);
-    if (valid) ladder_attn_key_range(i0 + r, seq.Lq, seq.Lk, a.causal, a.wl, a.wr, &lo, &hi);
+    ladder_attn_key_range(&a.mask, i0, seq.Lq, seq.Lk, &klo, &hi_first);
+    ladder_attn_key_range(&a.mask, i0 + rows - 1, seq.Lq, seq.Lk, &lo_last, &khi);
+    if (valid) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
 
     load_rows<BR>(Qs, ld, a.q, b, h, seq.q0 + i0, rows, a.D);
     float m = -INFINITY, l = 0.0f, acc[NV];

@@ -20,8 +20,8 @@ typedef struct fc {
 
 static test_case make(fc c) {
     ladder_flash_problem p = {.attn = {.B = c.B, .Hq = c.Hq, .Hkv = c.Hkv, .Sq = c.Sq, .Sk = c.Sk, .D = c.D,
-                                       .Dv = c.Dv, .softcap = c.softcap, .causal = c.causal,
-                                       .window_left = c.wl, .window_right = c.wr},
+                                       .Dv = c.Dv, .softcap = c.softcap, .mask = {.causal = c.causal,
+                                       .window_left = c.wl, .window_right = c.wr}},
                               .deterministic = c.deterministic};
     test_case t = test_case_of(&ladder_flash_algo, &p);
     t.opts.strided = c.strided;

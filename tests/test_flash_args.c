@@ -31,8 +31,8 @@ static ladder_tensor *field(ladder_flash_args *args, const char *name) {
 }
 
 static void setup(void) {
-    ladder_flash_problem base = {.attn = {.B = 1, .Hq = 4, .Hkv = 2, .D = 8, .Dv = 4, .causal = 1,
-                                          .window_left = -1, .window_right = -1}};
+    ladder_flash_problem base = {.attn = {.B = 1, .Hq = 4, .Hkv = 2, .D = 8, .Dv = 4, .mask = {.causal = 1,
+                                          .window_left = -1, .window_right = -1}}};
     ladder_case_opts o = {.seed = 3, .n_seqs = 2, .seqlens = {3, 4}, .has_seqlens2 = true, .seqlens2 = {5, 2}};
     cr_assert_eq(ladder_case_make(&c, &ladder_flash_algo, &base, &o), LADDER_OK, "%s", ladder_last_error());
     memcpy(&p, c.problem, sizeof p);
@@ -99,9 +99,9 @@ Test(flash_args, head_dims_must_agree) {
 }
 
 Test(flash_args, windows_below_minus_one) {
-    p.attn.window_left = -2;
+    p.attn.mask.window_left = -2;
     both_fail(CPU, LADDER_ERR_ARG, "window_left is -2");
-    p.attn.window_left = 3, p.attn.window_right = -7;
+    p.attn.mask.window_left = 3, p.attn.mask.window_right = -7;
     both_fail(CPU, LADDER_ERR_ARG, "window_right is -7");
 }
 
@@ -110,6 +110,29 @@ Test(flash_args, scale_and_softcap_must_be_finite_and_not_negative) {
     both_fail(CPU, LADDER_ERR_ARG, "scale is -1");
     p.attn.scale = 0, p.attn.softcap = NAN;
     both_fail(CPU, LADDER_ERR_ARG, "softcap is nan");
+}
+
+/* The kernels compute in float: a double that is finite but not as a float, or that rounds to 0, is refused. */
+Test(flash_args, scale_and_softcap_must_be_floats) {
+    p.attn.scale = 1e39;
+    both_fail(CPU, LADDER_ERR_ARG, "scale is 1e+39");
+    p.attn.scale = 0, p.attn.softcap = 1e-50;
+    both_fail(CPU, LADDER_ERR_ARG, "softcap is 1e-50");
+}
+
+/* A window near INT64_MAX masks nothing: the same outputs as no window (it once overflowed the key range). */
+Test(flash_args, windows_near_int64_max_mask_nothing) {
+    p.attn.mask.causal = LADDER_CAUSAL_NONE;
+    cr_assert_eq(ladder_flash_fwd(CPU, &p, &a), LADDER_OK, "%s", ladder_last_error());
+    ladder_tensor o_ref = {0};
+    cr_assert_eq(ladder_tensor_alloc(&o_ref, LADDER_F32, a.o.rank, a.o.shape), LADDER_OK);
+    memcpy(o_ref.data, a.o.data, (size_t)ladder_tensor_numel(&o_ref) * sizeof(float));
+    p.attn.mask.window_left = INT64_MAX, p.attn.mask.window_right = INT64_MAX - 1;
+    ladder_tensor_poison(&a.o);
+    cr_assert_eq(ladder_flash_fwd(CPU, &p, &a), LADDER_OK, "%s", ladder_last_error());
+    cr_assert(memcmp(o_ref.data, a.o.data, (size_t)ladder_tensor_numel(&o_ref) * sizeof(float)) == 0,
+              "a window of INT64_MAX changed o");
+    ladder_tensor_free(&o_ref);
 }
 
 Test(flash_args, cu_seqlens_out_of_order) {
@@ -154,7 +177,7 @@ Test(flash_args, more_heads_than_a_grid_row_takes) {
     static float room[5][HQ];
     const int64_t q[4] = {1, HQ, 1, 1}, kv[4] = {1, 1, 1, 1}, l[3] = {1, HQ, 1};
     ladder_flash_problem big = {.attn = {.B = 1, .Hq = HQ, .Hkv = 1, .Sq = 1, .Sk = 1, .D = 1, .Dv = 1,
-                                         .window_left = -1, .window_right = -1}};
+                                         .mask = LADDER_ATTN_NO_MASK}};
     ladder_flash_args t = {.q = ladder_tensor_make(room[0], LADDER_F32, 4, q),
                            .k = ladder_tensor_make(room[1], LADDER_F32, 4, kv),
                            .v = ladder_tensor_make(room[2], LADDER_F32, 4, kv),

@@ -22,7 +22,7 @@ extern const ladder_algo ladder_flash_algo;
 /* The gpu_tensorcore bf16 case that failed on the H100 (tests/flash_cases.c: same problem, same seed). */
 static test_case h100_case(void) {
     ladder_flash_problem p = {.attn = {.B = 1, .Hq = 6, .Hkv = 1, .Sq = 1024, .Sk = 1023, .D = 40, .Dv = 40,
-                                       .causal = 1, .window_left = -1, .window_right = -1}};
+                                       .mask = {.causal = 1, .window_left = -1, .window_right = -1}}};
     test_case t = test_case_of(&ladder_flash_algo, &p);
     t.opts.strided = true;
     return t;

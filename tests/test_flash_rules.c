@@ -26,7 +26,7 @@ static const struct {
 
 static ladder_flash_problem problem(int64_t Sq, int64_t Sk, int causal) {
     return (ladder_flash_problem){.attn = {.B = 1, .Hq = 2, .Hkv = 1, .Sq = Sq, .Sk = Sk, .D = 16, .Dv = 8,
-                                           .causal = causal, .window_left = -1, .window_right = -1}};
+                                           .mask = {.causal = causal, .window_left = -1, .window_right = -1}}};
 }
 
 static float at(const ladder_result *r, const char *name, int64_t i) {

@@ -5,11 +5,12 @@
 #include <string.h>
 
 /* May query row i see key j (both within a sequence of Lq rows and Lk keys)? The definition, not an interval. */
-static int allowed(const ladder_attention_problem *p, int64_t i, int64_t j, int64_t Lq, int64_t Lk) {
+static int allowed(const ladder_attention_problem *pr, int64_t i, int64_t j, int64_t Lq, int64_t Lk) {
+    const ladder_attn_mask *p = &pr->mask;
     const int64_t diag = p->causal == LADDER_CAUSAL_TOP_LEFT ? i : i + Lk - Lq; /* the key on row i's diagonal */
     if (p->causal != LADDER_CAUSAL_NONE && j > diag) return 0;
-    if (p->window_left >= 0 && j < diag - p->window_left) return 0;
-    if (p->window_right >= 0 && j > diag + p->window_right) return 0;
+    if (p->window_left >= 0 && (double)j < (double)diag - (double)p->window_left) return 0; /* no int64 overflow */
+    if (p->window_right >= 0 && (double)j > (double)diag + (double)p->window_right) return 0;
     return 1;
 }
 

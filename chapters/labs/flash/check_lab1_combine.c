@@ -25,7 +25,7 @@ static const int64_t shapes[][6] = {
 static bool check_one(int n) {
     const int64_t *sh = shapes[n], Sq = sh[0], Sk = sh[1], D = sh[2], Dv = sh[3], splits = sh[4];
     ladder_flash_problem p = {.attn = {.B = 1, .Hq = 1, .Hkv = 1, .Sq = Sq, .Sk = Sk, .D = D, .Dv = Dv,
-                                       .window_left = -1, .window_right = -1}};
+                                       .mask = LADDER_ATTN_NO_MASK}};
     ladder_case c;
     ladder_result ref;
     labcheck_case(LAB, &ladder_flash_algo, &p, 77 + (uint64_t)n, &c, &ref);

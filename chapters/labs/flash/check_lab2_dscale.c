@@ -23,8 +23,7 @@ int main(void) {
     for (int s = 0; s < n; s++) {
         const int64_t *sh = shapes[s];
         ladder_flash_problem p = {.attn = {.B = 1, .Hq = 1, .Hkv = 1, .Sq = sh[0], .Sk = sh[1], .D = sh[2],
-                                           .Dv = sh[3], .scale = sh[4] / 1000.0, .window_left = -1,
-                                           .window_right = -1}};
+                                           .Dv = sh[3], .scale = sh[4] / 1000.0, .mask = LADDER_ATTN_NO_MASK}};
         ladder_case c;
         ladder_result ref;
         labcheck_case(LAB, &ladder_flash_algo, &p, 303 + (uint64_t)s, &c, &ref);

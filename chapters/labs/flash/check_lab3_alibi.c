@@ -50,8 +50,7 @@ int main(void) {
         const int64_t *sh = shapes[s], Sq = sh[0], Dv = sh[3];
         const float slope = (float)sh[4] / 1000.0f;
         ladder_flash_problem p = {.attn = {.B = 1, .Hq = 1, .Hkv = 1, .Sq = Sq, .Sk = sh[1], .D = sh[2], .Dv = Dv,
-                                           .causal = LADDER_CAUSAL_BOTTOM_RIGHT, .window_left = -1,
-                                           .window_right = -1}};
+                                           .mask = {.causal = LADDER_CAUSAL_BOTTOM_RIGHT, .window_left = -1, .window_right = -1}}};
         ladder_case c;
         ladder_result ref;
         labcheck_case(LAB, &ladder_flash_algo, &p, 505 + (uint64_t)s, &c, &ref);

@@ -109,12 +109,17 @@ static double gbps(const ladder_case *c, ladder_pass pass, ladder_dtype dt, doub
     return ms > 0 ? c->algo->bytes(c->problem, c->present, pass, dt) / (ms * 1e-3) / 1e9 : 0;
 }
 
-/* A failed library call: the input was at fault (a usage error) or the run was (a failure). */
-static int report_failure(ladder_status st) {
-    fprintf(stderr, "ladder: %s: %s\n", ladder_status_name(st), ladder_last_error());
+int tool_exit_code(ladder_status st) {
+    if (st == LADDER_OK) return TOOL_OK;
     bool input = st == LADDER_ERR_ARG || st == LADDER_ERR_SHAPE || st == LADDER_ERR_UNSUPPORTED ||
                  st == LADDER_ERR_IO || st == LADDER_ERR_UNAVAILABLE;
     return input ? TOOL_USAGE : TOOL_FAIL;
+}
+
+/* A failed library call, said on stderr with its status; its exit code. */
+static int report_failure(ladder_status st) {
+    fprintf(stderr, "ladder: %s: %s\n", ladder_status_name(st), ladder_last_error());
+    return tool_exit_code(st);
 }
 
 int tool_run(const ladder_algo *algo, const tool_opts *o) {

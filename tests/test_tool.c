@@ -409,7 +409,8 @@ Test(tool, in_an_empty_cu_seqlens_names_cu_seqlens) {
     char path[128];
     snprintf(path, sizeof path, "%s/cu_seqlens.npy", dir);
     int32_t zero = 0;
-    ladder_tensor scalar = ladder_tensor_make(&zero, LADDER_I32, 0, empty), none = ladder_tensor_make(&zero, LADDER_I32, 1, empty);
+    ladder_tensor scalar = ladder_tensor_make(&zero, LADDER_I32, 0, empty);
+    ladder_tensor none = ladder_tensor_make(&zero, LADDER_I32, 1, empty);
     cr_assert_eq(ladder_npy_write(path, &scalar), LADDER_OK, "%s", ladder_last_error());
     expect_failure("cu_seqlens.npy has shape [] but cu_seqlens is [N+1]");
     cr_assert_eq(ladder_npy_write(path, &none), LADDER_OK, "%s", ladder_last_error());

@@ -255,7 +255,8 @@ int tool_run_npy(const ladder_algo *algo, const tool_opts *o) {
     char notes[4096];
     if (ladder_case_dir_warnings(&c, o->in_dir, notes, sizeof notes) != LADDER_OK)
         fprintf(stderr, "ladder: warning: %s\n", ladder_last_error());
-    for (char *line = strtok(notes, "\n"); line; line = strtok(NULL, "\n")) fprintf(stderr, "ladder: warning: %s\n", line);
+    for (char *line = strtok(notes, "\n"); line; line = strtok(NULL, "\n"))
+        fprintf(stderr, "ladder: warning: %s\n", line);
     ladder_dtype dt = ladder_rung_dtype(rung, o->dtype);
     char problem[512];
     ladder_problem_describe(algo, c.problem, problem, sizeof problem);

@@ -504,7 +504,8 @@ def _make_pass(a, pass_):
 
     call.__name__ = call.__qualname__ = f"{a.name}_{pass_}"
     lines = [f"{a.name} {'forward' if pass_ == 'fwd' else 'backward'}: {a.summary}", "",
-             f"{a.name}_{pass_}({', '.join(positional)}, *, rung='cpu', ...) -> ({', '.join(s.name for s in a.outputs(pass_))})",
+             f"{a.name}_{pass_}({', '.join(positional)}, *, rung='cpu', ...) -> "
+             f"({', '.join(s.name for s in a.outputs(pass_))})",
              "", "Tensors by position (shapes as dimension names; the sizes come from them):"]
     lines += [f"  {s.name} [{','.join(s.dims)}]" for s in inputs if not s.role & _OPTIONAL]
     if optional:

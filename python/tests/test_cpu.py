@@ -204,7 +204,8 @@ def test_failures_raise_the_librarys_status_and_message():
     expect("LADDER_ERR_ARG", ladder.flash_fwd, q.tolist(), k, k)
     expect("LADDER_ERR_ARG", ladder.flash_fwd, q[:1, :, :5], k[:1], k[:1], cu_seqlens_q=np.array([0, 3]),
            cu_seqlens_k=np.array([0, 6]))  # cu_seqlens_q ends at 3, not Sq = 5
-    expect("LADDER_ERR_ARG", ladder.flash_fwd, q, k, k, cu_seqlens_q=np.array([0, 2**40]), cu_seqlens_k=np.array([0, 6]))
+    expect("LADDER_ERR_ARG", ladder.flash_fwd, q, k, k, cu_seqlens_q=np.array([0, 2**40]),
+           cu_seqlens_k=np.array([0, 6]))
     expect("LADDER_ERR_ARG", ladder.recurrent_fwd, q, k, k, scale=1e39)  # finite, but not as a float
     with pytest.raises(TypeError, match="comes from the tensors"):
         ladder.flash_fwd(q, k, k, Sq=5)

@@ -365,6 +365,13 @@ Test(tool, in_options_default_to_neutral_and_the_scale_used_is_printed) {
     ladder_tensor_free(&plain);
     ladder_tensor_free(&off);
     ladder_tensor_free(&causal);
+    /* a signed option's neutral value is 0, not its smallest: recurrent's scale is 1/sqrt(K), not -1e6 */
+    int64_t qk[4] = {1, 3, 2, 64}, v[4] = {1, 3, 2, 8};
+    write_random("q", LADDER_F32, 4, qk, 1);
+    write_random("k", LADDER_F32, 4, qk, 2);
+    write_random("v", LADDER_F32, 4, v, 3);
+    run_in("recurrent", 0, out, sizeof out, err, sizeof err);
+    cr_assert_not_null(strstr(out, "scale=0.125 (1/sqrt(K)) reverse=0"), "stdout '%s' should show 1/sqrt(64)", out);
 }
 
 /* Files the algorithm does not read, and a backward input that cannot be used, are named in warnings. */

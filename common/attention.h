@@ -99,6 +99,28 @@ ladder_status ladder_attention_check_seqlens(const ladder_attention_problem *p, 
                                              const ladder_tensor *cu_seqlens_k, bool on_device);
 
 /**
+ * o [B,Hq,Sq,Dv] and lse [B,Hq,Sq]: what the forward writes and the backward reads, present and contiguous.
+ */
+ladder_status ladder_attention_check_o_lse(const ladder_attention_problem *p, const ladder_tensor *o,
+                                           const ladder_tensor *lse);
+
+/**
+ * The float tensors @p ts (named @p names) take the rung's dtype: f32, or at gpu_tensorcore the dtype of ts[0],
+ * bf16 or f16 (LADDER_ERR_UNSUPPORTED otherwise); the @p n_f32 tensors @p f32s stay f32 where present (lse, dlse).
+ */
+ladder_status ladder_attention_check_dtypes(ladder_rung rung, const ladder_tensor *const *ts, const char *const *names,
+                                            int n, const ladder_tensor *const *f32s, const char *const *f32_names,
+                                            int n_f32);
+
+/**
+ * What an attention dispatcher checks last, once the arguments are sound: the GPU rungs' grid limits on Hq and B,
+ * that @p rung can run here (ladder_rung_available()) and was @p built, then the cu_seqlens contents
+ * (ladder_attention_check_seqlens(), read from the device at a GPU rung).
+ */
+ladder_status ladder_attention_check_rung(ladder_rung rung, const ladder_attention_problem *p, bool built,
+                                          const ladder_tensor *cu_seqlens_q, const ladder_tensor *cu_seqlens_k);
+
+/**
  * The sizes, options and index tensors every attention kernel reads, as plain values: each GPU rung's kernel
  * arguments extend it with their own tensors (struct args : ladder_attn_call), so that it is packed in one place.
  */
@@ -253,8 +275,11 @@ LADDER_HOST_DEVICE float ladder_attn_softcap_grad(float S, float softcap) {
     return 1.0f - t * t;
 }
 
-/** lse from the running max m and sum l = sum_j exp(S_ij - m): m + log(l), or -inf for a fully masked row (l = 0). */
-LADDER_HOST_DEVICE float ladder_attn_lse(float m, float l) { return l > 0.0f ? m + logf(l) : -INFINITY; }
+/**
+ * lse from the running max m and sum l = sum_j exp(S_ij - m): m + log(l), or -inf for a fully masked row (l = 0).
+ * A NaN l (a NaN among the row's inputs) stays NaN: a broken row must not pass for a masked one.
+ */
+LADDER_HOST_DEVICE float ladder_attn_lse(float m, float l) { return l == 0.0f ? -INFINITY : m + logf(l); }
 
 /**
  * The lse the backward subtracts to recompute P = exp(S - lse): a fully masked row's -inf becomes +inf, so

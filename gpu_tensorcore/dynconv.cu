@@ -70,7 +70,7 @@
  *  6. Few instructions per element. In the bf16 forward at W = 4 an output moves 12 bytes. At the copy rate
  *     an H100 SM takes in about 14 bytes per cycle (at 1.6 GHz) and issues at most 4 warp instructions per
  *     cycle, so the kernel has 3 to 4 warp instructions per output to spend, all bookkeeping included (an earlier
- *     version spent 8.6 and reached a third of the copy rate; chapters/01-dynamic-conv.md). Hence: a block
+ *     version spent more than twice that, issue-bound far from the copy rate). Hence: a block
  *     covers TT = 64 tokens; the grid is (token tiles, channel tiles, batch), so no division finds the tile;
  *     a warp keeps one 8-channel octet and works out its lane's offsets once (plan_warp); UNIT = 4 products
  *     share each k step's per-lane work; the fragment loops mask instead of branching; the staging and store
@@ -137,10 +137,9 @@ __device__ warp_plan plan_warp(const tc_args &a, int xr) {
 /* Units per block (UNIT pairs of one octet each); unit u is octet u % octets, and its first pair's tile row.
  * (TB = TT_SHEAR with one octet: 4 units, so half the warps wait; the SM's other blocks fill the issue slots.)
  * With one k step S <= 4 divides UNIT, so a unit's pairs fill the 2*UNIT rows from 2*UNIT*(u / octets) on, and
- * the one-k-step kernels take that row without pair_row's shifts (by the SASS, with store_diagonal's branch known
- * too, 74 -> 63 instructions a unit in the forward at W <= 4). The kernels of several k steps keep the general
- * form: every change tried there moved the forward's register allocation, and with it the length of its k loop
- * (99 instructions per two k steps; 147 at a80cf1b). */
+ * the one-k-step kernels take that row without pair_row's shifts (with store_diagonal's branch known too: about a
+ * sixth fewer instructions a unit in the forward at W <= 4, by the SASS). The kernels of several k steps keep the
+ * general form: every change tried there moved the forward's register allocation and lengthened its k loop. */
 template <int TB> __device__ int n_units(const tc_args &a) { return (TB / 2 / UNIT) << a.lg_oct; }
 template <int NKC> __device__ int unit_row(int u, const tc_args &a) {
     return NKC == 1 ? 2 * UNIT * (u >> a.lg_oct) : pair_row(UNIT * (u >> a.lg_oct), a);
@@ -281,8 +280,7 @@ __device__ __forceinline__ void sts128(uint16_t *p, const uint32_t (&v)[4]) {
 
 /* Two products of 16-bit elements at once, each rounded once to T: a * b + (-0) on the packed half-precision FMA
  * unit. The same bits as multiplying in fp32 and rounding the product (exact in fp32: 8- or 11-bit significands),
- * in one instruction instead of two conversions in, a multiply and a conversion out per product (the W = 8 to 32
- * backward kept its times within 0.1%, H100, B=2 T=4096 D=2048 bf16, commit bf70289 against c6e92e6). */
+ * in one instruction instead of two conversions in, a multiply and a conversion out per product. */
 template <class T> __device__ __forceinline__ uint32_t mul2(uint32_t a, uint32_t b);
 template <> __device__ __forceinline__ uint32_t mul2<__nv_bfloat16>(uint32_t a, uint32_t b) {
     uint32_t d;
@@ -302,10 +300,9 @@ template <int TB> __device__ bool dk_direct(const tc_args &a) { return TB == TT_
 
 /* A TT_SHEAR block of one octet has 4 units of products for its 8 warps. Where dkernels goes straight to global
  * memory, it needs nothing of the kernels tile, so the upper half of the warps computes it while the lower half
- * runs the products, instead of waiting for them. Measured on the H100 (B=1 T=4096 D=2048 bf16, a build with the
- * choice switched per run, session 16's notes): W = 48 0.936 -> 0.828 ms against dkernels through the tile after
- * the products; W = 64 1.237 -> 1.174 ms with the 16-tap sheared staging (stage_sheared), though with the 8-tap
- * one it had been slower there (1.288 -> 1.355 ms). */
+ * runs the products, instead of waiting for them: faster at W = 48 and at W = 64 with the 16-tap sheared staging
+ * (stage_sheared), where dkernels through the tile after the products waited on them (the measurements are in
+ * docs/results/h100-2026-11-24-notes-dynconv-tensorcore.md, session 16). */
 template <int TB> __device__ bool dk_overlap(const tc_args &a) {
     return dk_direct<TB>(a) && n_units<TB>(a) <= NWARPS / 2;
 }
@@ -523,11 +520,10 @@ __device__ void dk_walk(const uint16_t *sX, const uint16_t *sG, const int *wmin,
  * octet of one batch row and walks down its tokens [T0, T0+run) and the W-1 rows after them (their dx needs them),
  * KC kernels rows a step, staged plain with cp.async into NS buffers, so that the next steps' loads fly while this
  * one computes. Each kernels row is read once (the W-1 rows after the run again by the next block), where the
- * 32-token tiles read it 95 / 32 times at W = 64 and transposed it through registers. On the H100 (B=2 T=4096
- * D=2048 bf16, commit 9e31322 against 8c28d3f in one run) the backward went from 2.322 to 1.777 ms at W = 64, from
- * 1.614 to 1.515 at W = 48, from 1.829 to 1.606 at W = 40, but from 2.226 to 2.353 at W = 56, where a channel's
- * slot of dkernels is not whole 32-byte sectors and dk_walk's stores write halves (the likely cause, not profiled):
- * plan() walks at W % 16 == 8 only in place of the 64-token tiles (W <= 44).
+ * 32-token tiles read it 95 / 32 times at W = 64 and transposed it through registers. At W = 56 the walk is
+ * slower than the 32-token tiles: a channel's slot of dkernels is not whole 32-byte sectors there, and dk_walk's
+ * stores write halves of sectors (the likely cause, not yet profiled). So plan() walks at W % 16 == 8 only in place
+ * of the 64-token tiles (W <= 44). The measurements: docs/results/h100-2026-11-24-notes-dynconv-tensorcore.md, session 17.
  */
 template <class T, int KC, int NS> __device__ void bwd_walk(const tc_args &a) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -641,9 +637,8 @@ __global__ void __launch_bounds__(NT, NKC == 1 ? 6 : 0) dynconv_fwd_tc_kernel(co
     const tile tl = tile_of<TT>(a);
 
     stage(sX, a.CR, a.xrows, TT + a.W - 1, a.x, a.sx, 1, 1, 1, a.vec_x, 0, a, tl, tl.t0 - a.W + 1);
-    // slot We: the forward's slots are never padded (KS = We), and saying so spares the division for fd (from
-    // 1376 to 1344 instructions in the W >= 5 kernel). (xr known 0 here too at NKC = 1 made the sm_80 build of
-    // that kernel spill 8 bytes.)
+    // slot We: the forward's slots are never padded (KS = We), and saying so spares the division for fd. (xr known
+    // 0 here too at NKC = 1 made the sm_80 build of that kernel spill.)
     stage(sK, a.KR, a.krows, TT, a.k, a.sk, a.We, a.We, a.W, a.vec_k, a.xr, a, tl, tl.t0);
     const int xr = NKC == 1 ? 0 : a.xr; // (W <= 4: never swizzled)
     if (a.cu_seqlens) stage_bounds(wmin, TT, a, tl);
@@ -679,8 +674,7 @@ __global__ void __launch_bounds__(NT, 4) dynconv_bwd_tc_kernel(const tc_args a) 
     if (!a.shear) stage(sK, a.KR, a.krows, halo, a.k, a.sk, a.We, a.KS, a.W, a.vec_k, 0, a, tl, tl.t0);
     stage_bounds(wmin, halo, a, tl);
     // while x and dout are on their way. A run-time test even in the one-k-step kernel, which never shears:
-    // compiled out there, the W = 2 backward measured 1% slower (H100, B=2 T=4096 D=2048, cf095ff against the same
-    // code with this test, 2,386 against 2,409-2,417 GB/s in bf16), by the register allocation alone
+    // compiled out there, the register allocation changed and the W = 2 backward was slower
     if (a.shear) {
         __syncthreads(); // wmin is complete before the sheared staging reads it
         stage_sheared<TB>(sK, wmin, a, tl);
@@ -730,12 +724,11 @@ int layout(tc_args *a, bool bwd) {
     a->KS = bwd && a->We % 32 == 0 ? a->We + 8 : a->We;
     a->KR = a->DT * a->KS + 8;
     // The forward's slots are unpadded, so at We = 64 (128 bytes) the 8 lanes of an A load, channels c0 .. c0+7 of
-    // one row, all hit the same 4 banks: 8-way conflicted (Nsight Compute, d033212: 83% of the W = 64 forward's
-    // shared-load wavefronts, L1 89% busy). 16 bytes of padding a slot would take the tiles to 80 KB, two blocks
-    // per SM instead of three; instead channel c's row r is stored at row r ^ (c % 8) (stage, mask_kernels,
-    // plan_warp). Rows lie 16 bytes apart in the banks (KR), so the 8 lanes read 8 different groups of 4. At
-    // We = 16 and 32 the same swizzle measured slower, though it removes 2- and 4-way conflicts there (H100, B=2
-    // T=4096 D=2048 bf16, commit c80e178: 0.232 -> 0.281 ms, 0.428 -> 0.466), so only We = 64 takes it
+    // one row, all hit the same 4 banks: 8-way conflicted, most of the W = 64 forward's shared loads. 16 bytes of
+    // padding a slot would take the tiles to 80 KB, two blocks per SM instead of three; instead channel c's row r
+    // is stored at row r ^ (c % 8) (stage, mask_kernels, plan_warp). Rows lie 16 bytes apart in the banks (KR), so
+    // the 8 lanes read 8 different groups of 4. At We = 16 and 32 the same swizzle was slower, though it removes
+    // 2- and 4-way conflicts there (for a reason not found), so only We = 64 takes it
     a->xr = !bwd && a->We == 64 ? 7 : 0;
     int off = 0;
     a->off_x = off, off += round_up(a->xrows * a->CR * 2, 16);

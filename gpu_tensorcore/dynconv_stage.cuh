@@ -166,11 +166,10 @@ __device__ void stage_bounds(int *wmin, int rows, const tc_args &a, const tile &
  * whatever its width. Else (odd W, strided kernels) a chunk is one tap, stored alone.
  *
  * A thread's 16 bytes are half a 32-byte sector, whose other half its neighbour (taps w0+8 ..) loads 8 rows
- * later, so a sector is fetched twice unless the L1 still holds it then (Nsight Compute on d033212's W = 64
- * backward: 38% excess sectors). Where W % 32 == 0 (in the sheared range, W = 64, a window of 95 rows of 1 KB) a
- * thread takes 16 taps instead, a whole sector, two 16-byte loads a row. Measured with the choice switched per
- * run (H100, B=1 T=4096 D=2048 bf16, session 16's notes): 1.355 -> 1.193 ms at W = 64, but 0.828 -> 0.887 ms at
- * W = 48, whose smaller window and tiles leave the L1 more room, and where the fewer loads in flight cost more.
+ * later, so a sector is fetched twice unless the L1 still holds it then. Where W % 32 == 0 (in the sheared range,
+ * W = 64, a window of 95 rows of 1 KB) a thread takes 16 taps instead, a whole sector, two 16-byte loads a row.
+ * W = 48 keeps 8 taps: its smaller window and tiles leave the L1 more room, and there the fewer loads in flight
+ * cost more than the sectors fetched twice (both measured in docs/results/h100-2026-11-24-notes-dynconv-tensorcore.md, session 16).
  */
 template <int TB>
 __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, const tile &tl) {
@@ -264,8 +263,8 @@ __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, c
             constexpr int NP = 6; // pairs per batch, from NP + 1 rows
             for (int s = lo + NP * r0; s < hi - 1; s += NP * row_step) { // pairs s .. s+NP-1
                 // the source address steps down the column, and the tile's rows follow: one 64-bit multiply and
-                // one shared-memory row offset per batch, not per row (by the SASS, sm_90, without cu_seqlens:
-                // about 310 -> 210 instructions a batch of 24 words)
+                // one shared-memory row offset per batch, not per row (a third fewer instructions a batch, by
+                // the SASS)
                 const uint16_t *src = base + s * a.sk[1] + e0;
                 uint4 q[NP + 1];
 #pragma unroll

@@ -1,7 +1,7 @@
 /*
  * gpu_tensorcore/recurrent_gates.cu: the tensor-core rung's backward after its state parts: dq, dk and dv rounded
  * from the fp32 parts (finish_outputs), and the gate gradients dgk, dgv, dg and dg_gamma (gate_grads; idea 6 of
- * recurrent.cu's opening comment, chapter 2, "The gate gradients" and idea 10 of the tensor-core rung).
+ * recurrent.cu's opening comment; chapter 2, "The gate gradients" and "What the identity costs numerically").
  *
  * Both take what the state parts left in tc_call's scratch (recurrent.cu's bwd() says why each gradient comes
  * without its own step's diagonal term, and dht's part apart): dq_part, dk_part, dkz_part and vdo_part per row,
@@ -104,12 +104,10 @@ __device__ __forceinline__ gate_in<U> gate_in32(const tc_call &a, U *p, int64_t 
  *
  * One pass over the inputs, tile by tile from the sequence's end: warp w holds steps base + STEPS w .. of the
  * tile in registers (the loads of all STEPS go out together), sums them backwards, and starts from the carry of
- * the later tiles plus the totals of the later warps of this one, which every warp adds in the same order. The
- * previous form (commit d033212) read each term twice, once for segment totals and once for the chain, and
- * kept G in double for rec_finish_gates: 2.1 GB of traffic in gate_rows_kernel and 0.8 GB in
- * finish_tokens_kernel, where this reads the four inputs once and writes dgk in fp32 (1.07 GB at B=8 T=4096
- * H=16 K=128, gk): the backward took 5.91 ms instead of 6.60 with gk, 5.07 instead of 5.63 with g (H100, bf16,
- * that shape, db4842f without its states_kernel change against d033212 in one run). The dht part is a forward
+ * the later tiles plus the totals of the later warps of this one, which every warp adds in the same order. A
+ * segmented form (a pass for segment totals, then the chain) reads each term twice and keeps G in double for
+ * rec_finish_gates; this reads the four inputs once and writes dgk in fp32 (1.07 GB at B=8 T=4096 H=16 K=128,
+ * gk, where the segmented form moved about three times as much; measured in docs/results/h100-2026-11-24-notes-recurrent.md). The dht part is a forward
  * sum: a first pass totals its terms (z0 + all of them), and each tile takes its own total off that before it
  * adds its steps forwards. A warp holds 8 steps, 4 with DHT (whose zterms load beside the terms): 16 spilled at
  * the 128 registers of two blocks per SM.

@@ -54,10 +54,8 @@ constexpr int OT_PT = OT_R + SC * 8, OT_TOTAL = OT_PT + SC * 4; /* OT_PT: P's di
  * stage_tile() for a chunk of SC steps that lies whole in the sequence, from an input whose rows go 16 bytes at a
  * time, WIDTH columns all real: its rows are consecutive tokens, so a thread copies the same column of every
  * ROWS-th row, one pointer moving by a fixed stride. stage_tile() computes each copy's token and 64-bit address
- * beside the test of its element fallback, and states_kernel's links were bound by issue (55 to 62% of the
- * slots busy; H100, B=8 T=4096 H=16 K=V=128, commit d033212). With this and the whole-tile stores of the states
- * (an earlier form of both, db4842f), the backward took 4.97 ms instead of 5.07 with g, 5.89 instead of 5.91
- * with gk (same shape and GPU, one run).
+ * beside the test of its element fallback, which left states_kernel's links bound by instruction issue (the
+ * profile and the times of this change are in docs/results/h100-2026-11-24-notes-recurrent.md).
  */
 template <class U, int WIDTH>
 __device__ __forceinline__ void stage_whole(U *dst, int pitch, const view<U> &x, const tc_call &a, const rec_seq &s,

@@ -2,11 +2,11 @@
  * gpu_tensorcore/recurrent_split_bwd.cu: the tensor-core rung's backward without gv, bf16 inputs, split like the
  * forward (idea 9 of recurrent.cu's opening comment; chapter 2).
  *
- * The backward's two sweeps (sweep_kernel, reverse_kernel) were chains of T/16 links whose blocks fill an SM's
- * registers: 2.7 and 3.5 ms of Nsight Compute time at B=8 T=4096 H=16 K=V=128 (H100, commit 10d938c). Here
+ * The backward's two sweeps (sweep_kernel, reverse_kernel) are chains of T/16 links whose blocks fill an SM's
+ * registers, so nothing hides their latency. Here
  * states_kernel (recurrent_split.cu) carries the state S forwards and dH = dL/dS backwards, 64 steps a link,
  * and stores both at every chunk of SC = 64 steps, in fp32 (the gate sums need about 16 bits of dq and dk:
- * chapter 2, "What it costs numerically"). Then every chunk's outputs run as independent blocks, its state
+ * chapter 2, "What the rounding costs"). Then every chunk's outputs run as independent blocks, its state
  * parts, its pairs between 16-step sub-chunks and those inside them (diag_kernel's work on the sweeps' path):
  *
  *   rows_kernel: dq_t = scale (exp(A_t) ⊙ (S_c do_t) + sum_{s < t} D_ts k_s ⊙ exp(A_t - A_s)),
@@ -22,8 +22,8 @@
  * S_c is the state at chunk c's start, dH_c the gradient of the state at its end, A the cumulative row gates
  * from the chunk's start. Each step's own term (D_tt, P_tt) stays apart, for the gate sums (bwd()): the blocks
  * write partial 0 of dq_part, dk_part, vdo_part and dv32, ptt (tc_call), whole, for the finish and gate kernels.
- * Folding diag_kernel in took it (2.25 ms of Nsight Compute time with gk at the benchmark shape, H100, commit
- * 4e32157) and the 1.6 GB of fp32 parts it wrote and these kernels read back off the backward's path. Both
+ * Folding diag_kernel in took it and the 1.6 GB of fp32 parts it wrote and these kernels read back (at the
+ * benchmark shape) off the backward's path. Both
  * kernels are bound by instruction issue, not memory: their exponentials are ex2 alone (ladder_exp_ftz,
  * common/fast_exp.cuh), and the pairs left to fp32 are those inside 8-step halves.
  */
@@ -86,8 +86,7 @@ static_assert(BC * CV / 2 / CTHREADS == PAIRS, "cols_kernel's 64 x 128 state til
  * fp32 state rows r0.. (nr of them) and columns c0.. (nc; W of them in the tile, NT threads) into registers,
  * zeros past the ends (the store holds nothing there). Every load of the tile goes out before the first is used
  * (state_split): one load at a time, each split and stored before the next, left rows_kernel waiting on memory
- * (Nsight Compute's long-scoreboard stalls, 5.4 per issued instruction at the benchmark shape, H100, commit
- * bcafd3f).
+ * (long-scoreboard stalls, in Nsight Compute).
  */
 template <int W, int NT>
 __device__ __forceinline__ void state_load(float2 (&x)[PAIRS], const float *st, int64_t vpitch, int64_t r0,

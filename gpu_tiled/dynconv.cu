@@ -40,7 +40,8 @@
  * 4 rows, 51 KB), at the odd pitch Ws = W|1, so that the 32 channels of one tap of a diagonal sit in 32 banks.
  * TT follows the GPU: the cut of a batch row into blocks that fills the SMs' block slots in the fewest waves x rows
  * walked, or at W <= 4 walks of 256 rows where they make eight waves or more (pick_walk; at B = 2, T = 4096,
- * D = 2048, W = 64 a third of a row a block, one wave, the W-1 rows walked again adding 4.6% to the kernels reads).
+ * D = 2048, W = 64 a third of a row a block, one wave, the W-1 rows walked again adding about a twentieth to the
+ * kernels reads).
  * A step's loads are all issued before its stores (stage_step): from W = 8 on in one round trip to memory (76
  * registers, three blocks per SM), below in two (64 registers, four blocks).
  *
@@ -512,12 +513,10 @@ size_t smem_bytes(int TT, int W, int Ws) {
 }
 
 /* The forward's largest TT (from 64 at W <= 3, else from 32, then 16, 8) whose tile fits the default 48 KB; W = 64
- * needs TT = 8 and an opt-in above it. At W = 1 to 3 (24.6 KiB at W = 2) the forward is bound by instruction issue
- * (89% of issue slots busy at 32 tokens), and a larger tile pays less often for what every tile does once (bounds,
- * offsets, barriers, the halo row, the staging loops' setup). On the H100 at B = 2, T = 4096, D = 2048, W = 2 it
- * took the forward from 0.109 to 0.096 ms (0.114 ms before this and the lean staging path; with both, 55 million
- * warp instructions instead of 96 million). The forward keeps 32 tokens at W = 4, where 64 fits too but measured
- * slower (0.148 against 0.140 ms; at B = 8, 0.547 against 0.526). */
+ * needs TT = 8 and an opt-in above it. At W = 1 to 3 (24.6 KiB at W = 2) the forward is bound by instruction issue,
+ * and a larger tile pays less often for what every tile does once (bounds, offsets, barriers, the halo row, the
+ * staging loops' setup). The forward keeps 32 tokens at W = 4, where 64 fits too but was slower (the measurements
+ * are in docs/results/h100-2026-11-24-notes-dynconv-tiled.md, session 15). */
 int pick_tokens_per_tile(int W, int Ws) {
     int TT = W <= 3 ? TT_MAX : TT_MAX / 2;
     while (TT > WARPS && smem_bytes(TT, W, Ws) > LADDER_DEFAULT_SMEM) TT /= 2;
@@ -585,8 +584,8 @@ ladder_status launch(void (*kernel)(tiled_args), const char *name, const tiled_a
  * a wave being as many blocks as the SMs hold at once; a walk is a whole number of KC-row steps. But where a short
  * walk (SHORT_WALK rows) loses at most 1/64 of its rows to the halo (W <= 4) and still gives a grid of at least
  * eight waves, take that: blocks that start at different times overlap one another's copies and sums, where one
- * wave of long walks keeps them in step. On the H100 at B = 8, T = 4096, D = 2048, W = 4 the backward took 1.053 ms
- * in walks of 256 rows (17 waves), 1.114 ms in one wave of whole batch rows (h100-2026-11-24-notes-dynconv-tiled.md).
+ * wave of long walks keeps them in step (at B = 8, T = 4096, D = 2048, W = 4 walks of 256 rows were faster than one
+ * wave of whole batch rows: docs/results/h100-2026-11-24-notes-dynconv-tiled.md, session 16).
  */
 ladder_status pick_walk(tiled_args *n, void (*kernel)(tiled_args), size_t bytes) {
     int dev = 0, sms = 0, per_sm = 0;

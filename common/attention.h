@@ -275,11 +275,8 @@ LADDER_HOST_DEVICE float ladder_attn_softcap_grad(float S, float softcap) {
     return 1.0f - t * t;
 }
 
-/**
- * lse from the running max m and sum l = sum_j exp(S_ij - m): m + log(l), or -inf for a fully masked row (l = 0).
- * A NaN l (a NaN among the row's inputs) stays NaN: a broken row must not pass for a masked one.
- */
-LADDER_HOST_DEVICE float ladder_attn_lse(float m, float l) { return l == 0.0f ? -INFINITY : m + logf(l); }
+/** lse from the running max m and sum l = sum_j exp(S_ij - m): m + log(l), or -inf for a fully masked row (l = 0). */
+LADDER_HOST_DEVICE float ladder_attn_lse(float m, float l) { return l > 0.0f ? m + logf(l) : -INFINITY; }
 
 /**
  * The lse the backward subtracts to recompute P = exp(S - lse): a fully masked row's -inf becomes +inf, so

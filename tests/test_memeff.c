@@ -8,6 +8,7 @@
  * 3. A broadcast bias is the full bias it expands to: the same outputs, and its gradient is the full gradient
  *    summed over the broadcast dimensions.
  * 4. Split keys change nothing but the order of the sums: the forward with splits = 3 matches splits = 1.
+ * 5. bias.npy may hold any broadcastable shape, and dbias.npy comes back in that shape.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "flash.h"
 #include "harness.h"
 #include "memeff.h"
+#include "npy.h"
 #include "philox.h"
 
 extern const ladder_algo ladder_memeff_algo;
@@ -230,4 +232,47 @@ ParameterizedTest(const test_case *t, memeff, split_keys_forward_equals_unsplit)
     ladder_result_free(&rw);
     ladder_case_free(&whole);
     ladder_case_free(&split);
+}
+
+/* ---- 5. .npy by name: bias.npy in a broadcast shape in, dbias.npy in that shape out ----------------------------- */
+
+Test(memeff, npy_bias_in_any_broadcast_shape_dbias_out_in_its_shape) {
+    const ladder_memeff_problem p = {.attn = {.B = 2, .Hq = 3, .Hkv = 1, .Sq = 9, .Sk = 11, .D = 8, .Dv = 5,
+                                              .mask = {.causal = LADDER_CAUSAL_NONE, .window_left = -1,
+                                                       .window_right = -1}},
+                                     .dropout_p = 0.2, .philox_seed = 5};
+    ladder_case c, back;
+    const ladder_case_opts opts = {.seed = 11, .with = 1u << T(&ladder_memeff_algo, "bias"), .broadcast = 5u};
+    cr_assert_eq(ladder_case_make(&c, &ladder_memeff_algo, &p, &opts), LADDER_OK, "%s", ladder_last_error());
+    char dir[64], path[128];
+    harness_tmpdir_make(dir, sizeof dir, "memeff");
+    const char *ins[] = {"q", "k", "v", "bias", "do"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, ins[i]);
+        cr_assert_eq(ladder_npy_write(path, &c.t[T(&ladder_memeff_algo, ins[i])]), LADDER_OK, "%s", ladder_last_error());
+    }
+    cr_assert_eq(ladder_case_read_dir(&back, &ladder_memeff_algo, dir, &p), LADDER_OK, "%s", ladder_last_error());
+    const ladder_tensor *bias = &back.t[T(&ladder_memeff_algo, "bias")];
+    cr_assert(bias->rank == 4 && bias->shape[0] == 1 && bias->shape[1] == 3 && bias->shape[2] == 1 &&
+              bias->shape[3] == 11, "bias.npy read back with the wrong shape");
+    ladder_result got, want;
+    const ladder_run_opts once = {0};
+    cr_assert_eq(ladder_run(LADDER_RUNG_CPU, LADDER_F32, &back, &once, &got), LADDER_OK, "%s", ladder_last_error());
+    cr_assert_eq(ladder_run(LADDER_RUNG_CPU, LADDER_F32, &c, &once, &want), LADDER_OK, "%s", ladder_last_error());
+    char written[1024];
+    cr_assert_eq(ladder_result_write_dir(&back, &got, dir, written, sizeof written), LADDER_OK, "%s",
+                 ladder_last_error());
+    ladder_tensor dbias;
+    snprintf(path, sizeof path, "%s/dbias.npy", dir);
+    cr_assert_eq(ladder_npy_read(path, &dbias), LADDER_OK, "%s", ladder_last_error());
+    cr_assert(dbias.rank == 4 && memcmp(dbias.shape, bias->shape, sizeof dbias.shape) == 0,
+              "dbias.npy does not have the bias's shape [1,3,1,11]");
+    const ladder_cmp cmp = ladder_compare(&dbias, &want.t[T(&ladder_memeff_algo, "dbias")], LADDER_TOL_F32);
+    cr_assert(cmp.ok, "dbias.npy differs from the run on the same inputs in memory");
+    ladder_tensor_free(&dbias);
+    ladder_result_free(&got);
+    ladder_result_free(&want);
+    ladder_case_free(&back);
+    ladder_case_free(&c);
+    harness_tmpdir_remove(dir);
 }

@@ -250,8 +250,10 @@ LADDER_HOST_DEVICE bool ladder_attn_allowed(const ladder_attn_mask *m, int64_t i
  * key tile outside [lo, hi) is never visited.
  */
 typedef struct ladder_attn_block {
-    int64_t lo, hi;         /**< keys that some row of the tile sees */
-    int64_t all_lo, all_hi; /**< keys that every row of the tile sees */
+    int64_t lo;     /**< the first key that some row of the tile sees */
+    int64_t hi;     /**< one past the last key that some row of the tile sees */
+    int64_t all_lo; /**< the first key that every row of the tile sees */
+    int64_t all_hi; /**< one past the last key that every row of the tile sees */
 } ladder_attn_block;
 
 /** ladder_attn_block of the rows [i0, i0 + rows) of a sequence of @p Lq rows and @p Lk keys under @p m. */

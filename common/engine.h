@@ -67,7 +67,7 @@ enum ladder_tensor_role {
     LADDER_READ_BY_BWD = 1u << 7, /**< a forward output the backward reads (o, lse) */
     /** an input that may broadcast (memeff's bias): each dimension the size its dims name or 1, any strides (0
      *  too); its gradient takes the shape the input has (ladder_case_shape()). Cases draw it as
-     *  ladder_case_opts::broadcast and ::stride0 say. */
+     *  ladder_case_opts::broadcast and ladder_case_opts::stride0 say. */
     LADDER_BROADCAST = 1u << 8
 };
 

@@ -16,7 +16,8 @@
  *   - dK, dV: a key per task, summing over every query row of every query head of its group that sees it;
  *   - dbias: an element of dbias per task, summing dS over every (b, h, i, j) that the broadcast maps onto it.
  * The backward recomputes P (and regenerates the mask) rather than storing them, three times: a reference, not a
- * fast path.
+ * fast path. splits and deterministic change nothing here: a task already owns all of its row's keys, and every
+ * sum already runs in one order.
  *
  * Preconditions: validated by ladder_memeff_fwd/bwd (f32, host pointers, any input strides, contiguous outputs).
  * Run it:  build/bin/ladder run memeff --rung cpu

@@ -8,7 +8,7 @@
  * thread per o[b,h,i,e] sums P~ V. The backward is four: one thread per dq, per dk, per dv and per dbias element.
  * A dbias thread owns one element of the bias's shape and sums dS over every (b, h, i, j) that the broadcast
  * maps onto it, in a fixed order: no atomics, so dbias repeats bitwise like everything else here (deterministic
- * mode changes nothing). The dropout bit of each element is Philox evaluated where it is needed
+ * mode changes nothing, and neither do splits: a thread already walks all of its row's keys). The dropout bit of each element is Philox evaluated where it is needed
  * (common/philox.h), so the forward and every backward kernel see the same mask without storing it.
  *
  * Preconditions: validated by ladder_memeff_fwd/bwd (f32, device pointers, any input strides, the bias

@@ -155,13 +155,6 @@ memeff_bias memeff_bias_of(const ladder_memeff_args *a) {
     return b;
 }
 
-memeff_dbias memeff_dbias_of(const ladder_memeff_args *a) {
-    memeff_dbias g = {{0, 0, 0, 0}};
-    if (!a->dbias.data) return g;
-    for (int d = 0; d < 4; d++) g.d[d] = a->dbias.shape[d] == 1 ? 0 : a->dbias.strides[d];
-    return g;
-}
-
 double ladder_memeff_fwd_bytes(const ladder_memeff_problem *p, ladder_dtype dtype, double bias_elems) {
     const ladder_attention_problem *t = &p->attn;
     const double e = (double)ladder_dtype_size(dtype), rows = (double)t->B * (double)t->Sq;

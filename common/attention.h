@@ -99,28 +99,6 @@ ladder_status ladder_attention_check_seqlens(const ladder_attention_problem *p, 
                                              const ladder_tensor *cu_seqlens_k, bool on_device);
 
 /**
- * o [B,Hq,Sq,Dv] and lse [B,Hq,Sq]: what the forward writes and the backward reads, present and contiguous.
- */
-ladder_status ladder_attention_check_o_lse(const ladder_attention_problem *p, const ladder_tensor *o,
-                                           const ladder_tensor *lse);
-
-/**
- * The float tensors @p ts (named @p names) take the rung's dtype: f32, or at gpu_tensorcore the dtype of ts[0],
- * bf16 or f16 (LADDER_ERR_UNSUPPORTED otherwise); the @p n_f32 tensors @p f32s stay f32 where present (lse, dlse).
- */
-ladder_status ladder_attention_check_dtypes(ladder_rung rung, const ladder_tensor *const *ts, const char *const *names,
-                                            int n, const ladder_tensor *const *f32s, const char *const *f32_names,
-                                            int n_f32);
-
-/**
- * What an attention dispatcher checks last, once the arguments are sound: the GPU rungs' grid limits on Hq and B,
- * that @p rung can run here (ladder_rung_available()) and was @p built, then the cu_seqlens contents
- * (ladder_attention_check_seqlens(), read from the device at a GPU rung).
- */
-ladder_status ladder_attention_check_rung(ladder_rung rung, const ladder_attention_problem *p, bool built,
-                                          const ladder_tensor *cu_seqlens_q, const ladder_tensor *cu_seqlens_k);
-
-/**
  * The sizes, options and index tensors every attention kernel reads, as plain values: each GPU rung's kernel
  * arguments extend it with their own tensors (struct args : ladder_attn_call), so that it is packed in one place.
  */
@@ -250,10 +228,8 @@ LADDER_HOST_DEVICE bool ladder_attn_allowed(const ladder_attn_mask *m, int64_t i
  * key tile outside [lo, hi) is never visited.
  */
 typedef struct ladder_attn_block {
-    int64_t lo;     /**< the first key that some row of the tile sees */
-    int64_t hi;     /**< one past the last key that some row of the tile sees */
-    int64_t all_lo; /**< the first key that every row of the tile sees */
-    int64_t all_hi; /**< one past the last key that every row of the tile sees */
+    int64_t lo, hi;         /**< keys that some row of the tile sees */
+    int64_t all_lo, all_hi; /**< keys that every row of the tile sees */
 } ladder_attn_block;
 
 /** ladder_attn_block of the rows [i0, i0 + rows) of a sequence of @p Lq rows and @p Lk keys under @p m. */

@@ -1,6 +1,7 @@
 /* flash dispatcher: validate once, here, then call the rung (see flash.h). */
 #include "flash.h"
 
+#include "attention_check.h"
 #include "check.h"
 #include "flash_rungs.h"
 #include "half.h"

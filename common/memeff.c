@@ -1,6 +1,7 @@
 /* memeff dispatcher: validate once, here, then call the rung (see memeff.h). */
 #include "memeff.h"
 
+#include "attention_check.h"
 #include "check.h"
 #include "memeff_rungs.h"
 

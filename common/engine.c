@@ -516,7 +516,7 @@ static ladder_status outputs_fit(const ladder_case *c, ladder_dtype dt) {
     for (int i = 0; i < algo->n_tensors; i++) {
         if (!has(c->present, i) || !is_output(&algo->tensors[i])) continue;
         int64_t shape[LADDER_MAX_RANK];
-        int rank = ladder_tensor_shape_of(algo, c->problem, case_index(c), i, shape);
+        int rank = ladder_case_shape(c, i, shape);
         if (rank < 0) continue; /* ladder_run() reports the descriptor bug */
         int64_t bytes = ladder_shape_bytes(ladder_tensor_dtype_at(algo, i, dt), rank, shape);
         double b = bytes < 0 ? INFINITY : (double)bytes;

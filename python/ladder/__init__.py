@@ -119,7 +119,7 @@ _F32, _F16, _BF16, _I32 = 0, 1, 2, 3
 for _code, _name in ((_F32, "f32"), (_F16, "f16"), (_BF16, "bf16"), (_I32, "i32")):
     if _lib.ladder_dtype_name(_code).decode() != _name:
         raise ImportError("libladder.so's dtype codes differ from this module's: rebuild both from one checkout")
-_IN_FWD, _IN_BWD, _OUT_FWD, _OUT_BWD, _OPTIONAL, _INDEX, _KEEP_F32, _READ_BY_BWD = (1 << i for i in range(8))
+_IN_FWD, _IN_BWD, _OUT_FWD, _OUT_BWD, _OPTIONAL, _INDEX, _KEEP_F32, _READ_BY_BWD, _BROADCAST = (1 << i for i in range(9))
 _OK, _ERR_ARG, _ERR_SHAPE, _ERR_UNSUPPORTED, _ERR_UNAVAILABLE, _ERR_CUDA, _ERR_NOMEM = range(7)
 _PASSES = {"fwd": 0, "bwd": 1}
 
@@ -409,6 +409,10 @@ def run(algo, pass_="fwd", rung="cpu", *, want=(), **kwargs):
         present = s.name in want or not s.role & _OPTIONAL or (s.grad_of in given)
         if not present:
             continue
+        of = given.get(s.grad_of)
+        if of is not None and a.tensor[s.grad_of].role & _BROADCAST:
+            shapes.append((s, tuple(of.shape[:of.rank])))  # the gradient of a broadcast input takes its shape
+            continue
         shape = (ctypes.c_int64 * _MAX_RANK)()
         rank = _lib.ladder_tensor_shape_of(a.ptr, problem, ctypes.byref(index) if index is not None else None, s.index,
                                            ctypes.byref(shape))
@@ -448,8 +452,8 @@ def _sizes_from_shapes(a, problem, given):
     """Each size from the first tensor that has it; the dispatcher then checks every tensor against them."""
     known = set()
     for s in a.tensors:
-        if s.name not in given or s.role & _INDEX:
-            continue
+        if s.name not in given or s.role & (_INDEX | _BROADCAST):
+            continue  # a broadcast input (memeff's bias) may have 1 where the problem has more
         t = given[s.name]
         if t.rank != len(s.dims):
             shape = ",".join(str(t.shape[d]) for d in range(t.rank))

@@ -18,7 +18,7 @@ LADDER_BIN = os.environ.get("LADDER_BIN", str(ROOT / "build" / "bin" / "ladder")
 # here is tested at sizes of 3 (1 for the head counts that must divide each other).
 SIZES = {
     "dynconv": dict(B=2, T=19, D=5, W=4),
-    "recurrent": dict(B=2, T=11, H=3, K=8, V=6),
+    "recurrent": dict(B=2, T=11, H=3, K=8, V=6, N=2),  # N: the sequences, B without cu_seqlens
     "flash": dict(B=2, Hq=4, Hkv=2, Sq=13, Sk=17, D=16, Dv=8),
 }
 
@@ -49,10 +49,10 @@ def random_inputs(algo, pass_, seed=0, with_optional=False):
     return out
 
 
-def run_both(algo, seed=0):
+def run_both(algo, seed=0, with_optional=False):
     """Forward, then backward (with the forward outputs it reads), through the module; inputs and outputs by name."""
     a = ladder._ALGOS[algo]
-    fwd_in = random_inputs(algo, "fwd", seed)
+    fwd_in = random_inputs(algo, "fwd", seed, with_optional)
     fwd = ladder.run(algo, "fwd", **fwd_in)
     bwd_in = dict(fwd_in)
     rng = np.random.default_rng(seed + 1)
@@ -65,11 +65,12 @@ def run_both(algo, seed=0):
     return bwd_in, {**fwd, **bwd}
 
 
+@pytest.mark.parametrize("with_optional", [False, True], ids=["required", "optional"])
 @pytest.mark.parametrize("algo", ladder.algorithms())
-def test_the_same_outputs_as_ladder_run_in(algo, tmp_path):
+def test_the_same_outputs_as_ladder_run_in(algo, with_optional, tmp_path):
     if not os.access(LADDER_BIN, os.X_OK):
         pytest.skip(f"{LADDER_BIN} is not built")
-    inputs, outputs = run_both(algo)
+    inputs, outputs = run_both(algo, with_optional=with_optional)
     for name, x in inputs.items():
         if not ladder._ALGOS[algo].tensor[name].role & ladder._OUT_FWD:
             np.save(tmp_path / f"{name}.npy", x)
@@ -225,6 +226,24 @@ def test_a_tiny_input_implying_a_huge_output_is_refused_before_allocating():
     cu[-1] = 1
     err = expect("LADDER_ERR_NOMEM", ladder.recurrent_fwd, q, q, q, cu_seqlens=cu, want=("ht",))
     assert "ht alone" in err.message
+
+
+def test_a_broadcast_input_and_its_gradient():
+    a = ladder._ALGOS.get("memeff")
+    if a is None:
+        pytest.skip("no algorithm with a broadcast input (memeff) in this build")
+    rng = np.random.default_rng(10)
+    q = rng.standard_normal((2, 4, 5, 8)).astype(np.float32)
+    k, v = (rng.standard_normal((2, 2, 7, 8)).astype(np.float32) for _ in range(2))
+    bias = rng.standard_normal((1, 4, 1, 7)).astype(np.float32)  # one row of key biases per head, for every query
+    full = np.ascontiguousarray(np.broadcast_to(bias, (2, 4, 5, 7)))
+    o, lse = ladder.memeff_fwd(q, k, v, bias=bias)
+    np.testing.assert_allclose(o, ladder.memeff_fwd(q, k, v, bias=full).o, rtol=1e-6, atol=1e-7)
+    do = rng.standard_normal(o.shape).astype(np.float32)
+    g = ladder.memeff_bwd(q, k, v, o, lse, do, bias=bias)
+    assert g.dbias.shape == bias.shape  # the gradient of a broadcast input has the input's shape
+    g_full = ladder.memeff_bwd(q, k, v, o, lse, do, bias=full)
+    np.testing.assert_allclose(g.dbias, g_full.dbias.sum(axis=(0, 2), keepdims=True), rtol=1e-5, atol=1e-6)
 
 
 def test_torch_cpu_tensors_at_the_cpu_rung():

@@ -66,6 +66,35 @@ def test_flash_against_sdpa_and_autograd(rung, dtype, tol, causal, sq, sk):
 
 
 @pytest.mark.parametrize("rung,dtype,tol", PRECISIONS, ids=lambda x: str(x).replace("torch.", ""))
+def test_memeff_bias_against_sdpa_and_autograd(rung, dtype, tol):
+    if "memeff" not in ladder.algorithms():
+        pytest.skip("no memeff in this build")
+    g = torch.Generator(device=DEV).manual_seed(5)
+    B, Hq, Hkv, sq, sk, D = 2, 4, 2, 70, 90, 64
+    q = torch.randn(B, Hq, sq, D, device=DEV, generator=g).to(dtype)
+    k = torch.randn(B, Hkv, sk, D, device=DEV, generator=g).to(dtype)
+    v = torch.randn(B, Hkv, sk, D, device=DEV, generator=g).to(dtype)
+    bias = torch.randn(1, Hq, 1, sk, device=DEV, generator=g).to(dtype)  # broadcast over batch and queries
+    do = torch.randn(B, Hq, sq, D, device=DEV, generator=g).to(dtype)
+    try:
+        o, lse = ladder.memeff_fwd(q, k, v, bias=bias, rung=rung)
+    except ladder.LadderError as e:
+        if e.status != "LADDER_ERR_UNAVAILABLE":
+            raise
+        pytest.skip(f"memeff at {rung}: {e.message}")
+    grads = ladder.memeff_bwd(q, k, v, o, lse, do, bias=bias, rung=rung)
+    assert grads.dbias.shape == bias.shape
+    q64, k64, v64, b64 = (x.double().requires_grad_() for x in (q, k, v, bias))
+    rep = Hq // Hkv
+    want_o = F.scaled_dot_product_attention(q64, k64.repeat_interleave(rep, 1), v64.repeat_interleave(rep, 1),
+                                            attn_mask=b64)
+    want_o.backward(do.double())
+    for name, got, want in (("o", o, want_o.detach()), ("dq", grads.dq, q64.grad), ("dk", grads.dk, k64.grad),
+                            ("dv", grads.dv, v64.grad), ("dbias", grads.dbias, b64.grad)):
+        assert err(got, want) < tol, f"memeff {rung} {dtype} {name}: relative L2 error {err(got, want):.2e} > {tol}"
+
+
+@pytest.mark.parametrize("rung,dtype,tol", PRECISIONS, ids=lambda x: str(x).replace("torch.", ""))
 @pytest.mark.parametrize("algo", ladder.algorithms())
 def test_every_algorithm_against_the_cpu_rung(algo, rung, dtype, tol):
     a = ladder._ALGOS[algo]

@@ -4,9 +4,10 @@
  * For each algorithm (its small valid case from tests/<algo>_cases.c) and each pass: every required tensor
  * missing, every tensor of the wrong shape, every input with a negative stride, every data pointer not aligned to
  * its dtype, every output not contiguous or overlapping an input, every size out of its range, a rung number out
- * of range, dtypes a rung does not take, and the GPU rungs on a machine without a GPU. Each case asserts the status from DESIGN.md's table, that
- * ladder_last_error() names the argument, and that nothing was written (the outputs stay NaN). What only one
- * algorithm has (cu_seqlens rules, its dtype rules at the tensor-core rung) is in tests/test_<algo>_args.c.
+ * of range, dtypes a rung does not take, and the GPU rungs on a machine without a GPU. Each case asserts the
+ * status from DESIGN.md's table, that ladder_last_error() names the argument, and that nothing was written (the
+ * outputs stay NaN). What only one algorithm has (cu_seqlens rules, its dtype rules at the tensor-core rung) is in
+ * tests/test_<algo>_args.c.
  */
 #include <math.h>
 #include <stdio.h>

@@ -9,6 +9,7 @@
  *    summed over the broadcast dimensions.
  * 4. Split keys change nothing but the order of the sums: the forward with splits = 3 matches splits = 1.
  * 5. bias.npy may hold any broadcastable shape, and dbias.npy comes back in that shape.
+ * 6. Deterministic mode repeats bitwise 20 times, dbias of a broadcast bias included.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,4 +276,38 @@ Test(memeff, npy_bias_in_any_broadcast_shape_dbias_out_in_its_shape) {
     ladder_case_free(&back);
     ladder_case_free(&c);
     harness_tmpdir_remove(dir);
+}
+
+/* ---- 6. deterministic mode: 20 repeats bitwise, dbias of a broadcast bias included --------------------------- */
+
+ParameterizedTestParameters(memeff, deterministic_mode_repeats_bitwise_20_times) {
+    static const ladder_memeff_problem ps[] = {
+        {.attn = {.B = 2, .Hq = 6, .Hkv = 2, .Sq = 100, .Sk = 130, .D = 64, .Dv = 40,
+                  .mask = {.causal = LADDER_CAUSAL_BOTTOM_RIGHT, .window_left = -1, .window_right = -1}},
+         .dropout_p = 0.1, .philox_seed = 21, .deterministic = true},
+    };
+    static ladder_case_opts opts[1];
+    opts[0] = (ladder_case_opts){.with = 1u << T(&ladder_memeff_algo, "bias"), .broadcast = 6u, .strided = true};
+    return every_rung(ps, opts, 1);
+}
+
+ParameterizedTest(const test_case *t, memeff, deterministic_mode_repeats_bitwise_20_times) {
+    enum { REPEATS = 20 };
+    harness_require_rung(t);
+    ladder_case c;
+    test_make(t, &c);
+    ladder_result first, again;
+    test_run(t, t->rung, t->dtype, &c, &first);
+    for (int rep = 1; rep < REPEATS; rep++) {
+        test_run(t, t->rung, t->dtype, &c, &again);
+        for (int i = 0; i < ladder_memeff_algo.n_tensors; i++) {
+            if (!first.t[i].data) continue;
+            const size_t bytes = (size_t)ladder_tensor_numel(&first.t[i]) * ladder_dtype_size(first.t[i].dtype);
+            cr_assert(memcmp(first.t[i].data, again.t[i].data, bytes) == 0, "%s: %s of run %d differs from run 1",
+                      ladder_rung_name(t->rung), ladder_memeff_algo.tensors[i].name, rep + 1);
+        }
+        ladder_result_free(&again);
+    }
+    ladder_result_free(&first);
+    ladder_case_free(&c);
 }

@@ -63,9 +63,10 @@ typedef struct ladder_memeff_problem {
     ladder_attention_problem attn; /**< sizes, scale, softcap, mask */
     double dropout_p;              /**< probability of dropping an element of P, in [0, 1) (as a float too); 0: none */
     uint64_t philox_seed;          /**< the Philox4x32-10 key (low 32 bits key word 0, high 32 bits key word 1) */
-    uint64_t philox_offset;        /**< the Philox output that element (0,0,0,0) draws; philox_offset + B*Hq*Sq*Sk
-                                        must not overflow uint64 */
-    int64_t splits;                /**< split-key forward: 0 automatic, 1 none, N: N blocks share a query tile's keys */
+    uint64_t philox_offset;        /**< the Philox output that element (0,0,0,0) draws; with dropout, philox_offset
+                                        + B*Hq*Sq*Sk must not overflow uint64 (64-bit counters never wrap) */
+    int64_t splits;                /**< split-key forward: 0 automatic, 1 none, N (at most Sk): N blocks share a query
+                                        tile's keys (the cpu and gpu_naive rungs need none) */
     bool deterministic;            /**< no atomics in the backward: bitwise-repeatable results (dbias included) */
 } ladder_memeff_problem;
 

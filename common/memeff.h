@@ -12,7 +12,8 @@
  * when the uniform float drawn from the (philox_offset + ((b*Hq + h)*Sq + i)*Sk + j)-th 32-bit output of
  * Philox4x32-10 keyed by philox_seed is > p, as PyTorch's memory-efficient kernel draws it. lse is that of the
  * undropped softmax. With packed sequences (cu_seqlens, B = 1), b = 0 and i, j are positions in the packed
- * tensors, for the bias and the dropout counter alike.
+ * tensors, for the bias and the dropout counter alike. A bias of -inf masks its element; a row whose every score
+ * is -inf is a fully masked row (o = 0, lse = -inf, zero gradients), never NaN.
  *
  * Backward, given dO (and optionally dlse), recomputing P = exp(S - lse) and the mask rather than storing them:
  *

@@ -116,7 +116,7 @@ static void row_emulating(const float *S, const float *V, int64_t klo, int64_t l
         const float alpha = m_new == -INFINITY ? 1.0f : expf(m - m_new);
         for (int64_t e = 0; e < Dv; e++) oi[e] *= alpha;
         for (int64_t j = j0; j < j1; j++) {
-            const float pt = m_new == -INFINITY ? 0.0f : expf(S[j - klo] - m_new);
+            const float pt = expf(S[j - klo] - (m_new == -INFINITY ? 0.0f : m_new)); /* a NaN S stays NaN */
             sum += pt;
             const float pr = ladder_round_float(pt, rt);
             for (int64_t e = 0; e < Dv; e++) oi[e] += pr * V[(j - klo) * Dv + e];
@@ -124,7 +124,7 @@ static void row_emulating(const float *S, const float *V, int64_t klo, int64_t l
         l = alpha * l + sum;
         m = m_new;
     }
-    for (int64_t e = 0; e < Dv; e++) oi[e] = l > 0.0f ? oi[e] / l : 0.0f;
+    for (int64_t e = 0; e < Dv; e++) oi[e] = l == 0.0f ? 0.0f : oi[e] / l;
     *lse = ladder_attn_lse(m, l);
 }
 

@@ -18,6 +18,7 @@ summary=/tmp/logs/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
 
+[[ -f build/lib/libladder.so ]] || gzip -dkf build/lib/libladder.so.gz # the bundle carries it gzipped
 say "bundle commit: $(cat build/COMMIT)"
 say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
 for step in $steps; do

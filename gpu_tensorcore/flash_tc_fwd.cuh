@@ -19,7 +19,7 @@
 #ifndef LADDER_GPU_TENSORCORE_FLASH_TC_FWD_CUH
 #define LADDER_GPU_TENSORCORE_FLASH_TC_FWD_CUH
 
-#include "flash_rungs.h"
+#include "attention_tc_reference.h"
 #include "flash_tc.cuh"
 
 namespace flash_tc {
@@ -32,7 +32,7 @@ template <int HD, int HDV> struct fwd_cfg {
     static constexpr int WARPS = 4, THREADS = 32 * WARPS, BR = 16 * MT * WARPS;
     /* keys per tile: 64 up to a head dim of 128 (at 128, S's 64 fp32 registers per lane beside O's 128: 255 in
      * all, no spill); 32 above; the cpu rung's emulation rounds P per tile of the same size (the macro) */
-    static constexpr int BC = LADDER_FLASH_TC_FWD_KEYS(HD, HDV);
+    static constexpr int BC = LADDER_ATTN_TC_FWD_KEYS(HD, HDV);
     static constexpr int LDQ = HD + 8, LDV = HDV + 8;             /* shared-memory row strides, in elements */
     /* Q, K, V tiles; each row's key range [lo, hi) */
     static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)((BR + BC) * LDQ + BC * LDV) + sizeof(int64_t) * 2 * BR;

@@ -7,6 +7,7 @@
 #   make bench        the benchmark sweep on this machine (GPU rungs need a GPU)
 #   make bench-tables splice docs/results/*.csv into the chapters
 #   make check-numbers prove every measured number in the chapters and README spliced or in docs/results/
+#   make check-excerpts prove every code excerpt in the chapters the lines of the file it names (make docs runs it)
 #   make docs         Doxygen HTML of the API and the chapters into build/docs/html
 #   make gpu-bundle   a lean, commit-stamped build/ (the labs' binaries too) to run on a GPU machine with no package manager
 #   make labs         list the chapters' labs; make lab LAB=name checks yours; make lab-check proves the checkers
@@ -87,7 +88,7 @@ TEST_SRC := $(wildcard tests/*.c tests/oracle/*.c)
 TESTS := $(BUILD)/bin/ladder-tests
 HAVE_CRITERION := $(if $(wildcard /usr/include/criterion/criterion.h /usr/local/include/criterion/criterion.h),1,0)
 
-.PHONY: all run test bench bench-tables check-numbers docs gpu-bundle clean help deps-test deps-docs fuzz
+.PHONY: all run test bench bench-tables check-numbers check-excerpts docs gpu-bundle clean help deps-test deps-docs fuzz
 all: $(LIB) $(LADDER) $(if $(filter 1,$(HAVE_CRITERION)),$(TESTS))
 
 help:
@@ -145,6 +146,7 @@ test: deps-test
 	@tests/test_run_gpu_tests.sh $(LADDER)
 	@python3 -m unittest discover -q -s tools -p 'test_bench_tables.py'
 	@python3 -m unittest discover -q -s tools -p 'test_check_numbers.py'
+	@python3 -m unittest discover -q -s tools -p 'test_check_excerpts.py'
 	@tests/run.sh $(TESTS) $(LADDER)
 
 bench: $(LADDER)
@@ -161,7 +163,12 @@ NUMBERS_PENDING := chapters/03-flash-attention.md
 check-numbers:
 	python3 tools/check_numbers.py $(foreach f,$(NUMBERS_PENDING),--pending $(f)) docs/results $(NUMBERS_FILES)
 
-docs: deps-docs
+# A chapter quotes code as "`FILE`, lines A-B:" and a fenced block; tools/check_excerpts.py fails when the block is
+# no longer those lines, so that a change to quoted code shows up here (refresh the excerpt, or its range).
+check-excerpts:
+	python3 tools/check_excerpts.py $(sort $(wildcard chapters/*.md))
+
+docs: deps-docs check-excerpts
 	@mkdir -p $(BUILD)/docs
 	doxygen docs/Doxyfile
 

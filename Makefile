@@ -164,7 +164,8 @@ check-numbers:
 	python3 tools/check_numbers.py $(foreach f,$(NUMBERS_PENDING),--pending $(f)) docs/results $(NUMBERS_FILES)
 
 # A chapter quotes code as "`FILE`, lines A-B:" and a fenced block; tools/check_excerpts.py fails when the block is
-# no longer those lines, so that a change to quoted code shows up here (refresh the excerpt, or its range).
+# no longer those lines, so that a change to quoted code shows up here. `python3 tools/check_excerpts.py --fix
+# chapters/*.md` renumbers the excerpts whose lines only moved; a changed line needs its excerpt refreshed by hand.
 check-excerpts:
 	python3 tools/check_excerpts.py $(sort $(wildcard chapters/*.md))
 

@@ -523,7 +523,8 @@ __device__ void dk_walk(const uint16_t *sX, const uint16_t *sG, const int *wmin,
  * 32-token tiles read it 95 / 32 times at W = 64 and transposed it through registers. At W = 56 the walk is
  * slower than the 32-token tiles: a channel's slot of dkernels is not whole 32-byte sectors there, and dk_walk's
  * stores write halves of sectors (the likely cause, not yet profiled). So plan() walks at W % 16 == 8 only in place
- * of the 64-token tiles (W <= 44). The measurements: docs/results/h100-2026-11-24-notes-dynconv-tensorcore.md, session 17.
+ * of the 64-token tiles (W <= 44). The measurements: docs/results/h100-2026-11-24-notes-dynconv-tensorcore.md,
+ * session 17.
  */
 template <class T, int KC, int NS> __device__ void bwd_walk(const tc_args &a) {
     extern __shared__ __align__(16) unsigned char smem[];

@@ -169,7 +169,8 @@ __device__ void stage_bounds(int *wmin, int rows, const tc_args &a, const tile &
  * later, so a sector is fetched twice unless the L1 still holds it then. Where W % 32 == 0 (in the sheared range,
  * W = 64, a window of 95 rows of 1 KB) a thread takes 16 taps instead, a whole sector, two 16-byte loads a row.
  * W = 48 keeps 8 taps: its smaller window and tiles leave the L1 more room, and there the fewer loads in flight
- * cost more than the sectors fetched twice (both measured in docs/results/h100-2026-11-24-notes-dynconv-tensorcore.md, session 16).
+ * cost more than the sectors fetched twice (both measured in
+ * docs/results/h100-2026-11-24-notes-dynconv-tensorcore.md, session 16).
  */
 template <int TB>
 __device__ void stage_sheared(uint16_t *sK, const int *wmin, const tc_args &a, const tile &tl) {

@@ -881,10 +881,10 @@ template <class T> ladder_status fwd(const ladder_recurrent_problem *p, const la
  * The backward. The gate sums of recurrent.h, taken as they stand, subtract numbers of order one whose difference
  * is tiny under strong decay: q_t dq_t and k_t dk_t both hold the step's own term scale (q_t . k_t)(v_t . do_t),
  * and the dht part of the k dk sums cancels ht * dht. Written that way the rung missed the float64 reference by
- * up to 0.2 on dgk (K = V = 256, T = 15, gk and gv, normalizer 0.1; docs/results/h100-2026-11-24-notes-recurrent.md). So, as cpu/recurrent.c does,
- * the kernels keep apart what cancels: dq, dk, dv and o without their own step's diagonal term, and dk, dv from
- * dht in a second reverse sweep (zrun); the finish kernels put the outputs together, the gate kernels sum the
- * small differences.
+ * up to 0.2 on dgk (K = V = 256, T = 15, gk and gv, normalizer 0.1; docs/results/h100-2026-11-24-notes-recurrent.md).
+ * So, as cpu/recurrent.c does, the kernels keep apart what cancels: dq, dk, dv and o without their own step's diagonal
+ * term, and dk, dv from dht in a second reverse sweep (zrun); the finish kernels put the outputs together, the gate
+ * kernels sum the small differences.
  */
 template <class T> ladder_status bwd(const ladder_recurrent_problem *p, const ladder_recurrent_args *ar) {
     tc_call a;

@@ -17,9 +17,12 @@ unit and are not figures). Each figure in a checked file must be either
   tools/bench_tables.py fills from the committed results, or
 - a number that appears, written the same way, in a committed file under
   RESULTS (docs/results/): a CSV, a `ladder bench` report, a run record or a
-  notes file. "Written the same way" compares the digits: "0.523" matches a
-  "0.523" there (also inside "0.523 ms" or a table cell), not "0.5234" or
-  "0.52"; thousands separators are ignored ("1,380" is "1380").
+  notes file, either as a figure with the same unit (chains included, as
+  below) or as a cell of a table (a CSV field, or a cell of a Markdown table
+  row), whose column names the unit. "Written the same way" compares the
+  digits: "0.523 ms" matches "0.523 ms" or a cell "0.523" there, not
+  "0.5234", "0.52" or "0.523%"; thousands separators are ignored ("1,380" is
+  "1380"), and "us" is "µs".
 
 The check proves that a number was recorded, not that the sentence around it
 means what the record does: that is the reviewer's part. It reads only the
@@ -55,24 +58,38 @@ def normal(whole, frac):
     return whole.replace(",", "") + (frac or "")
 
 
+def unit_of(fig):
+    """The unit a figure's text ends with ('' for a bare number), "us" written as "µs"."""
+    unit = re.sub(r"^[\d.,\s]+", "", fig)
+    return "µs" if unit == "us" else unit
+
+
 def recorded(results_dir):
-    """Every number written in a text file under RESULTS, as the set of its normalised digit strings."""
-    tokens = set()
+    """What the text files under RESULTS record: ({(digits, unit)} of their figures, {digits} of their table cells)."""
+    figs, cells = set(), set()
     for root, _, files in os.walk(results_dir):
         for name in sorted(files):
             if not name.endswith(RESULT_EXTS):
                 continue
-            with open(os.path.join(root, name), encoding="utf-8") as f:
-                for m in TOKEN_RE.finditer(f.read()):
-                    tokens.add(normal(m.group(1), m.group(2)))
-                    if "," in m.group(1):
-                        # "1,380" in a CSV may be two cells, 1 and 380, as much as one number
-                        tokens.update(m.group(1).split(","))
-    return tokens
+            path = os.path.join(root, name)
+            for _, fig, digits, unit, _ in figures(path, skip_spliced=False):
+                figs.add((digits, unit))
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    if name.endswith(".csv"):
+                        fields = line.split(",")
+                    elif line.lstrip().startswith("|"):
+                        fields = line.split("|")
+                    else:
+                        continue
+                    for field in fields:
+                        for m in TOKEN_RE.finditer(field):
+                            cells.add(normal(m.group(1), m.group(2)))
+    return figs, cells
 
 
-def figures(path):
-    """[(line number, figure text, digits, line text)] for every figure outside the spliced blocks. A figure
+def figures(path, skip_spliced=True):
+    """[(line number, figure text, digits, unit, line text)] for every figure outside the spliced blocks. A figure
     may run over a line break ("0.523\nms"); the numbers chained to it by "to", "and", "or", "against", a
     an arrow ("from 0.152 to 0.127 ms", "(2.675 and 1.631 ms)") are figures with its unit too."""
     with open(path, encoding="utf-8") as f:
@@ -80,7 +97,7 @@ def figures(path):
     kept = []
     inside = False
     for line in lines:
-        m = MARKER_RE.match(line.strip())
+        m = MARKER_RE.match(line.strip()) if skip_spliced else None
         if m:
             inside = not m.group(1)
             kept.append("")
@@ -103,25 +120,29 @@ def figures(path):
 
     out = []
     for fm in FIGURE_RE.finditer(text):
-        found = [(fm.start(), fm.group(0), normal(fm.group(1), fm.group(2)))]
+        unit = unit_of(fm.group(0))
+        found = [(fm.start(), fm.group(0), normal(fm.group(1), fm.group(2)), unit)]
         end = fm.start()
         while True:
             lo = max(0, end - 48)
             cm = CHAIN_RE.search(text[lo:end])
             if not cm:
                 break
-            found.append((lo + cm.start(), cm.group(1) + (cm.group(2) or ""), normal(cm.group(1), cm.group(2))))
+            found.append((lo + cm.start(), cm.group(1) + (cm.group(2) or ""), normal(cm.group(1), cm.group(2)), unit))
             end = lo + cm.start()
         out += found
     # in the order they are written; a number chained to a later figure is found after it
-    return [(where(pos), " ".join(fig.split()), digits, lines[where(pos) - 1]) for pos, fig, digits in sorted(out)]
+    return [(where(pos), " ".join(fig.split()), digits, unit, lines[where(pos) - 1])
+            for pos, fig, digits, unit in sorted(out)]
 
 
-def check(path, tokens):
-    """(number of figures, [failure lines]) for one file."""
+def check(path, record):
+    """(number of figures, [failure lines]) for one file; record is what recorded() returns."""
+    figs, cells = record
     found = figures(path)
     bad = [f"{path}:{lineno}: '{text}' is in no spliced table and in no file under the results: "
-           f"{line.strip()}" for lineno, text, digits, line in found if digits not in tokens]
+           f"{line.strip()}" for lineno, text, digits, unit, line in found
+           if (digits, unit) not in figs and digits not in cells]
     return len(found), bad
 
 
@@ -138,13 +159,13 @@ def main(argv):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     results_dir, files = args[0], args[1:]
-    tokens = recorded(results_dir)
+    record = recorded(results_dir)
     failed = False
     for path in files:
         if not os.path.isfile(path):
             print(f"check_numbers: {path}: no such file", file=sys.stderr)
             return 2
-        n, bad = check(path, tokens)
+        n, bad = check(path, record)
         waiting = os.path.normpath(path) in pending
         if not bad:
             print(f"check_numbers: {path}: ok, {n} figure(s) traced")

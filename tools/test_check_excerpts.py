@@ -61,6 +61,17 @@ class CheckExcerptsTest(unittest.TestCase):
         self.assertIn("the file has", bad[1])
         self.assertIn("no code block follows", bad[2])
 
+    def test_fix_renumbers_a_moved_excerpt_only(self):
+        path = self.chapter("`src/f.c`, lines 1-3:\n\n```cpp\nif (x > 0) {\n    return x;\n}\n```\n"
+                            "`src/f.c`, lines 5-5:\n\n```cpp\nreturn +x;\n```\n")
+        with redirect_stdout(io.StringIO()):
+            n, bad = ce.check(path, fix=True)
+        self.assertEqual(n, 2)
+        self.assertEqual(len(bad), 1)  # the changed line is not "moved": a person refreshes it
+        with open(path, encoding="utf-8") as f:
+            self.assertIn("`src/f.c`, lines 2-4:", f.read())
+        self.assertEqual(len(ce.check(path)[1]), 1)
+
     def test_main(self):
         good = self.chapter("`src/f.c`, lines 6-6:\n\n```\n}\n```\n")
         out = io.StringIO()

@@ -18,7 +18,8 @@ import check_numbers as cn  # noqa: E402
 RESULTS = {
     "gpu-2026-01-01.csv": "gpu,date,median_ms,pct_of_copy\nX,2026-01-01,0.5234,96.0\n",
     "gpu-2026-01-01.md": "| rung | median ms | % of copy |\n|---|--:|--:|\n| tiled | 0.523 | 96% |\n",
-    "gpu-2026-01-01-notes-topic.md": "The walk took 1,380 instructions and 3.256 ms against 4.562 ms.\n",
+    "gpu-2026-01-01-notes-topic.md": "The walk took 1,380 ms of 13 us and went from 4.562 to 3.256 ms, 80% of copy;\n"
+                                     "W = 64 at 7.5 and 0.25 GB/s.\n",
     "chart.svg": "<svg><text>7.77 ms</text></svg>\n",
 }
 
@@ -35,7 +36,7 @@ class CheckNumbersTest(unittest.TestCase):
         os.makedirs(self.results)
         for name, text in RESULTS.items():
             write(os.path.join(self.results, name), text)
-        self.tokens = cn.recorded(self.results)
+        self.record = cn.recorded(self.results)
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -53,7 +54,7 @@ class CheckNumbersTest(unittest.TestCase):
 
     def test_figures_with_units(self):
         path = self.chapter("It took 0.523 ms, 96% of copy, at 2991 GB/s and 780 TFLOP/s, 1.6 GHz, 13 µs, 5 us.\n")
-        found = [(fig, digits) for _, fig, digits, _ in cn.figures(path)]
+        found = [(fig, digits) for _, fig, digits, _, _ in cn.figures(path)]
         self.assertEqual(found, [("0.523 ms", "0.523"), ("96%", "96"), ("2991 GB/s", "2991"),
                                  ("780 TFLOP/s", "780"), ("1.6 GHz", "1.6"), ("13 µs", "13"), ("5 us", "5")])
 
@@ -64,23 +65,31 @@ class CheckNumbersTest(unittest.TestCase):
 
     def test_chained_numbers_share_the_unit(self):
         path = self.chapter("from 0.152 to 0.127 ms, (2.675 and 1.631 ms), 97 → 149 TFLOP/s, 3 against 4 ms\n")
-        digits = [d for _, _, d, _ in cn.figures(path)]
+        digits = [d for _, _, d, _, _ in cn.figures(path)]
         self.assertEqual(sorted(digits), sorted(["0.152", "0.127", "2.675", "1.631", "97", "149", "3", "4"]))
 
     def test_figure_over_a_line_break(self):
         path = self.chapter("first line\nit took 0.527\nms in all\n")
-        self.assertEqual([(n, d) for n, _, d, _ in cn.figures(path)], [(2, "0.527")])
+        self.assertEqual([(n, d) for n, _, d, _, _ in cn.figures(path)], [(2, "0.527")])
 
     def test_spliced_blocks_are_skipped(self):
         text = ("<!-- bench:dynconv:fwd -->\n| 0.111 ms | 12% |\n<!-- /bench:dynconv:fwd -->\n"
                 "<!-- bench-chart:dynconv:::B=2:W -->\n0.222 ms\n<!-- /bench-chart:dynconv:::B=2:W -->\n"
                 "after: 0.333 ms\n")
         path = self.chapter(text)
-        self.assertEqual([(n, d) for n, _, d, _ in cn.figures(path)], [(7, "0.333")])
+        self.assertEqual([(n, d) for n, _, d, _, _ in cn.figures(path)], [(7, "0.333")])
+
+    def test_traced_with_its_unit_or_in_a_table(self):
+        path = self.chapter("4.562 ms\n3.256 ms\n80%\n13 µs\n0.25 GB/s\n7.5 ms\n80 ms\n4.562%\n96.0%\n")
+        n, bad = cn.check(path, self.record)
+        self.assertEqual(n, 9)
+        # 7.5 has no unit in the notes and is in no table; 80 is recorded as a %, not as ms; 4.562 as ms, not %;
+        # 96.0 is a CSV cell (its column names the unit)
+        self.assertEqual([b.split(":")[1] for b in bad], ["6", "7", "8"])
 
     def test_traced_only_as_written(self):
         path = self.chapter("0.523 ms\n96%\n1,380 ms\n3.256 ms\n0.52 ms\n0.5234 ms\n7.77 ms\n4.562 ms\n")
-        n, bad = cn.check(path, self.tokens)
+        n, bad = cn.check(path, self.record)
         self.assertEqual(n, 8)
         # 0.52 is not written anywhere; 0.5234 is in the CSV; an SVG is not read
         self.assertEqual([b.split(":")[1] for b in bad], ["5", "7"])

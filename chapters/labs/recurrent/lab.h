@@ -1,15 +1,21 @@
 /*
  * chapters/labs/recurrent/lab.h: the functions the recurrent labs ask for.
  *
- * Each lab file (lab1_gla_forward.c, lab2_gate_grad.c, lab3_varlen_dgk.c) defines one of them; its checker
- * (check_<lab>.c) runs it on seeded inputs beside the cpu rung and prints PASS or FAIL.
+ * Each lab file (lab1_gla_forward.c, lab2_gate_grad.c, lab3_varlen_dgk.c, lab4_gla_forward_gpu.cu) defines one
+ * of them; its checker (check_<lab>.c) runs it on seeded inputs beside the cpu rung and prints PASS or FAIL.
  * Run a lab:  make lab LAB=lab1_gla_forward
- * All tensors here are contiguous, C order, fp32, host memory.
+ * All tensors here are contiguous, C order, fp32; host memory in Labs 1 to 3, device memory in Lab 4.
  */
 #ifndef LADDER_LAB_RECURRENT_H
 #define LADDER_LAB_RECURRENT_H
 
 #include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /*
  * Lab 1: the forward of one sequence and one head, with a per-key-channel gate:
@@ -39,4 +45,17 @@ void lab3_varlen_dgk(int64_t T, int64_t H, int64_t K, int64_t V, int n_seqs, con
                      const float *q, const float *k, const float *dq, const float *dk, const float *ht,
                      const float *dht, float *dgk);
 
+/*
+ * Lab 4: Lab 1 on the GPU, for H heads of one sequence: the launcher (written) gives a thread to each column j of
+ * each head's state, and the kernel (yours) runs that column through the whole sequence.
+ * q, k, gk are [L,H,K]; v and o are [L,H,V]; h0 and ht are [H,K,V]; all device memory. Returns LADDER_OK, or
+ * LADDER_ERR_CUDA when the launch fails.
+ */
+ladder_status lab4_gla_forward_gpu(int64_t L, int64_t H, int64_t K, int64_t V, float scale, const float *q,
+                                   const float *k, const float *v, const float *gk, const float *h0, float *o,
+                                   float *ht);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -10,6 +10,7 @@ ladder_status ladder_check_tensor(const ladder_tensor *t, const char *name, int 
                                   const char *dims) {
     if (!t->data) return ladder_fail(LADDER_ERR_ARG, "%s is null (a required tensor)", name);
     ladder_status st = ladder_tensor_check_layout(t, name);
+    if (st == LADDER_OK) st = ladder_check_aligned(t, name);
     if (st != LADDER_OK) return st;
     bool same = t->rank == rank;
     for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
@@ -20,6 +21,14 @@ ladder_status ladder_check_tensor(const ladder_tensor *t, const char *name, int 
         ladder_tensor_shape_str(&expect, want, sizeof want);
         return ladder_fail(LADDER_ERR_SHAPE, "%s has shape %s but the problem needs %s (%s)", name, got, want, dims);
     }
+    return LADDER_OK;
+}
+
+ladder_status ladder_check_aligned(const ladder_tensor *t, const char *name) {
+    const size_t size = ladder_dtype_size(t->dtype);
+    if (t->data && size > 0 && (uintptr_t)t->data % size != 0)
+        return ladder_fail(LADDER_ERR_ARG, "%s's data pointer %p is not a multiple of %zu bytes, the size of an %s",
+                           name, t->data, size, ladder_dtype_name(t->dtype));
     return LADDER_OK;
 }
 
@@ -88,6 +97,7 @@ ladder_status ladder_check_cu_seqlens_named(const ladder_tensor *cu, const char 
     if (st != LADDER_OK) return st;
     if (cu->dtype != LADDER_I32)
         return ladder_fail(LADDER_ERR_ARG, "%s must be i32, not %s", name, ladder_dtype_name(cu->dtype));
+    LADDER_TRY(ladder_check_aligned(cu, name));
     if (cu->rank != 1 || cu->shape[0] < 2)
         return ladder_fail(LADDER_ERR_ARG, "%s must have shape [N+1] with N >= 1 sequences", name);
     if (cu->strides[0] != 1) return ladder_fail(LADDER_ERR_UNSUPPORTED, "%s must be contiguous", name);

@@ -25,6 +25,14 @@ extern "C" {
 ladder_status ladder_check_tensor(const ladder_tensor *t, const char *name, int rank, const int64_t *shape,
                                   const char *dims);
 
+/**
+ * @p t's data pointer must be aligned to its dtype's size (LADDER_ERR_ARG "x's data pointer 0x... is not a
+ * multiple of 4 bytes, the size of an f32"): every rung reads elements through typed pointers, and a misaligned
+ * one is undefined behaviour on the CPU and a fault on the GPU. Absent tensors pass. ladder_check_tensor() and
+ * ladder_check_cu_seqlens_named() call it; a dispatcher calls it itself for a tensor it checks another way.
+ */
+ladder_status ladder_check_aligned(const ladder_tensor *t, const char *name);
+
 /** @p t must be contiguous (outputs are written in C order): LADDER_ERR_UNSUPPORTED otherwise. */
 ladder_status ladder_check_contiguous(const ladder_tensor *t, const char *name);
 

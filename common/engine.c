@@ -68,6 +68,7 @@ double ladder_param_get(const ladder_algo *algo, const void *problem, int i) {
     case LADDER_PARAM_INT: return *(const int *)f;
     case LADDER_PARAM_BOOL: return *(const bool *)f;
     case LADDER_PARAM_DOUBLE: return *(const double *)f;
+    case LADDER_PARAM_U64: return (double)*(const uint64_t *)f;
     }
     return 0;
 }
@@ -80,6 +81,7 @@ void ladder_param_set(const ladder_algo *algo, void *problem, int i, double v) {
     case LADDER_PARAM_INT: *(int *)f = (int)v; break;
     case LADDER_PARAM_BOOL: *(bool *)f = v != 0; break;
     case LADDER_PARAM_DOUBLE: *(double *)f = v; break;
+    case LADDER_PARAM_U64: *(uint64_t *)f = (uint64_t)v; break;
     }
 }
 
@@ -153,6 +155,18 @@ static const ladder_tensor *case_index(const ladder_case *c) {
     for (int i = 0; i < c->algo->n_tensors; i++)
         if ((c->algo->tensors[i].role & LADDER_INDEX) && c->t[i].data) return &c->t[i];
     return NULL;
+}
+
+int ladder_case_shape(const ladder_case *c, int i, int64_t *shape) {
+    const ladder_algo *algo = c->algo;
+    int of = ladder_algo_tensor(algo, algo->tensors[i].grad_of);
+    const ladder_tensor *own = c->t[i].data ? &c->t[i]
+                               : of >= 0 && c->t[of].data && (algo->tensors[i].role & (LADDER_OUT_FWD | LADDER_OUT_BWD))
+                                   ? &c->t[of]
+                                   : NULL;
+    if (!own) return ladder_tensor_shape_of(algo, c->problem, case_index(c), i, shape);
+    memcpy(shape, own->shape, sizeof own->shape);
+    return own->rank;
 }
 
 /* Which outputs a case writes: the required ones, those asked for, and the gradients of present inputs. */
@@ -325,8 +339,13 @@ ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const vo
         const ladder_tensor_spec *s = &algo->tensors[i];
         if (!is_input(s) || (s->role & LADDER_INDEX)) continue;
         if ((s->role & LADDER_OPTIONAL) && !has(opts->with, i)) continue;
-        int64_t shape[LADDER_MAX_RANK];
+        int64_t shape[LADDER_MAX_RANK], full[LADDER_MAX_RANK];
         int rank = ladder_tensor_shape_of(algo, c->problem, index_t, i, shape);
+        const bool broadcast = s->role & LADDER_BROADCAST;
+        for (int d = 0; d < rank; d++) { /* a broadcast input: 1 on its broadcast dims, one element on its stride-0 ones */
+            full[d] = broadcast && has(opts->broadcast, d) ? 1 : shape[d];
+            if (broadcast && (has(opts->broadcast, d) || has(opts->stride0, d))) shape[d] = 1;
+        }
         ladder_status st = rank < 0 ? ladder_fail(LADDER_ERR_ARG, "%s: bad dims '%s'", s->name, s->dims)
                                     : ladder_shape_bytes(LADDER_F32, rank, shape) < 0
                                         ? ladder_fail(LADDER_ERR_ARG, "%s is too large to allocate", s->name)
@@ -337,6 +356,8 @@ ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const vo
         }
         fill_view(&c->t[i], opts->seed * 0x9e3779b97f4a7c15ull + (uint64_t)i, s->fill,
                   opts->gate_normalizer > 0 ? opts->gate_normalizer : 1.0);
+        for (int d = 0; d < rank; d++) /* drawn, the stride-0 dims take the problem's size over the one element */
+            if (full[d] != shape[d]) c->t[i].shape[d] = full[d], c->t[i].strides[d] = 0;
         c->present |= 1u << i;
     }
     c->present = outputs_present(algo, c->present, opts->with);
@@ -457,7 +478,7 @@ ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_c
             ins[n_in++] = a;
         } else {
             int64_t shape[LADDER_MAX_RANK];
-            int rank = ladder_tensor_shape_of(algo, c->problem, case_index(c), i, shape);
+            int rank = ladder_case_shape(c, i, shape);
             st = rank < 0 ? ladder_fail(LADDER_ERR_ARG, "%s: bad dims '%s'", s->name, s->dims)
                           : ladder_tensor_alloc(&r->t[i], want, rank, shape);
             if (st != LADDER_OK) break;
@@ -590,7 +611,8 @@ ladder_status ladder_case_read_dir(ladder_case *c, const ladder_algo *algo, cons
         if (st != LADDER_OK) break;
         c->t[i] = c->buf[i];
         c->present |= 1u << i;
-        if (!(s->role & LADDER_INDEX)) st = sizes_from_file(c, i, known);
+        /* a broadcast input's 1s name no size: the other inputs give them, and the dispatcher checks it against those */
+        if (!(s->role & (LADDER_INDEX | LADDER_BROADCAST))) st = sizes_from_file(c, i, known);
     }
     if (st != LADDER_OK) {
         ladder_case_free(c);

@@ -64,7 +64,11 @@ enum ladder_tensor_role {
     LADDER_OPTIONAL = 1u << 4, /**< may be absent (an optional input, or an output written only when asked for) */
     LADDER_INDEX = 1u << 5,    /**< an i32 index tensor (cu_seqlens): never rounded, never differentiated */
     LADDER_KEEP_F32 = 1u << 6, /**< stays f32 at every rung (lse, recurrent states) */
-    LADDER_READ_BY_BWD = 1u << 7 /**< a forward output the backward reads (o, lse) */
+    LADDER_READ_BY_BWD = 1u << 7, /**< a forward output the backward reads (o, lse) */
+    /** an input that may broadcast (memeff's bias): each dimension the size its dims name or 1, any strides (0
+     *  too); its gradient takes the shape the input has (ladder_case_shape()). Cases draw it as
+     *  ladder_case_opts::broadcast and ladder_case_opts::stride0 say. */
+    LADDER_BROADCAST = 1u << 8
 };
 
 /** How ladder_case_make() draws an input. */
@@ -89,7 +93,8 @@ typedef enum ladder_param_type {
     LADDER_PARAM_I64 = 0, /**< int64_t size */
     LADDER_PARAM_INT,     /**< int */
     LADDER_PARAM_BOOL,    /**< bool (flag value 0 or 1) */
-    LADDER_PARAM_DOUBLE   /**< double */
+    LADDER_PARAM_DOUBLE,  /**< double */
+    LADDER_PARAM_U64      /**< uint64_t (a seed, a counter offset): exact through the double-valued helpers up to 2^53 */
 } ladder_param_type;
 
 /** One field of the problem struct; also the command-line flag --NAME and, for sizes, a dimension name. */
@@ -199,6 +204,9 @@ typedef struct ladder_case_opts {
     bool has_seqlens2;                    /**< a second index tensor packs seqlens2 (else the same seqlens) */
     int64_t seqlens2[LADDER_MAX_SEQS];    /**< the n_seqs lengths along a second index tensor's size (flash: keys) */
     uint32_t with;                        /**< bit i: include optional tensor i (input, or output asked for) */
+    unsigned broadcast;                   /**< bit d: every ::LADDER_BROADCAST input has size 1 on dimension d */
+    unsigned stride0;                     /**< bit d: every ::LADDER_BROADCAST input is a view with stride 0 along
+                                               dimension d (the problem's size there, over one element of its buffer) */
     double gate_normalizer;               /**< ::LADDER_FILL_LOG_GATE divides by it (0 means 1) */
 } ladder_case_opts;
 
@@ -218,6 +226,12 @@ typedef struct ladder_case {
  */
 ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const void *problem,
                                const ladder_case_opts *opts);
+/**
+ * The shape tensor @p i has in case @p c: an input's own (a broadcast one may have 1 where the problem has more),
+ * the gradient of an input its input's, any other output ladder_tensor_shape_of()'s. Returns the rank, or -1 for a
+ * bad dimension name.
+ */
+int ladder_case_shape(const ladder_case *c, int i, int64_t *shape);
 /** The same case with every float input rounded to @p precision (bf16 or f16), strides and NaN padding kept. */
 ladder_status ladder_case_rounded(const ladder_case *c, ladder_dtype precision, ladder_case *rounded);
 /** Free what a case owns (safe on a zeroed case). */

@@ -1,12 +1,10 @@
 /* flash dispatcher: validate once, here, then call the rung (see flash.h). */
 #include "flash.h"
 
+#include "attention_check.h"
 #include "attention_tc_reference.h"
 #include "check.h"
 #include "flash_rungs.h"
-
-/* Largest grid y and z of a launch: the GPU rungs put heads on y and batch rows on z. */
-#define GRID_YZ_MAX 65535
 
 static ladder_status check_problem(const ladder_flash_problem *p, const ladder_flash_args *a) {
     if (!p) return ladder_fail(LADDER_ERR_ARG, "problem is null");
@@ -15,55 +13,23 @@ static ladder_status check_problem(const ladder_flash_problem *p, const ladder_f
     return ladder_attention_check_inputs(&p->attn, &a->q, &a->k, &a->v, &a->cu_seqlens_q, &a->cu_seqlens_k);
 }
 
-/* The float tensors @p ts take the rung's dtype (the tensor-core rung: q's, bf16 or f16); @p f32s stay f32. */
-static ladder_status check_dtypes(ladder_rung rung, const ladder_tensor *const *ts, const char *const *names, int n,
-                                  const ladder_tensor *const *f32s, const char *const *f32_names, int n_f32) {
-    ladder_dtype want = LADDER_F32;
-    if (rung == LADDER_RUNG_GPU_TENSORCORE) {
-        want = ts[0]->dtype;
-        if (want != LADDER_BF16 && want != LADDER_F16)
-            return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes %s as bf16 or f16, not %s", names[0],
-                               ladder_dtype_name(want));
-    }
-    for (int i = 0; i < n; i++) LADDER_TRY(ladder_check_dtype(ts[i], names[i], want, rung));
-    for (int i = 0; i < n_f32; i++)
-        if (f32s[i]->data) LADDER_TRY(ladder_check_dtype(f32s[i], f32_names[i], LADDER_F32, rung));
-    return LADDER_OK;
-}
-
 static ladder_status check_rung(ladder_rung rung, const ladder_flash_problem *p, const ladder_flash_args *a,
                                 const flash_fn *table) {
-    if (ladder_rung_is_gpu(rung) && (p->attn.Hq > GRID_YZ_MAX || p->attn.B > GRID_YZ_MAX))
-        return ladder_fail(LADDER_ERR_UNSUPPORTED,
-                           "Hq = %lld and B = %lld, but the GPU rungs launch one grid row per head and per batch "
-                           "row, at most %d each",
-                           (long long)p->attn.Hq, (long long)p->attn.B, GRID_YZ_MAX);
-    LADDER_TRY(ladder_rung_available(rung));
-    if (!table[rung]) return ladder_fail(LADDER_ERR_UNAVAILABLE, "rung %s was not built", ladder_rung_name(rung));
-    return ladder_attention_check_seqlens(&p->attn, &a->cu_seqlens_q, &a->cu_seqlens_k, ladder_rung_is_gpu(rung));
-}
-
-/* o [B,Hq,Sq,Dv] and lse [B,Hq,Sq]: what the forward writes and the backward reads, contiguous. */
-static ladder_status check_o_lse(const ladder_attention_problem *p, const ladder_flash_args *a) {
-    const int64_t os[4] = {p->B, p->Hq, p->Sq, p->Dv}, ls[3] = {p->B, p->Hq, p->Sq};
-    LADDER_TRY(ladder_check_tensor(&a->o, "o", 4, os, "[B,Hq,Sq,Dv]"));
-    LADDER_TRY(ladder_check_tensor(&a->lse, "lse", 3, ls, "[B,Hq,Sq]"));
-    LADDER_TRY(ladder_check_contiguous(&a->o, "o"));
-    return ladder_check_contiguous(&a->lse, "lse");
+    return ladder_attention_check_rung(rung, &p->attn, table[rung] != NULL, &a->cu_seqlens_q, &a->cu_seqlens_k);
 }
 
 /* Everything ladder_flash_fwd() checks before it calls rung @p rung. */
 static ladder_status check_fwd(ladder_rung rung, const ladder_flash_problem *p, const ladder_flash_args *a) {
     if ((unsigned)rung >= LADDER_RUNG_COUNT) return ladder_fail(LADDER_ERR_ARG, "rung %d is not a ladder_rung", rung);
     LADDER_TRY(check_problem(p, a));
-    LADDER_TRY(check_o_lse(&p->attn, a));
+    LADDER_TRY(ladder_attention_check_o_lse(&p->attn, &a->o, &a->lse));
     /* no output may share memory with an input (flash.h): refused here, before anything is written */
     const ladder_tensor *ins[] = {&a->q, &a->k, &a->v, &a->cu_seqlens_q, &a->cu_seqlens_k}, *outs[] = {&a->o, &a->lse};
     const char *in_names[] = {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k"}, *out_names[] = {"o", "lse"};
     LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, 2, ins, in_names, 5));
     const ladder_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o}, *f32s[] = {&a->lse};
     const char *names[] = {"q", "k", "v", "o"}, *f32_names[] = {"lse"};
-    LADDER_TRY(check_dtypes(rung, ts, names, 4, f32s, f32_names, 1));
+    LADDER_TRY(ladder_attention_check_dtypes(rung, ts, names, 4, f32s, f32_names, 1));
     LADDER_TRY(check_rung(rung, p, a, flash_fwd_rungs));
     ladder_clear_error();
     return LADDER_OK;
@@ -101,7 +67,7 @@ static ladder_status check_bwd(ladder_rung rung, const ladder_flash_problem *p, 
     if ((unsigned)rung >= LADDER_RUNG_COUNT) return ladder_fail(LADDER_ERR_ARG, "rung %d is not a ladder_rung", rung);
     LADDER_TRY(check_problem(p, a));
     const ladder_attention_problem *t = &p->attn;
-    LADDER_TRY(check_o_lse(t, a));
+    LADDER_TRY(ladder_attention_check_o_lse(t, &a->o, &a->lse));
     const int64_t os[4] = {t->B, t->Hq, t->Sq, t->Dv}, ls[3] = {t->B, t->Hq, t->Sq};
     const int64_t qs[4] = {t->B, t->Hq, t->Sq, t->D}, ks[4] = {t->B, t->Hkv, t->Sk, t->D},
                   vs[4] = {t->B, t->Hkv, t->Sk, t->Dv};
@@ -124,7 +90,7 @@ static ladder_status check_bwd(ladder_rung rung, const ladder_flash_problem *p, 
     const ladder_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->dout, &a->dq, &a->dk, &a->dv};
     const ladder_tensor *f32s[] = {&a->lse, &a->dlse};
     const char *names[] = {"q", "k", "v", "o", "do", "dq", "dk", "dv"}, *f32_names[] = {"lse", "dlse"};
-    LADDER_TRY(check_dtypes(rung, ts, names, 8, f32s, f32_names, 2));
+    LADDER_TRY(ladder_attention_check_dtypes(rung, ts, names, 8, f32s, f32_names, 2));
     LADDER_TRY(check_rung(rung, p, a, flash_bwd_rungs));
     ladder_clear_error();
     return LADDER_OK;

@@ -44,18 +44,6 @@ typedef struct memeff_bias {
 /** args->bias as ::memeff_bias (data NULL when absent). */
 memeff_bias memeff_bias_of(const ladder_memeff_args *a);
 
-/**
- * Where dS(b, h, i, j) goes in dbias (contiguous, the bias's shape): d[0]*b + d[1]*h + d[2]*i + d[3]*j, the
- * stride being 0 on each dimension where the bias has size 1, so that every element of dS lands on the dbias
- * element it sums into. Valid with args->dbias present.
- */
-typedef struct memeff_dbias {
-    int64_t d[4]; /**< strides of contiguous dbias over b, h, i, j; 0 where the bias broadcasts */
-} memeff_dbias;
-
-/** The ::memeff_dbias map of args->dbias (all zero when absent). */
-memeff_dbias memeff_dbias_of(const ladder_memeff_args *a);
-
 #ifdef __cplusplus
 }
 #endif

@@ -128,12 +128,12 @@ static int args_case(test_case *out, int max) {
 /* Tensor @p name of the descriptor, in the oracle's array of arrays. */
 static double *T(double *const *t, const char *name) { return t[ladder_algo_tensor(&ladder_dynconv_algo, name)]; }
 
-static void oracle_fwd(const void *problem, const int32_t *cu, int n_seqs, double *const *t) {
-    dynconv_oracle_fwd(problem, cu, n_seqs, T(t, "x"), T(t, "kernels"), T(t, "out"));
+static void oracle_fwd(const ladder_case *c, const int32_t *cu, int n_seqs, double *const *t) {
+    dynconv_oracle_fwd((const void *)c->problem, cu, n_seqs, T(t, "x"), T(t, "kernels"), T(t, "out"));
 }
 
-static void oracle_bwd(const void *problem, const int32_t *cu, int n_seqs, double *const *t) {
-    dynconv_oracle_bwd(problem, cu, n_seqs, T(t, "x"), T(t, "kernels"), T(t, "dout"), T(t, "dx"), T(t, "dkernels"));
+static void oracle_bwd(const ladder_case *c, const int32_t *cu, int n_seqs, double *const *t) {
+    dynconv_oracle_bwd((const void *)c->problem, cu, n_seqs, T(t, "x"), T(t, "kernels"), T(t, "dout"), T(t, "dx"), T(t, "dkernels"));
 }
 
 /*

@@ -115,15 +115,15 @@ static int args_case(test_case *out, int max) {
 /* Tensor @p name of the descriptor, in the oracle's array of arrays. */
 static double *T(double *const *t, const char *name) { return t[ladder_algo_tensor(&ladder_flash_algo, name)]; }
 
-static void oracle_fwd(const void *problem, const int32_t *cu, int n_seqs, double *const *t) {
+static void oracle_fwd(const ladder_case *c, const int32_t *cu, int n_seqs, double *const *t) {
     (void)cu; /* both offset tensors come as doubles in t */
-    flash_oracle_fwd(problem, T(t, "cu_seqlens_q"), T(t, "cu_seqlens_k"), n_seqs, T(t, "q"), T(t, "k"), T(t, "v"),
+    flash_oracle_fwd((const void *)c->problem, T(t, "cu_seqlens_q"), T(t, "cu_seqlens_k"), n_seqs, T(t, "q"), T(t, "k"), T(t, "v"),
                      T(t, "o"), T(t, "lse"));
 }
 
-static void oracle_bwd(const void *problem, const int32_t *cu, int n_seqs, double *const *t) {
+static void oracle_bwd(const ladder_case *c, const int32_t *cu, int n_seqs, double *const *t) {
     (void)cu;
-    flash_oracle_bwd(problem, T(t, "cu_seqlens_q"), T(t, "cu_seqlens_k"), n_seqs, T(t, "q"), T(t, "k"), T(t, "v"),
+    flash_oracle_bwd((const void *)c->problem, T(t, "cu_seqlens_q"), T(t, "cu_seqlens_k"), n_seqs, T(t, "q"), T(t, "k"), T(t, "v"),
                      T(t, "o"), T(t, "lse"), T(t, "do"), T(t, "dlse"), T(t, "dq"), T(t, "dk"), T(t, "dv"));
 }
 

@@ -47,6 +47,11 @@ void test_case_str(const test_case *t, char *buf, size_t n) {
     if (t->opts.has_seqlens2 && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, "]");
     for (int i = 0; i < test_case_algo(t)->n_tensors && used > 0 && (size_t)used < n; i++)
         if ((t->opts.with >> i) & 1u) used += snprintf(buf + used, n - (size_t)used, " +%s", test_case_algo(t)->tensors[i].name);
+    for (int d = 0; d < LADDER_MAX_RANK && (t->opts.broadcast | t->opts.stride0) && used > 0 && (size_t)used < n; d++)
+        used += snprintf(buf + used, n - (size_t)used, "%s%c", d ? "" : " broadcast[",
+                         (t->opts.broadcast >> d) & 1u ? '1' : (t->opts.stride0 >> d) & 1u ? '0' : 'n');
+    if ((t->opts.broadcast | t->opts.stride0) && used > 0 && (size_t)used < n)
+        used += snprintf(buf + used, n - (size_t)used, "]");
 }
 
 void test_rung_label(ladder_rung rung, ladder_dtype dtype, char *buf, size_t n) {
@@ -230,7 +235,7 @@ void test_oracle_run(const ladder_case *c, double *t[LADDER_MAX_TENSORS]) {
     for (int i = 0; i < algo->n_tensors; i++) {
         if (c->t[i].data || !((c->present >> i) & 1u)) continue;
         int64_t shape[LADDER_MAX_RANK], n = 1;
-        int rank = ladder_tensor_shape_of(algo, c->problem, index, i, shape);
+        int rank = ladder_case_shape(c, i, shape);
         cr_assert(rank >= 0, "%s: bad dims", algo->tensors[i].name);
         for (int d = 0; d < rank; d++) n *= shape[d];
         t[i] = calloc((size_t)(n > 0 ? n : 1), sizeof *t[i]);
@@ -238,8 +243,8 @@ void test_oracle_run(const ladder_case *c, double *t[LADDER_MAX_TENSORS]) {
     }
     const int32_t *cu = index ? index->data : NULL;
     int n_seqs = index ? (int)index->shape[0] - 1 : 0;
-    ta->oracle_fwd(c->problem, cu, n_seqs, t);
-    if (c->backward) ta->oracle_bwd(c->problem, cu, n_seqs, t);
+    ta->oracle_fwd(c, cu, n_seqs, t);
+    if (c->backward) ta->oracle_bwd(c, cu, n_seqs, t);
 }
 
 void test_oracle_free(double *t[LADDER_MAX_TENSORS]) {

@@ -36,11 +36,12 @@ typedef struct test_case {
 } test_case;
 
 /**
- * A float64 oracle pass: t[i] is tensor i of the descriptor as a C-order double array (NULL when absent);
- * inputs (index tensors too) are filled, outputs are to be written. @p cu is the first index tensor
- * (cu_seqlens; NULL without) with @p n_seqs sequences.
+ * A float64 oracle pass over case @p c (its problem, and the shape each input has in it: a broadcast input's
+ * may have 1 where the problem has more): t[i] is tensor i of the descriptor as a C-order double array (NULL
+ * when absent); inputs (index tensors too) are filled, outputs are to be written. @p cu is the first index
+ * tensor (cu_seqlens; NULL without) with @p n_seqs sequences.
  */
-typedef void (*test_oracle_fn)(const void *problem, const int32_t *cu, int n_seqs, double *const *t);
+typedef void (*test_oracle_fn)(const ladder_case *c, const int32_t *cu, int n_seqs, double *const *t);
 
 /** What one algorithm adds to the generic suites (tests/<algo>_cases.c). */
 typedef struct test_algo {

@@ -166,14 +166,14 @@ static recurrent_oracle_tensors named(double *const *t) {
 #undef T
 }
 
-static void oracle_fwd(const void *problem, const int32_t *cu, int n_seqs, double *const *t) {
+static void oracle_fwd(const ladder_case *c, const int32_t *cu, int n_seqs, double *const *t) {
     recurrent_oracle_tensors x = named(t);
-    recurrent_oracle_fwd(problem, cu, n_seqs, &x);
+    recurrent_oracle_fwd((const void *)c->problem, cu, n_seqs, &x);
 }
 
-static void oracle_bwd(const void *problem, const int32_t *cu, int n_seqs, double *const *t) {
+static void oracle_bwd(const ladder_case *c, const int32_t *cu, int n_seqs, double *const *t) {
     recurrent_oracle_tensors x = named(t);
-    recurrent_oracle_bwd(problem, cu, n_seqs, &x);
+    recurrent_oracle_bwd((const void *)c->problem, cu, n_seqs, &x);
 }
 
 /*

@@ -14,7 +14,7 @@ static double loss(const ladder_case *c, double *const *t) {
     const ladder_tensor *index = NULL;
     for (int i = 0; i < algo->n_tensors; i++)
         if ((algo->tensors[i].role & LADDER_INDEX) && c->t[i].data && !index) index = &c->t[i];
-    test_algo_of(algo)->oracle_fwd(c->problem, index ? index->data : NULL, index ? (int)index->shape[0] - 1 : 0, t);
+    test_algo_of(algo)->oracle_fwd(c, index ? index->data : NULL, index ? (int)index->shape[0] - 1 : 0, t);
     double sum = 0;
     for (int j = 0; j < algo->n_tensors; j++) {
         if (!(algo->tensors[j].role & LADDER_OUT_FWD) || !t[j]) continue;

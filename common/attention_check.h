@@ -1,0 +1,45 @@
+/**
+ * @file attention_check.h
+ * @brief The checks every attention dispatcher (flash, memeff) runs once the problem itself is sound: the
+ *        forward's outputs, the dtypes a rung takes, and whether the rung can run. Host only.
+ */
+#ifndef LADDER_ATTENTION_CHECK_H
+#define LADDER_ATTENTION_CHECK_H
+
+#include <stdbool.h>
+
+#include "attention.h"
+#include "rung.h"
+#include "status.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * o [B,Hq,Sq,Dv] and lse [B,Hq,Sq]: what the forward writes and the backward reads, present and contiguous.
+ */
+ladder_status ladder_attention_check_o_lse(const ladder_attention_problem *p, const ladder_tensor *o,
+                                           const ladder_tensor *lse);
+
+/**
+ * The float tensors @p ts (named @p names) take the rung's dtype: f32, or at gpu_tensorcore the dtype of ts[0],
+ * bf16 or f16 (LADDER_ERR_UNSUPPORTED otherwise); the @p n_f32 tensors @p f32s stay f32 where present (lse, dlse).
+ */
+ladder_status ladder_attention_check_dtypes(ladder_rung rung, const ladder_tensor *const *ts, const char *const *names,
+                                            int n, const ladder_tensor *const *f32s, const char *const *f32_names,
+                                            int n_f32);
+
+/**
+ * What an attention dispatcher checks last, once the arguments are sound: the GPU rungs' grid limits on Hq and B,
+ * that @p rung can run here (ladder_rung_available()) and was @p built, then the cu_seqlens contents
+ * (ladder_attention_check_seqlens(), read from the device at a GPU rung).
+ */
+ladder_status ladder_attention_check_rung(ladder_rung rung, const ladder_attention_problem *p, bool built,
+                                          const ladder_tensor *cu_seqlens_q, const ladder_tensor *cu_seqlens_k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -72,6 +72,15 @@ typedef struct ladder_attn_tc_reference_args {
 } ladder_attn_tc_reference_args;
 
 /**
+ * Designated initializers of the reference's tensors that every attention algorithm's args struct names alike (q,
+ * k, v, cu_seqlens_q/k, o, lse, dout, dlse, dq, dk, dv), from the args struct @p a points to: flash's and memeff's
+ * call_emulating build their ::ladder_attn_tc_reference_args with it and add their hooks.
+ */
+#define LADDER_ATTN_TC_REFERENCE_TENSORS(a)                                                                            \
+    .q = (a)->q, .k = (a)->k, .v = (a)->v, .cu_seqlens_q = (a)->cu_seqlens_q, .cu_seqlens_k = (a)->cu_seqlens_k,      \
+    .o = (a)->o, .lse = (a)->lse, .dout = (a)->dout, .dlse = (a)->dlse, .dq = (a)->dq, .dk = (a)->dk, .dv = (a)->dv
+
+/**
  * The forward: o and lse, P~ f rounded to @p round per key tile (see the file comment). Assumes input that the
  * algorithm's dispatcher validated (shapes, f32 host tensors, cu_seqlens, the bias's broadcast, the Philox
  * counter range). LADDER_ERR_NOMEM when scratch cannot be allocated.

@@ -40,25 +40,9 @@ ladder_status ladder_flash_fwd(ladder_rung rung, const ladder_flash_problem *p, 
     return flash_fwd_rungs[rung](p, a);
 }
 
-/* flash's tensors as the tensor-core reference takes them: no bias, no dropout. */
-static ladder_attn_tc_reference_args reference_args(const ladder_flash_args *a) {
-    return (ladder_attn_tc_reference_args){.q = a->q,
-                                           .k = a->k,
-                                           .v = a->v,
-                                           .cu_seqlens_q = a->cu_seqlens_q,
-                                           .cu_seqlens_k = a->cu_seqlens_k,
-                                           .o = a->o,
-                                           .lse = a->lse,
-                                           .dout = a->dout,
-                                           .dlse = a->dlse,
-                                           .dq = a->dq,
-                                           .dk = a->dk,
-                                           .dv = a->dv};
-}
-
 ladder_status flash_fwd_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round) {
     LADDER_TRY(check_fwd(LADDER_RUNG_CPU, p, a));
-    const ladder_attn_tc_reference_args ra = reference_args(a);
+    const ladder_attn_tc_reference_args ra = {LADDER_ATTN_TC_REFERENCE_TENSORS(a)}; /* no bias, no dropout */
     return ladder_attn_tc_reference_fwd(&p->attn, &ra, round);
 }
 
@@ -103,7 +87,7 @@ ladder_status ladder_flash_bwd(ladder_rung rung, const ladder_flash_problem *p, 
 
 ladder_status flash_bwd_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round) {
     LADDER_TRY(check_bwd(LADDER_RUNG_CPU, p, a));
-    const ladder_attn_tc_reference_args ra = reference_args(a);
+    const ladder_attn_tc_reference_args ra = {LADDER_ATTN_TC_REFERENCE_TENSORS(a)};
     return ladder_attn_tc_reference_bwd(&p->attn, &ra, round);
 }
 

@@ -111,19 +111,8 @@ ladder_status ladder_memeff_fwd(ladder_rung rung, const ladder_memeff_problem *p
 
 /* memeff's tensors and hooks as the tensor-core reference takes them. */
 static ladder_attn_tc_reference_args reference_args(const ladder_memeff_problem *p, const ladder_memeff_args *a) {
-    return (ladder_attn_tc_reference_args){.q = a->q,
-                                           .k = a->k,
-                                           .v = a->v,
-                                           .cu_seqlens_q = a->cu_seqlens_q,
-                                           .cu_seqlens_k = a->cu_seqlens_k,
+    return (ladder_attn_tc_reference_args){LADDER_ATTN_TC_REFERENCE_TENSORS(a),
                                            .bias = a->bias,
-                                           .o = a->o,
-                                           .lse = a->lse,
-                                           .dout = a->dout,
-                                           .dlse = a->dlse,
-                                           .dq = a->dq,
-                                           .dk = a->dk,
-                                           .dv = a->dv,
                                            .dbias = a->dbias,
                                            .dropout_p = p->dropout_p,
                                            .philox_seed = p->philox_seed,

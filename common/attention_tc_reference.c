@@ -100,13 +100,14 @@ static float dropout_factor(const ref *r, int64_t b, int64_t h, int64_t qi, int6
  * Query row @p i of sequence @p seq, head @p h, batch row @p b: its O (@p o, Dv entries) and lse as the tensor-core
  * forward computes them. The keys the row sees, [lo, hi), are visited in the rung's key tiles [t0, t0 + BC), t0 a
  * multiple of BC; after each tile the running max m and sum l are those of every key so far:
- *     m_new = max(m, max_j S_j),  alpha = exp(m - m_new),  l = alpha l + sum_j P~_j,  O = alpha O + sum_j round(P~_j f_j) V_j
- * with P~_j = exp(S_j - m_new). At the end O / l and lse = m + log l (O = 0 and lse = -inf when l = 0).
+ *     m_new = max(m, max_j S_j),  alpha = exp(m - m_new),  P~_j = exp(S_j - m_new),
+ *     l = alpha l + sum_j P~_j,  O = alpha O + sum_j round(P~_j f_j) V_j
+ * over the tile's keys j. At the end O / l and lse = m + log l (O = 0 and lse = -inf when l = 0).
  */
 static void forward_row(const ref *r, int64_t b, int64_t h, const ladder_attn_seq *seq, int64_t i, float *o,
                         float *lse) {
     const ladder_attention_problem *p = r->p;
-    enum { MAX_BC = 64 };
+    enum { MAX_BC = LADDER_ATTN_TC_FWD_KEYS(1, 1) }; /* the widest key tile, at small head dims */
     const int64_t BC = LADDER_ATTN_TC_FWD_KEYS(p->D, p->Dv), Dv = p->Dv, qi = seq->q0 + i;
     int64_t lo, hi;
     ladder_attn_key_range(&p->mask, i, seq->Lq, seq->Lk, &lo, &hi);

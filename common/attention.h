@@ -228,8 +228,10 @@ LADDER_HOST_DEVICE bool ladder_attn_allowed(const ladder_attn_mask *m, int64_t i
  * key tile outside [lo, hi) is never visited.
  */
 typedef struct ladder_attn_block {
-    int64_t lo, hi;         /**< keys that some row of the tile sees */
-    int64_t all_lo, all_hi; /**< keys that every row of the tile sees */
+    int64_t lo;     /**< the first key that some row of the tile sees */
+    int64_t hi;     /**< one past the last key that some row of the tile sees */
+    int64_t all_lo; /**< the first key that every row of the tile sees */
+    int64_t all_hi; /**< one past the last key that every row of the tile sees */
 } ladder_attn_block;
 
 /** ladder_attn_block of the rows [i0, i0 + rows) of a sequence of @p Lq rows and @p Lk keys under @p m. */
@@ -253,8 +255,11 @@ LADDER_HOST_DEVICE float ladder_attn_softcap_grad(float S, float softcap) {
     return 1.0f - t * t;
 }
 
-/** lse from the running max m and sum l = sum_j exp(S_ij - m): m + log(l), or -inf for a fully masked row (l = 0). */
-LADDER_HOST_DEVICE float ladder_attn_lse(float m, float l) { return l > 0.0f ? m + logf(l) : -INFINITY; }
+/**
+ * lse from the running max m and sum l = sum_j exp(S_ij - m): m + log(l), or -inf for a fully masked row (l = 0).
+ * A NaN score makes l NaN, and so lse: a NaN input must never look like the masked-row marker.
+ */
+LADDER_HOST_DEVICE float ladder_attn_lse(float m, float l) { return l == 0.0f ? -INFINITY : m + logf(l); }
 
 /**
  * The lse the backward subtracts to recompute P = exp(S - lse): a fully masked row's -inf becomes +inf, so

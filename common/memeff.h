@@ -12,7 +12,8 @@
  * when the uniform float drawn from the (philox_offset + ((b*Hq + h)*Sq + i)*Sk + j)-th 32-bit output of
  * Philox4x32-10 keyed by philox_seed is > p, as PyTorch's memory-efficient kernel draws it. lse is that of the
  * undropped softmax. With packed sequences (cu_seqlens, B = 1), b = 0 and i, j are positions in the packed
- * tensors, for the bias and the dropout counter alike.
+ * tensors, for the bias and the dropout counter alike. A bias of -inf masks its element; a row whose every score
+ * is -inf is a fully masked row (o = 0, lse = -inf, zero gradients), never NaN.
  *
  * Backward, given dO (and optionally dlse), recomputing P = exp(S - lse) and the mask rather than storing them:
  *
@@ -63,9 +64,10 @@ typedef struct ladder_memeff_problem {
     ladder_attention_problem attn; /**< sizes, scale, softcap, mask */
     double dropout_p;              /**< probability of dropping an element of P, in [0, 1) (as a float too); 0: none */
     uint64_t philox_seed;          /**< the Philox4x32-10 key (low 32 bits key word 0, high 32 bits key word 1) */
-    uint64_t philox_offset;        /**< the Philox output that element (0,0,0,0) draws; philox_offset + B*Hq*Sq*Sk
-                                        must not overflow uint64 */
-    int64_t splits;                /**< split-key forward: 0 automatic, 1 none, N: N blocks share a query tile's keys */
+    uint64_t philox_offset;        /**< the Philox output that element (0,0,0,0) draws; with dropout, philox_offset
+                                        + B*Hq*Sq*Sk must not overflow uint64 (64-bit counters never wrap) */
+    int64_t splits;                /**< split-key forward: 0 automatic, 1 none, N (at most Sk): N blocks share a query
+                                        tile's keys (the cpu and gpu_naive rungs need none) */
     bool deterministic;            /**< no atomics in the backward: bitwise-repeatable results (dbias included) */
 } ladder_memeff_problem;
 

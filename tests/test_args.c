@@ -2,11 +2,12 @@
  * tests/test_args.c: bad input through every algorithm's dispatcher, from its descriptor.
  *
  * For each algorithm (its small valid case from tests/<algo>_cases.c) and each pass: every required tensor
- * missing, every tensor of the wrong shape, every input with a negative stride, every output not contiguous or
- * overlapping an input, every size out of its range, a rung number out of range, dtypes a rung does not take,
- * and the GPU rungs on a machine without a GPU. Each case asserts the status from DESIGN.md's table, that
- * ladder_last_error() names the argument, and that nothing was written (the outputs stay NaN). What only one
- * algorithm has (cu_seqlens rules, its dtype rules at the tensor-core rung) is in tests/test_<algo>_args.c.
+ * missing, every tensor of the wrong shape, every input with a negative stride, every data pointer not aligned to
+ * its dtype, every output not contiguous or overlapping an input, every size out of its range, a rung number out
+ * of range, dtypes a rung does not take, and the GPU rungs on a machine without a GPU. Each case asserts the
+ * status from DESIGN.md's table, that ladder_last_error() names the argument, and that nothing was written (the
+ * outputs stay NaN). What only one algorithm has (cu_seqlens rules, its dtype rules at the tensor-core rung) is in
+ * tests/test_<algo>_args.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -160,6 +161,18 @@ Test(args, negative_strides_are_refused) {
             char needle[64];
             snprintf(needle, sizeof needle, "%s has stride -1", algo->tensors[i].name);
             arg(f, i)->strides[0] = -1;
+            expect_failure(f, CPU, pass, LADDER_ERR_ARG, needle, NULL);
+        }
+    });
+}
+
+Test(args, misaligned_data_pointers_are_refused) {
+    FOR_EACH_ALGO_AND_PASS({
+        for (int i = 0; i < algo->n_tensors; i++) {
+            if (!used_by(algo, i, pass)) continue;
+            char needle[64];
+            snprintf(needle, sizeof needle, "%s's data pointer", algo->tensors[i].name);
+            arg(f, i)->data = (char *)arg(f, i)->data + 1; /* inside the allocation, but not on an element */
             expect_failure(f, CPU, pass, LADDER_ERR_ARG, needle, NULL);
         }
     });

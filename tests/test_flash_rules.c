@@ -2,6 +2,7 @@
  * tests/test_flash_rules.c: what only flash promises, at every rung that runs here (the GPU rungs skip
  * without a GPU):
  *   - a fully masked row gives o = 0, lse = -inf and zero gradients, never NaN;
+ *   - a NaN in a query row gives that row NaN, never the masked row's -inf;
  *   - the causal alignments mean what they say (one query row against five keys, by hand);
  *   - deterministic mode repeats bitwise 20 times (the generic suite does 10);
  *   - a [B,S,H,D] layout, read through permuted strides, gives the [B,H,S,D] results.
@@ -74,6 +75,29 @@ Test(flash_rules, fully_masked_rows_give_zero_output_minus_inf_lse_and_zero_grad
                               e, v);
                 }
             }
+        ladder_result_free(&r);
+    }
+    ladder_case_free(&c);
+}
+
+/* A NaN in q's row 1 of head 0 must stay visible in that row's lse and o (it once came out as lse = -inf, the
+ * marker of a fully masked row), and leave the other rows alone. */
+Test(flash_rules, a_nan_input_row_stays_nan) {
+    ladder_flash_problem p = problem(4, 70, LADDER_CAUSAL_NONE);
+    ladder_case c;
+    ladder_case_opts o = {.seed = 9};
+    cr_assert_eq(ladder_case_make(&c, &ladder_flash_algo, &p, &o), LADDER_OK);
+    ladder_tensor *q = &c.t[ladder_algo_tensor(&ladder_flash_algo, "q")];
+    ((float *)q->data)[1 * q->strides[2] + 3 * q->strides[3]] = NAN; /* q[0, 0, 1, 3] */
+    for (int i = 0; i < N_RUNGS; i++) {
+        ladder_result r;
+        if (!run(i, &c, &r)) continue;
+        const char *who = ladder_rung_name(rungs[i].rung);
+        for (int64_t row = 0; row < 8; row++) { /* rows 0..3 of head 0, then of head 1 */
+            const float lse = at(&r, "lse", row), o0 = at(&r, "o", row * 8);
+            if (row == 1) cr_assert(isnan(lse) && isnan(o0), "%s: row 1 has lse %g, o %g: NaN expected", who, lse, o0);
+            else cr_assert(isfinite(lse) && isfinite(o0), "%s: row %lld has lse %g, o %g", who, (long long)row, lse, o0);
+        }
         ladder_result_free(&r);
     }
     ladder_case_free(&c);

@@ -9,7 +9,10 @@
  *    summed over the broadcast dimensions.
  * 4. Split keys change nothing but the order of the sums: the forward with splits = 3 matches splits = 1.
  * 5. bias.npy may hold any broadcastable shape, and dbias.npy comes back in that shape.
+ * 6. Deterministic mode repeats bitwise 20 times, dbias of a broadcast bias included.
+ * 7. A bias of -inf masks: a row of it is fully masked (o = 0, lse = -inf, zero gradients), and nothing is NaN.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,4 +278,84 @@ Test(memeff, npy_bias_in_any_broadcast_shape_dbias_out_in_its_shape) {
     ladder_case_free(&back);
     ladder_case_free(&c);
     harness_tmpdir_remove(dir);
+}
+
+/* ---- 6. deterministic mode: 20 repeats bitwise, dbias of a broadcast bias included --------------------------- */
+
+ParameterizedTestParameters(memeff, deterministic_mode_repeats_bitwise_20_times) {
+    static const ladder_memeff_problem ps[] = {
+        {.attn = {.B = 2, .Hq = 6, .Hkv = 2, .Sq = 100, .Sk = 130, .D = 64, .Dv = 40,
+                  .mask = {.causal = LADDER_CAUSAL_BOTTOM_RIGHT, .window_left = -1, .window_right = -1}},
+         .dropout_p = 0.1, .philox_seed = 21, .deterministic = true},
+    };
+    static ladder_case_opts opts[1];
+    opts[0] = (ladder_case_opts){.with = 1u << T(&ladder_memeff_algo, "bias"), .broadcast = 6u, .strided = true};
+    return every_rung(ps, opts, 1);
+}
+
+ParameterizedTest(const test_case *t, memeff, deterministic_mode_repeats_bitwise_20_times) {
+    enum { REPEATS = 20 };
+    harness_require_rung(t);
+    ladder_case c;
+    test_make(t, &c);
+    ladder_result first, again;
+    test_run(t, t->rung, t->dtype, &c, &first);
+    for (int rep = 1; rep < REPEATS; rep++) {
+        test_run(t, t->rung, t->dtype, &c, &again);
+        for (int i = 0; i < ladder_memeff_algo.n_tensors; i++) {
+            if (!first.t[i].data) continue;
+            const size_t bytes = (size_t)ladder_tensor_numel(&first.t[i]) * ladder_dtype_size(first.t[i].dtype);
+            cr_assert(memcmp(first.t[i].data, again.t[i].data, bytes) == 0, "%s: %s of run %d differs from run 1",
+                      ladder_rung_name(t->rung), ladder_memeff_algo.tensors[i].name, rep + 1);
+        }
+        ladder_result_free(&again);
+    }
+    ladder_result_free(&first);
+    ladder_case_free(&c);
+}
+
+/* ---- 7. a bias of -inf masks: a row of it is a fully masked row, and no NaN appears anywhere ----------------- */
+
+ParameterizedTestParameters(memeff, a_minus_inf_bias_masks) {
+    static const ladder_memeff_problem ps[] = {
+        {.attn = {.B = 2, .Hq = 2, .Hkv = 1, .Sq = 9, .Sk = 70, .D = 16, .Dv = 8,
+                  .mask = {.causal = LADDER_CAUSAL_NONE, .window_left = -1, .window_right = -1}},
+         .dropout_p = 0.1, .philox_seed = 4},
+    };
+    static ladder_case_opts opts[1];
+    opts[0] = (ladder_case_opts){.with = 1u << T(&ladder_memeff_algo, "bias")};
+    return every_rung(ps, opts, 1);
+}
+
+ParameterizedTest(const test_case *t, memeff, a_minus_inf_bias_masks) {
+    harness_require_rung(t);
+    ladder_case c;
+    test_make(t, &c);
+    ladder_tensor *bias = &c.t[T(&ladder_memeff_algo, "bias")];
+    for (int64_t j = 0; j < bias->shape[3]; j++) { /* row (0,1,3) entirely, row (1,0,5) at every other key */
+        const int64_t all[4] = {0, 1, 3, j}, half[4] = {1, 0, 5, j};
+        ladder_tensor_set(bias, ladder_tensor_offset(bias, all), -INFINITY);
+        if (j % 2) ladder_tensor_set(bias, ladder_tensor_offset(bias, half), -INFINITY);
+    }
+    ladder_result r;
+    test_run(t, t->rung, t->dtype, &c, &r);
+    for (int i = 0; i < ladder_memeff_algo.n_tensors; i++) {
+        const ladder_tensor *x = &r.t[i];
+        for (int64_t e = 0; x->data && e < ladder_tensor_numel(x); e++) {
+            const double v = ladder_tensor_get(x, e);
+            const bool lse_row = i == T(&ladder_memeff_algo, "lse") && e == (0 * 2 + 1) * 9 + 3;
+            cr_assert(lse_row ? v == -INFINITY : isfinite(v), "%s: %s[%lld] is %g", ladder_rung_name(t->rung),
+                      ladder_memeff_algo.tensors[i].name, (long long)e, v);
+        }
+    }
+    const ladder_tensor *o = &r.t[T(&ladder_memeff_algo, "o")], *dq = &r.t[T(&ladder_memeff_algo, "dq")];
+    for (int64_t d = 0; d < 8; d++) {
+        const int64_t at[4] = {0, 1, 3, d};
+        cr_assert(ladder_tensor_get(o, ladder_tensor_offset(o, at)) == 0.0, "%s: the masked row's o is not 0",
+                  ladder_rung_name(t->rung));
+        cr_assert(ladder_tensor_get(dq, ladder_tensor_offset(dq, at)) == 0.0, "%s: the masked row's dq is not 0",
+                  ladder_rung_name(t->rung));
+    }
+    ladder_result_free(&r);
+    ladder_case_free(&c);
 }

@@ -3,7 +3,9 @@
 # the full suites, the suites under compute-sanitizer (memcheck, racecheck), the SASS check,
 # and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|bench|ncu]...   (default: the first five)
+#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|bench|ab|ncu]...   (default: the first five)
+#   ab: AB_ALGO's sweep (default flash) at gpu_tiled and gpu_tensorcore, this bundle and a baseline library in
+#   .baseline/ (bin/ladder and lib/libladder.so.xz, carried along) alternately, twice each, in one lease.
 #   SAN_ALGOS (default: every algorithm) and SAN_TIMEOUT (seconds per algorithm and tool, default 85) bound
 #   the sanitizer step.
 set -uo pipefail
@@ -58,6 +60,21 @@ for step in $steps; do
         say "bench: exit $?"
         grep -a -E 'TFLOP|copy' /tmp/logs/bench.log | head -3 | tee -a "$summary"
         cat "$out"/bench/*.md 2>/dev/null | tee -a "$summary"
+        ;;
+    ab)
+        mkdir -p /tmp/base/bin /tmp/base/lib "$out/ab"
+        cp .baseline/bin/ladder /tmp/base/bin/ && xz -dc .baseline/lib/libladder.so.xz >/tmp/base/lib/libladder.so
+        for lib in build/lib/*; do [[ $(basename "$lib") == libladder.so ]] || cp "$lib" /tmp/base/lib/; done
+        for round in 1 2; do
+            for who in new base; do
+                bin=build/bin/ladder
+                [[ $who == base ]] && bin=/tmp/base/bin/ladder
+                $bin bench "${AB_ALGO:-flash}" --rung gpu_tiled --rung gpu_tensorcore --out "/tmp/ab-$who-$round" \
+                    >"/tmp/logs/ab-$who-$round.log" 2>&1
+                say "ab $who round $round: exit $?"
+                cp "/tmp/ab-$who-$round"/*.csv "$out/ab/$who-$round.csv" 2>/dev/null
+            done
+        done
         ;;
     ncu)
         # how the tensor-core kernels spend their time: duration, instructions, issue, DRAM, stall reasons

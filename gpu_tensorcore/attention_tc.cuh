@@ -1,6 +1,14 @@
 /*
- * gpu_tensorcore/flash_tc.cuh: what the tensor-core flash kernels share: the arguments, the head-dim
- * configurations, and the loop that stages a tile of 16-bit rows in shared memory.
+ * gpu_tensorcore/attention_tc.cuh: the tensor-core attention family that flash and memeff share: the arguments,
+ * the policies, the head-dim configurations, and the loop that stages a tile of 16-bit rows in shared memory. The
+ * kernels are in attention_tc_fwd.cuh and attention_tc_bwd.cuh, compiled per head dims by the attention_*.cu
+ * files; gpu_tensorcore/flash.cu and memeff.cu pack their arguments and pick a policy.
+ *
+ * Policies: the kernels take one as a template parameter, and it says only whether the hooks of
+ * common/attention_gpu.cuh (bias, dropout, dS into the bias's gradient) and split keys are compiled in at all
+ * (EXTRAS): they add registers and instructions to the inner loops, so that plain attention (flash, and memeff
+ * without any of them) runs kernels without them. Within a policy, which hooks are on is a uniform run-time
+ * branch.
  *
  * Head dims: a kernel is compiled for a padded pair (HD, HDV) of multiples of 16: (64,64), (128,128),
  * (192,192), (192,128) and (256,256). Any D, Dv <= 256 runs on the smallest pair that holds both (32 on 64,
@@ -8,18 +16,28 @@
  * output columns that are never written. Fewer pairs keep the library small; a pair of its own for 32 or 96
  * would save their padding's work.
  */
-#ifndef LADDER_GPU_TENSORCORE_FLASH_TC_CUH
-#define LADDER_GPU_TENSORCORE_FLASH_TC_CUH
+#ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_CUH
+#define LADDER_GPU_TENSORCORE_ATTENTION_TC_CUH
 
 #include <stdint.h>
 
-#include "attention.h"
+#include "attention_gpu.cuh"
 #include "cuda_util.cuh"
 #include "fast_exp.cuh"
-#include "flash.h"
 #include "mma.cuh"
 
-namespace flash_tc {
+namespace attn_tc {
+
+/* Plain attention: no hook is compiled in, and every block of the forward and the deterministic dQ owns all the
+ * key tiles of its query tile. */
+struct plain {
+    static constexpr bool EXTRAS = false;
+};
+/* Memory-efficient attention's hooks: the bias, dropout and dS into the bias's gradient (each when set), and
+ * split keys (args::splits blocks per query tile). */
+struct hooked {
+    static constexpr bool EXTRAS = true;
+};
 
 /*
  * p[0] += x and p[1] += y, atomically, @p p 8-byte aligned in global memory: one vector atomic on sm_90 (CUDA's
@@ -42,14 +60,19 @@ struct view4 {
     bool rows16;
 };
 
-/* What every kernel needs: the sizes and options (ladder_attn_call), and the tensors. q, k, v, dout and the
- * outputs o, dq, dk, dv hold 16-bit elements. */
+/* What every kernel needs: the sizes and options (ladder_attn_call), the hooks, and the tensors. q, k, v, dout
+ * and the outputs o, dq, dk, dv hold 16-bit elements. */
 struct args : ladder_attn_call {
+    ladder_attn_hooks hooks; /* zeroed: plain attention */
+    view4 bias;              /* the hooks' bias as the kernels stage it (hooks.bias, hooks.sbias) */
     view4 q, k, v, dout;
     uint16_t *o, *dq, *dk, *dv; /* contiguous */
     float *lse;                 /* contiguous, f32 */
     float *delta;               /* [B,Hq,Sq] scratch: Delta from the preprocess */
-    float *dq_accum;            /* [B,Hq,Sq,D] fp32 scratch for the atomic dQ (nullptr in deterministic mode) */
+    int64_t splits;             /* blocks per query tile (split keys) of the forward and the deterministic dQ; 1: none */
+    float *o_part, *lse_part;   /* with splits > 1: [splits,B,Hq,Sq,Dv] and [splits,B,Hq,Sq] partials (fp32) */
+    float *dq_accum;            /* fp32 scratch: [B,Hq,Sq,D] for the atomic dQ; [splits,B,Hq,Sq,D] partials for the
+                                   split deterministic one; else nullptr */
 };
 
 inline view4 view_of(const ladder_tensor &t) {
@@ -57,15 +80,25 @@ inline view4 view_of(const ladder_tensor &t) {
                  t.data != nullptr && ladder_rows16(&t, 1)};
 }
 
-inline args pack(const ladder_flash_problem *fp, const ladder_flash_args *a) {
+/* The tensors every attention algorithm has, packed (the hooks stay zeroed). */
+inline args pack(const ladder_attention_problem *p, const ladder_tensor &q, const ladder_tensor &k,
+                 const ladder_tensor &v, const ladder_tensor &cu_q, const ladder_tensor &cu_k, const ladder_tensor &o,
+                 const ladder_tensor &lse, const ladder_tensor &dout, const ladder_tensor &dlse,
+                 const ladder_tensor &dq, const ladder_tensor &dk, const ladder_tensor &dv) {
     args n = {};
-    static_cast<ladder_attn_call &>(n) = ladder_attn_call_of(&fp->attn, &a->cu_seqlens_q, &a->cu_seqlens_k, &a->dlse);
-    n.q = view_of(a->q), n.k = view_of(a->k), n.v = view_of(a->v);
-    if (a->dout.data) n.dout = view_of(a->dout);
-    n.o = (uint16_t *)a->o.data, n.lse = (float *)a->lse.data;
-    n.dq = (uint16_t *)a->dq.data, n.dk = (uint16_t *)a->dk.data, n.dv = (uint16_t *)a->dv.data;
+    static_cast<ladder_attn_call &>(n) = ladder_attn_call_of(p, &cu_q, &cu_k, &dlse);
+    n.splits = 1;
+    n.q = view_of(q), n.k = view_of(k), n.v = view_of(v);
+    if (dout.data) n.dout = view_of(dout);
+    n.o = (uint16_t *)o.data, n.lse = (float *)lse.data;
+    n.dq = (uint16_t *)dq.data, n.dk = (uint16_t *)dk.data, n.dv = (uint16_t *)dv.data;
     return n;
 }
+
+/* The forward of policy Pol (attention_tc.cu): o and lse, in @p dtype (bf16 or f16). */
+template <class Pol> ladder_status fwd(const args &a, ladder_dtype dtype);
+/* The backward of policy Pol (attention_tc.cu): dq, dk, dv, and dS into a.hooks.dbias when set. */
+template <class Pol> ladder_status bwd(args a, bool deterministic, ladder_dtype dtype);
 
 /* The padded head dims (HD, HDV) a problem runs at: the smallest compiled pair that holds D and Dv. */
 struct head_dims {
@@ -131,11 +164,11 @@ template <int BC> __device__ __forceinline__ int tile_offset(int64_t key, int64_
     return d < 0 ? 0 : d > BC ? BC : (int)d;
 }
 
-/* Forward launchers, one per compiled (T, HD, HDV); defined in flash_fwd_*.cu. */
-template <class T, int HD, int HDV> ladder_status fwd_launch(const args &a);
-/* Backward launchers (preprocess, dK/dV, dQ); defined in flash_bwd_*.cu. */
-template <class T, int HD, int HDV> ladder_status bwd_launch(const args &a, bool deterministic);
+/* Forward launchers, one per compiled (Pol, T, HD, HDV); defined in attention_fwd_*.cu. */
+template <class Pol, class T, int HD, int HDV> ladder_status fwd_launch(const args &a);
+/* Backward launchers (preprocess, dK/dV, dQ); defined in attention_bwd_*.cu. */
+template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const args &a, bool deterministic);
 
-} // namespace flash_tc
+} // namespace attn_tc
 
 #endif

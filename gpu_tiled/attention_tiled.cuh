@@ -1,21 +1,24 @@
 /*
- * gpu_tiled/flash_tiled.cuh: what the tiled flash kernels share (gpu_tiled/flash_fwd.cu, flash_bwd.cu): the
- * tile sizes, the arguments every kernel takes, and the loops that stage a tile of rows in shared memory.
+ * gpu_tiled/attention_tiled.cuh: the tiled attention family (fp32) that flash and memeff share: the tile sizes,
+ * the arguments every kernel takes, the loops that stage a tile of rows in shared memory, and the two passes
+ * (attention_fwd.cu, attention_bwd.cu). gpu_tiled/flash.cu and memeff.cu only pack their arguments: flash with
+ * every hook off, memeff with its bias, its gradient and dropout (common/attention_gpu.cuh). The hooks are
+ * uniform run-time branches here: at this rung they cost no registers that matter.
  *
  * A block has 256 threads and works on a tile of Br = 32 query rows (or Bc = 32 keys): 8 threads per row, each
  * owning every 8th column of that row's accumulators, so that the 8 threads of a row are 8 consecutive lanes of
  * one warp and reduce with three shuffles. Shared-memory rows are padded by one float (a row stride of D + 1),
  * so that 8 threads reading one column of 8 different rows hit 8 different banks.
  */
-#ifndef LADDER_GPU_TILED_FLASH_TILED_CUH
-#define LADDER_GPU_TILED_FLASH_TILED_CUH
+#ifndef LADDER_GPU_TILED_ATTENTION_TILED_CUH
+#define LADDER_GPU_TILED_ATTENTION_TILED_CUH
 
 #include <stdint.h>
 
-#include "attention.h"
-#include "flash.h"
+#include "attention_gpu.cuh"
+#include "cuda_util.cuh"
 
-namespace flash_tiled {
+namespace attn_tiled {
 
 constexpr int BR = 32;                    /* query rows per tile */
 constexpr int BC = 32;                    /* keys per tile */
@@ -29,8 +32,9 @@ struct view4 {
     int64_t s[4];
 };
 
-/* What every kernel needs: the sizes and options (ladder_attn_call), inputs, outputs and scratch. */
+/* What every kernel needs: the sizes and options (ladder_attn_call), the hooks, inputs, outputs and scratch. */
 struct args : ladder_attn_call {
+    ladder_attn_hooks hooks;       /* zeroed: plain attention */
     view4 q, k, v, dout;
     float *o, *lse, *dq, *dk, *dv; /* contiguous */
     float *delta;                  /* [B,Hq,Sq] scratch: the preprocess writes Delta there */
@@ -40,14 +44,39 @@ inline view4 view_of(const ladder_tensor &t) {
     return view4{(const float *)t.data, {t.strides[0], t.strides[1], t.strides[2], t.strides[3]}};
 }
 
-inline args pack(const ladder_flash_problem *fp, const ladder_flash_args *a) {
+/* The tensors every attention algorithm has, packed (the hooks stay zeroed). */
+inline args pack(const ladder_attention_problem *p, const ladder_tensor &q, const ladder_tensor &k,
+                 const ladder_tensor &v, const ladder_tensor &cu_q, const ladder_tensor &cu_k, const ladder_tensor &o,
+                 const ladder_tensor &lse, const ladder_tensor &dout, const ladder_tensor &dlse,
+                 const ladder_tensor &dq, const ladder_tensor &dk, const ladder_tensor &dv) {
     args n = {};
-    static_cast<ladder_attn_call &>(n) = ladder_attn_call_of(&fp->attn, &a->cu_seqlens_q, &a->cu_seqlens_k, &a->dlse);
-    n.q = view_of(a->q), n.k = view_of(a->k), n.v = view_of(a->v);
-    if (a->dout.data) n.dout = view_of(a->dout);
-    n.o = (float *)a->o.data, n.lse = (float *)a->lse.data;
-    n.dq = (float *)a->dq.data, n.dk = (float *)a->dk.data, n.dv = (float *)a->dv.data;
+    static_cast<ladder_attn_call &>(n) = ladder_attn_call_of(p, &cu_q, &cu_k, &dlse);
+    n.q = view_of(q), n.k = view_of(k), n.v = view_of(v);
+    if (dout.data) n.dout = view_of(dout);
+    n.o = (float *)o.data, n.lse = (float *)lse.data;
+    n.dq = (float *)dq.data, n.dk = (float *)dk.data, n.dv = (float *)dv.data;
     return n;
+}
+
+/* The forward (attention_fwd.cu): o and lse. */
+ladder_status fwd(const args &a);
+/* The backward (attention_bwd.cu): dq, dk, dv, and dS into a.hooks.dbias when set. */
+ladder_status bwd(args a, bool deterministic);
+
+/*
+ * S for query row i and key j (positions along Sq and Sk) of head h, batch row b, from q.k: the softcap, then
+ * the bias. *cap_slope: dS/d(scale q.k), the softcap's derivative (1 without one).
+ */
+__device__ __forceinline__ float score(const args &a, float qk, int64_t b, int64_t h, int64_t i, int64_t j,
+                                       float *cap_slope) {
+    const float c = ladder_attn_softcap(a.scale * qk, a.softcap);
+    *cap_slope = ladder_attn_softcap_grad(c, a.softcap);
+    return a.hooks.bias ? c + ladder_attn_bias_at<float>(a.hooks, b, h, i, j) : c;
+}
+
+/* What P[b,h,i,j] is multiplied by before it meets V (dropout: 0 or 1 / (1 - p)); 1 without dropout. */
+__device__ __forceinline__ float keep(const args &a, int64_t b, int64_t h, int64_t i, int64_t j) {
+    return a.hooks.dropout_p > 0.0f ? ladder_attn_keep(a.hooks, a, b, h, i, j) : 1.0f;
 }
 
 /* Accumulator columns per thread for head dims up to max(D, Dv): every 8th column, so 8, 16 or 32 of them. */
@@ -87,6 +116,6 @@ __device__ __forceinline__ float dot(const float *a, const float *b, int64_t n) 
     return acc;
 }
 
-} // namespace flash_tiled
+} // namespace attn_tiled
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * gpu_tensorcore/flash_tc_bwd.cuh: the FlashAttention-2 backward on the tensor cores (mma.sync m16n8k16),
- * included by the flash_bwd_*.cu files, each of which compiles it for a few head dims.
+ * gpu_tensorcore/attention_tc_bwd.cuh: the FlashAttention-2 backward on the tensor cores (mma.sync m16n8k16),
+ * included by the attention_bwd_*.cu files, each of which compiles it for a few head dims and both policies.
  *
  * The structure of gpu_tiled/flash_bwd.cu, with the five products on the matrix units, laid out as
  * FlashAttention-2 lays them out:
@@ -16,19 +16,27 @@
  *      separate pass owns each query tile and streams the key tiles past in order, writing dQ once.
  * Every product is ladder_mma_warp_tile (common/mma.cuh) over a warp tile of two m16 row blocks by 4 or more
  * n8 column blocks, so that each fragment loaded from shared memory feeds two or more mmas.
+ *
+ * With the hooked policy (memeff): S gains the bias, V meets P f (dropout's factor f, 0 or 1 / (1 - p)), so the
+ * stored P tile is P where kept and 0 where dropped (dV = (P f)^T dO: the 1 / (1 - p) multiplies dV's sum once,
+ * as it multiplies O in the forward) and dS = P (dP f - Delta); the dK/dV pass also writes dS, before the
+ * softcap's slope, to the bias's gradient (each element once: one block owns each key tile of each head).
  */
-#ifndef LADDER_GPU_TENSORCORE_FLASH_TC_BWD_CUH
-#define LADDER_GPU_TENSORCORE_FLASH_TC_BWD_CUH
+#ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_BWD_CUH
+#define LADDER_GPU_TENSORCORE_ATTENTION_TC_BWD_CUH
 
-#include "flash_tc.cuh"
+#include "attention_tc.cuh"
 
-namespace flash_tc {
+namespace attn_tc {
 
-template <int HD, int HDV> struct bwd_cfg {
+template <class Pol, int HD, int HDV> struct bwd_cfg {
     static constexpr bool WIDE = HD > 128 || HDV > 128; /* half the keys and rows, so that dK and dV fit */
     static constexpr int WARPS = 8, THREADS = 32 * WARPS;
-    /* keys per block, query rows per step: at head dim 64, 128 rows, twice the products per step and per barrier */
-    static constexpr int BC = WIDE ? 64 : 128, BR = WIDE ? 32 : HD <= 64 && HDV <= 64 ? 128 : 64;
+    /* keys per block, query rows per step: at head dim 64, 128 rows, twice the products per step and per barrier.
+     * The hooks' per-element work needs registers beside S and dP: with them, half the rows (at 64 and 128 the
+     * full tiles spilled) */
+    static constexpr int BC = WIDE ? 64 : 128;
+    static constexpr int BR = (WIDE ? 32 : HD <= 64 && HDV <= 64 ? 128 : 64) / (Pol::EXTRAS && !WIDE ? 2 : 1);
     /* Each product's warp grid and warp tile (MT m16 row blocks by NT n8 column blocks):
      * S, dP (BR x BC): 2 x 4 warps; dK, dV (BC x HD, BC x HDV): BC/32 x KV_WN warps, 32 keys each;
      * dQ (BR x HD): 2 x 4 warps */
@@ -47,8 +55,8 @@ template <int HD, int HDV> struct bwd_cfg {
  * two buffers are found by arithmetic, not by indexing an array of pointers: a runtime index into an array
  * would put the array in local memory.
  */
-template <int HD, int HDV> struct bwd_smem {
-    using C = bwd_cfg<HD, HDV>;
+template <class Pol, int HD, int HDV> struct bwd_smem {
+    using C = bwd_cfg<Pol, HD, HDV>;
     uint16_t *K, *V, *Q0, *dO0, *P, *dS;
     int64_t *range0; /* [lo, hi) of each row */
     float *lse0, *D0;
@@ -65,23 +73,16 @@ template <int HD, int HDV> struct bwd_smem {
     __device__ float *D(int st) const { return D0 + st * C::BR; }
 };
 
-/* 1. Delta = rowsum(dO * O) - dlse, one warp per row [b,h,i]. */
-template <class T> __global__ void flash_bwd_delta_tc_kernel(args a) {
-    const int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const int lane = threadIdx.x % 32;
-    if (row >= a.B * a.Hq * a.Sq) return; /* a whole warp */
-    const int64_t i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq);
-    const uint16_t *dO = a.dout.p + b * a.dout.s[0] + h * a.dout.s[1] + i * a.dout.s[2];
-    float acc = 0.0f;
-    for (int64_t e = lane; e < a.Dv; e += 32)
-        acc += ladder_to_float<T>(dO[e * a.dout.s[3]]) * ladder_to_float<T>(a.o[row * a.Dv + e]);
-    for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-    if (lane == 0) a.delta[row] = acc - (a.dlse ? a.dlse[b * a.sdlse[0] + h * a.sdlse[1] + i * a.sdlse[2]] : 0.0f);
-}
-
 /* The query rows one step works on: rows [i0, i0 + rows) of head h; row0 indexes its first row in lse and Delta. */
 struct qtile {
     int64_t h, i0, rows, row0;
+};
+
+/* Where a step's tile lies, for the hooks: batch row b, head h, its first query and key positions along Sq and
+ * Sk, how many rows and keys are real, and whether this pass writes dS to the bias's gradient. */
+struct tile_pos {
+    int64_t b, h, q0, k0, rows, keys;
+    bool sink;
 };
 
 /*
@@ -120,10 +121,11 @@ __device__ __forceinline__ bool all_seen(const args &a, const ladder_attn_seq &s
  * is one FFMA: x * sl2 - lse * log2(e), x the raw q.k (without softcap) or the capped S. MASKED: keys outside a
  * row's range get P = 0 (FULL steps, most of them, skip the test).
  */
-template <class T, int HD, int HDV, bool MASKED, bool CAPPED, int MT, int NT>
-__device__ __forceinline__ void p_and_ds(const args &a, const bwd_smem<HD, HDV> &sm, const float (&s)[MT][NT][4],
+template <class Pol, class T, int HD, int HDV, bool MASKED, bool CAPPED, int MT, int NT>
+__device__ __forceinline__ void p_and_ds(const args &a, const bwd_smem<Pol, HD, HDV> &sm, const float (&s)[MT][NT][4],
                                          const float (&dp)[MT][NT][4], int st, int64_t j0, int r0, int c0, int lane) {
-    using C = bwd_cfg<HD, HDV>;
+    /* the plain policy's loop; the hooked one is p_and_ds_hooked */
+    using C = bwd_cfg<Pol, HD, HDV>;
     constexpr int LDP = C::LDP;
     const int g = lane / 4, t = lane % 4;
     const float sl2 = (CAPPED ? 1.0f : a.scale) * LADDER_LOG2E; /* S = sl2 / log2(e) * x */
@@ -154,15 +156,76 @@ __device__ __forceinline__ void p_and_ds(const args &a, const bwd_smem<HD, HDV> 
 }
 
 /*
+ * p_and_ds with the hooks, element by element in natural units: S = scale q.k (softcapped with CAPPED, x being
+ * the capped S then) plus the bias; P = exp(S - lse); the stored P is P where kept and 0 where dropped (the
+ * kept elements' 1 / (1 - p) multiplies dV once, at the end) and dS = P (dP f - Delta), f dropout's factor; dS before the softcap's slope goes to the bias's gradient when this pass writes it. Elements outside
+ * the row's range (MASKED) or the tile (past @p pos's rows and keys) get P = dS = 0 and no hook looks there.
+ */
+template <class Pol, class T, int HD, int HDV, bool MASKED, bool CAPPED, int MT, int NT>
+__device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Pol, HD, HDV> &sm,
+                                                const float (&s)[MT][NT][4], const float (&dp)[MT][NT][4], int st,
+                                                int64_t j0, int r0, int c0, int lane, const tile_pos &pos) {
+    using C = bwd_cfg<Pol, HD, HDV>;
+    constexpr int LDP = C::LDP;
+    const int g = lane / 4, t = lane % 4;
+    const ladder_attn_hooks &hk = a.hooks;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int r = r0 + mt * 16 + g + 8 * k;
+            const float L = ladder_attn_lse_for_bwd(sm.lse(st)[r]), Delta = sm.D(st)[r];
+            const int lo = MASKED ? tile_offset<C::BC>(sm.range(st)[2 * r], j0) : 0;
+            const int hi = MASKED ? tile_offset<C::BC>(sm.range(st)[2 * r + 1], j0) : C::BC;
+            /* the row's own bases, so that each element adds a key offset: 64-bit products per element spilled */
+            const int64_t qi = pos.q0 + r;
+            const bool row_in = r < pos.rows;
+            const int64_t bias_row = pos.b * hk.sbias[0] + pos.h * hk.sbias[1] + qi * hk.sbias[2];
+            const int64_t sink_row = pos.b * hk.dbias.s[0] + pos.h * hk.dbias.s[1] + qi * hk.dbias.s[2];
+            const uint64_t draw_row = ladder_dropout_counter(hk.offset, pos.b, pos.h, qi, 0, a.Hq, a.Sq, a.Sk);
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const int c = c0 + nt * 8 + 2 * t;
+                const int64_t kj = pos.k0 + c;
+                float P[2], dS[2], f[2] = {1.0f, 1.0f};
+                bool kept[2] = {true, true};
+                if (hk.dropout_p > 0.0f) {
+                    ladder_attn_kept2_at(hk, draw_row + (uint64_t)kj, &kept[0], &kept[1]);
+                    f[0] = kept[0] ? hk.keep_scale : 0.0f, f[1] = kept[1] ? hk.keep_scale : 0.0f;
+                }
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    P[e] = dS[e] = 0.0f;
+                    if (!(c + e >= lo && c + e < hi && row_in && c + e < pos.keys)) continue;
+                    const float x = s[mt][nt][2 * k + e];
+                    float S = CAPPED ? x : a.scale * x;
+                    if (hk.bias) S += ladder_attn_elem<T>(hk.bias, bias_row + (kj + e) * hk.sbias[3]);
+                    const float p = __expf(S - L);
+                    const float ds = p * (dp[mt][nt][2 * k + e] * f[e] - Delta);
+                    P[e] = kept[e] ? p : 0.0f; /* dV's 1 / (1 - p) is applied once, to the sum */
+                    dS[e] = CAPPED ? ds * ladder_attn_softcap_grad(x, a.softcap) : ds;
+                    if (pos.sink && hk.dbias.p) {
+                        const int64_t at = sink_row + (kj + e) * hk.dbias.s[3];
+                        if (hk.dbias.f32) ((float *)hk.dbias.p)[at] = ds;
+                        else ((uint16_t *)hk.dbias.p)[at] = ladder_from_float<T>(ds);
+                    }
+                }
+                *(uint32_t *)(sm.P + r * LDP + c) = ladder_pack2_float<T>(P[0], P[1]);
+                *(uint32_t *)(sm.dS + r * LDP + c) = ladder_pack2_float<T>(dS[0], dS[1]);
+            }
+        }
+}
+
+/*
  * S = Q K^T and dP = dO V^T for this warp's part of the BR x BC tile, then P and dS (p_and_ds). With softcap,
  * S is capped for the whole tile behind one uniform branch, and P and dS come from their own copy of the loop:
  * a branch per score (the first version's) put the tanh's code between the scores, and the forward's profile
  * showed warps stalled on branches and instruction fetch more than on anything else.
  */
-template <class T, int HD, int HDV, bool MASKED>
-__device__ __forceinline__ void scores(const args &a, const bwd_smem<HD, HDV> &sm, const uint16_t *Qs, int st,
-                                       int64_t j0, int warp, int lane) {
-    using C = bwd_cfg<HD, HDV>;
+template <class Pol, class T, int HD, int HDV, bool MASKED>
+__device__ __forceinline__ void scores(const args &a, const bwd_smem<Pol, HD, HDV> &sm, const uint16_t *Qs, int st,
+                                       int64_t j0, int warp, int lane, const tile_pos &pos) {
+    using C = bwd_cfg<Pol, HD, HDV>;
     constexpr int MT = C::S_MT, NT = C::S_NT, LDK = C::LDK, LDV = C::LDV;
     const int r0 = warp / C::S_WN * MT * 16, c0 = warp % C::S_WN * NT * 8;
     float s[MT][NT][4], dp[MT][NT][4];
@@ -177,17 +240,19 @@ __device__ __forceinline__ void scores(const args &a, const bwd_smem<HD, HDV> &s
             for (int nt = 0; nt < NT; nt++)
 #pragma unroll
                 for (int c = 0; c < 4; c++) s[mt][nt][c] = ladder_attn_softcap(a.scale * s[mt][nt][c], a.softcap);
-        p_and_ds<T, HD, HDV, MASKED, true>(a, sm, s, dp, st, j0, r0, c0, lane);
+        if constexpr (Pol::EXTRAS) p_and_ds_hooked<Pol, T, HD, HDV, MASKED, true>(a, sm, s, dp, st, j0, r0, c0, lane, pos);
+        else p_and_ds<Pol, T, HD, HDV, MASKED, true>(a, sm, s, dp, st, j0, r0, c0, lane);
     } else {
-        p_and_ds<T, HD, HDV, MASKED, false>(a, sm, s, dp, st, j0, r0, c0, lane);
+        if constexpr (Pol::EXTRAS) p_and_ds_hooked<Pol, T, HD, HDV, MASKED, false>(a, sm, s, dp, st, j0, r0, c0, lane, pos);
+        else p_and_ds<Pol, T, HD, HDV, MASKED, false>(a, sm, s, dp, st, j0, r0, c0, lane);
     }
 }
 
 /* dq = dS K for this warp's part of the BR x HD tile (rows qr.., columns qc..), from the dS tile in shared memory. */
-template <class T, int HD, int HDV>
-__device__ __forceinline__ void dq_product(float (&dq)[bwd_cfg<HD, HDV>::Q_MT][bwd_cfg<HD, HDV>::Q_NT][4],
-                                           const bwd_smem<HD, HDV> &sm, int qr, int qc, int lane) {
-    using C = bwd_cfg<HD, HDV>;
+template <class Pol, class T, int HD, int HDV>
+__device__ __forceinline__ void dq_product(float (&dq)[bwd_cfg<Pol, HD, HDV>::Q_MT][bwd_cfg<Pol, HD, HDV>::Q_NT][4],
+                                           const bwd_smem<Pol, HD, HDV> &sm, int qr, int qc, int lane) {
+    using C = bwd_cfg<Pol, HD, HDV>;
     ladder_mma_warp_tile<T, C::Q_MT, C::Q_NT, C::BC / 16, false, true>(dq, sm.dS + qr * C::LDP, C::LDP, sm.K + qc,
                                                                          C::LDK, lane);
 }
@@ -223,12 +288,12 @@ template <class Pred> __device__ __forceinline__ int first_true(int n, Pred pred
  * atomics; dK += dS^T Q. With one dO buffer, a third barrier after dV waited for every warp before dO_{n+1}
  * could be fetched.
  */
-template <class T, int HD, int HDV>
-__global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_tc_kernel(args a, bool atomic_dq) {
-    using C = bwd_cfg<HD, HDV>;
+template <class Pol, class T, int HD, int HDV>
+__global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dkdv_tc_kernel(args a, bool atomic_dq) {
+    using C = bwd_cfg<Pol, HD, HDV>;
     constexpr int BR = C::BR, BC = C::BC, LDK = C::LDK, LDV = C::LDV, LDP = C::LDP;
     extern __shared__ __align__(16) uint16_t smem[];
-    const bwd_smem<HD, HDV> sm(smem);
+    const bwd_smem<Pol, HD, HDV> sm(smem);
     int64_t s, j0;
     if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, blockIdx.x, &s, &j0)) return; /* the whole block */
     const int64_t hk = blockIdx.y, b = blockIdx.z;
@@ -307,8 +372,9 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
         }
         ladder_cp_async_commit();
 
-        if (mask) scores<T, HD, HDV, true>(a, sm, sm.Q(st), st, j0, warp, lane);
-        else scores<T, HD, HDV, false>(a, sm, sm.Q(st), st, j0, warp, lane);
+        const tile_pos pos = {b, q.h, seq.q0 + q.i0, seq.k0 + j0, q.rows, keys, true};
+        if (mask) scores<Pol, T, HD, HDV, true>(a, sm, sm.Q(st), st, j0, warp, lane, pos);
+        else scores<Pol, T, HD, HDV, false>(a, sm, sm.Q(st), st, j0, warp, lane, pos);
         __syncthreads(); /* P and dS are whole */
 
         /* dV += P^T dO (and below, dK += dS^T Q) for keys kr.. (P^T, dS^T: the stored [row][key] tiles through
@@ -318,7 +384,7 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
         if (atomic_dq) { /* dQ += dS K for rows qr.., columns qc.. (the scale is applied once, when it is rounded) */
             float dq[C::Q_MT][C::Q_NT][4];
             ladder_zero_tile(dq);
-            dq_product<T, HD, HDV>(dq, sm, qr, qc, lane);
+            dq_product<Pol, T, HD, HDV>(dq, sm, qr, qc, lane);
             if (q.rows == BR && a.D == HD) {
                 /* A whole tile, the common case: every atomic's address is one base plus a compile-time offset,
                  * and each adds the pair of columns 2t, 2t + 1 (8-byte aligned: HD is even). A 64-bit address
@@ -362,6 +428,8 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
      * 2t + 1 as one 32-bit word, each at one base address plus a compile-time offset; otherwise element by
      * element, a test each. */
     const int64_t key0 = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0; /* the tile's first key, as a row of dK and dV */
+    /* dropout's 1 / (1 - p), which the stored P left out */
+    const float vs = Pol::EXTRAS && a.hooks.dropout_p > 0.0f ? a.hooks.keep_scale : 1.0f;
     if (keys == BC && a.D == HD && a.Dv == HDV && (((uintptr_t)a.dk | (uintptr_t)a.dv) & 3) == 0) {
         uint16_t *dk0 = a.dk + (key0 + kr + g) * HD + kc + 2 * t, *dv0 = a.dv + (key0 + kr + g) * HDV + vc + 2 * t;
 #pragma unroll
@@ -375,7 +443,7 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
 #pragma unroll
                 for (int nt = 0; nt < C::V_NT; nt++)
                     *(uint32_t *)(dv0 + (mt * 16 + 8 * k) * HDV + nt * 8) =
-                        ladder_pack2_float<T>(dv[mt][nt][2 * k], dv[mt][nt][2 * k + 1]);
+                        ladder_pack2_float<T>(vs * dv[mt][nt][2 * k], vs * dv[mt][nt][2 * k + 1]);
             }
         return;
     }
@@ -394,29 +462,39 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dkdv_t
 #pragma unroll
             for (int nt = 0; nt < C::V_NT; nt++) {
                 const int col = vc + nt * 8 + 2 * t + (c & 1);
-                if (col < a.Dv) a.dv[at * a.Dv + col] = ladder_from_float<T>(dv[mt][nt][c]);
+                if (col < a.Dv) a.dv[at * a.Dv + col] = ladder_from_float<T>(vs * dv[mt][nt][c]);
             }
         }
 }
 
-/* 3. Deterministic dQ: one block per (query tile, head h, batch row b), the key tiles streamed in order. */
-template <class T, int HD, int HDV>
-__global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_kernel(args a) {
-    using C = bwd_cfg<HD, HDV>;
+/*
+ * 3. Deterministic dQ: one block per (query tile, head h, batch row b), the key tiles streamed in order. With
+ * split keys (a.splits > 1, short sequences of queries against long ones of keys) a.splits blocks share a query
+ * tile's key tiles, each writing its unscaled fp32 partial into a.dq_accum [splits][B*Hq*Sq][D], which
+ * attn_bwd_dq_sum_tc_kernel adds in split order: still bitwise-repeatable.
+ */
+template <class Pol, class T, int HD, int HDV>
+__global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq_tc_kernel(args a) {
+    using C = bwd_cfg<Pol, HD, HDV>;
     constexpr int BR = C::BR, BC = C::BC, LDK = C::LDK, LDV = C::LDV;
     extern __shared__ __align__(16) uint16_t smem[];
-    const bwd_smem<HD, HDV> sm(smem);
+    const bwd_smem<Pol, HD, HDV> sm(smem);
+    const int splits = Pol::EXTRAS ? (int)a.splits : 1;
     int64_t s, i0;
-    if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x, &s, &i0)) return; /* the whole block */
+    if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x / splits, &s, &i0)) return; /* the whole block */
     const int64_t h = blockIdx.y, b = blockIdx.z, hk = ladder_attn_kv_head(h, a.Hq, a.Hkv);
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
     qtile q;
     q.h = h, q.i0 = i0, q.rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR, q.row0 = (b * a.Hq + h) * a.Sq + seq.q0 + i0;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int qr = warp / C::Q_WN * C::Q_MT * 16, qc = warp % C::Q_WN * C::Q_NT * 8;
-    int64_t klo, khi, lo, hi;
-    ladder_attn_key_range(&a.mask, i0, seq.Lq, seq.Lk, &klo, &hi);
-    ladder_attn_key_range(&a.mask, i0 + q.rows - 1, seq.Lq, seq.Lk, &lo, &khi);
+    const ladder_attn_block span = ladder_attn_block_range(&a.mask, i0, q.rows, seq.Lq, seq.Lk);
+    int64_t jbeg = span.lo / BC * BC, khi = span.hi; /* this split's share of the key tiles */
+    if (splits > 1) {
+        const int64_t per = ((khi - jbeg + BC - 1) / BC + splits - 1) / splits * BC;
+        jbeg += (int64_t)(blockIdx.x % splits) * per;
+        khi = jbeg + per < khi ? jbeg + per : khi;
+    }
 
     load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, h, seq.q0 + i0, q.rows, a.D);
     load_tile<BR, HDV, C::THREADS>(sm.dO(0), LDV, a.dout, b, h, seq.q0 + i0, q.rows, a.Dv);
@@ -425,7 +503,7 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_
     float dq[C::Q_MT][C::Q_NT][4];
     ladder_zero_tile(dq);
 
-    for (int64_t j0 = klo / BC * BC; j0 < khi; j0 += BC) {
+    for (int64_t j0 = jbeg; j0 < khi; j0 += BC) {
         __syncthreads(); /* every warp is done with the previous K, V and dS tiles */
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
         load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
@@ -433,10 +511,11 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_
         ladder_cp_async_commit();
         ladder_cp_async_wait_group<0>();
         __syncthreads();
-        if (all_seen<BR, BC>(a, seq, q, j0, keys)) scores<T, HD, HDV, false>(a, sm, sm.Q(0), 0, j0, warp, lane);
-        else scores<T, HD, HDV, true>(a, sm, sm.Q(0), 0, j0, warp, lane);
+        const tile_pos pos = {b, h, seq.q0 + i0, seq.k0 + j0, q.rows, keys, false};
+        if (all_seen<BR, BC>(a, seq, q, j0, keys)) scores<Pol, T, HD, HDV, false>(a, sm, sm.Q(0), 0, j0, warp, lane, pos);
+        else scores<Pol, T, HD, HDV, true>(a, sm, sm.Q(0), 0, j0, warp, lane, pos);
         __syncthreads(); /* dS is whole */
-        dq_product<T, HD, HDV>(dq, sm, qr, qc, lane);
+        dq_product<Pol, T, HD, HDV>(dq, sm, qr, qc, lane);
     }
     ladder_cp_async_wait_group<0>();
 #pragma unroll
@@ -448,40 +527,56 @@ __global__ void __launch_bounds__(bwd_cfg<HD, HDV>::THREADS, 1) flash_bwd_dq_tc_
 #pragma unroll
             for (int nt = 0; nt < C::Q_NT; nt++) {
                 const int col = qc + nt * 8 + 2 * t + (c & 1);
-                if (col < a.D) a.dq[(q.row0 + r) * a.D + col] = ladder_from_float<T>(a.scale * dq[mt][nt][c]);
+                if (col >= a.D) continue;
+                if (splits > 1) /* this split's partial; the split found again, not kept in a register */
+                    a.dq_accum[((blockIdx.x % splits) * a.B * a.Hq * a.Sq + q.row0 + r) * a.D + col] = dq[mt][nt][c];
+                else a.dq[(q.row0 + r) * a.D + col] = ladder_from_float<T>(a.scale * dq[mt][nt][c]);
             }
         }
 }
 
+/* After the split deterministic dQ: scale times the sum of the splits' partials, in split order. */
+template <class T> __global__ void attn_bwd_dq_sum_tc_kernel(args a) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, n = a.B * a.Hq * a.Sq * a.D;
+    if (i >= n) return;
+    float acc = 0.0f;
+    for (int64_t s = 0; s < a.splits; s++) acc += a.dq_accum[s * n + i];
+    a.dq[i] = ladder_from_float<T>(a.scale * acc);
+}
+
 /* After the atomic dQ: scale times the fp32 accumulator, rounded to the output dtype. */
-template <class T> __global__ void flash_bwd_dq_convert_tc_kernel(args a) {
+template <class T> __global__ void attn_bwd_dq_convert_tc_kernel(args a) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < a.B * a.Hq * a.Sq * a.D) a.dq[i] = ladder_from_float<T>(a.scale * a.dq_accum[i]);
 }
 
-template <class T, int HD, int HDV> ladder_status bwd_launch(const args &a, bool deterministic) {
-    using C = bwd_cfg<HD, HDV>;
+template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const args &a, bool deterministic) {
+    using C = bwd_cfg<Pol, HD, HDV>;
     const int64_t rows = a.B * a.Hq * a.Sq;
-    flash_bwd_delta_tc_kernel<T><<<ladder_blocks(rows * 32, 256), 256>>>(a);
-    LADDER_LAUNCH_CHECK("flash_bwd_delta_tc_kernel");
+    LADDER_TRY(ladder_attn_delta<T>(a, a.dout.p, a.dout.s, a.o, a.delta));
     const dim3 kv_grid((unsigned)ladder_attn_tiles_bound(a.Sk, C::BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
     /* atomics add into dQ's fp32 accumulator: it starts at zero (fully masked rows stay so) */
     if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(rows * a.D)));
-    LADDER_TRY(ladder_allow_smem(flash_bwd_dkdv_tc_kernel<T, HD, HDV>, C::SMEM));
-    flash_bwd_dkdv_tc_kernel<T, HD, HDV><<<kv_grid, C::THREADS, C::SMEM>>>(a, !deterministic);
-    LADDER_LAUNCH_CHECK("flash_bwd_dkdv_tc_kernel");
+    LADDER_TRY(ladder_allow_smem(attn_bwd_dkdv_tc_kernel<Pol, T, HD, HDV>, C::SMEM));
+    attn_bwd_dkdv_tc_kernel<Pol, T, HD, HDV><<<kv_grid, C::THREADS, C::SMEM>>>(a, !deterministic);
+    LADDER_LAUNCH_CHECK("attn_bwd_dkdv_tc_kernel");
     if (deterministic) {
-        const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
-        LADDER_TRY(ladder_allow_smem(flash_bwd_dq_tc_kernel<T, HD, HDV>, C::SMEM));
-        flash_bwd_dq_tc_kernel<T, HD, HDV><<<q_grid, C::THREADS, C::SMEM>>>(a);
-        LADDER_LAUNCH_CHECK("flash_bwd_dq_tc_kernel");
+        const int64_t splits = Pol::EXTRAS ? a.splits : 1;
+        const dim3 q_grid((unsigned)(ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs) * splits), (unsigned)a.Hq,
+                          (unsigned)a.B);
+        LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tc_kernel<Pol, T, HD, HDV>, C::SMEM));
+        attn_bwd_dq_tc_kernel<Pol, T, HD, HDV><<<q_grid, C::THREADS, C::SMEM>>>(a);
+        LADDER_LAUNCH_CHECK("attn_bwd_dq_tc_kernel");
+        if (splits <= 1) return LADDER_OK;
+        attn_bwd_dq_sum_tc_kernel<T><<<ladder_blocks(rows * a.D, 256), 256>>>(a);
+        LADDER_LAUNCH_CHECK("attn_bwd_dq_sum_tc_kernel");
         return LADDER_OK;
     }
-    flash_bwd_dq_convert_tc_kernel<T><<<ladder_blocks(rows * a.D, 256), 256>>>(a);
-    LADDER_LAUNCH_CHECK("flash_bwd_dq_convert_tc_kernel");
+    attn_bwd_dq_convert_tc_kernel<T><<<ladder_blocks(rows * a.D, 256), 256>>>(a);
+    LADDER_LAUNCH_CHECK("attn_bwd_dq_convert_tc_kernel");
     return LADDER_OK;
 }
 
-} // namespace flash_tc
+} // namespace attn_tc
 
 #endif

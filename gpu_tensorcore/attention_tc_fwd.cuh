@@ -1,6 +1,6 @@
 /*
- * gpu_tensorcore/flash_tc_fwd.cuh: the FlashAttention-2 forward on the tensor cores (mma.sync m16n8k16),
- * included by the flash_fwd_*.cu files, each of which compiles it for a few head dims.
+ * gpu_tensorcore/attention_tc_fwd.cuh: the FlashAttention-2 forward on the tensor cores (mma.sync m16n8k16),
+ * included by the attention_fwd_*.cu files, each of which compiles it for a few head dims and both policies.
  *
  * What changed since gpu_tiled/: the two products, S = Q K^T and O += P V, run on the matrix units with bf16 or
  * fp16 operands and fp32 accumulators. A block of 4 warps owns Br = 128 query rows, 32 per warp (two m16 row
@@ -12,30 +12,33 @@
  * rounded to 16 bits, are the A fragments of P V. As in gpu_tiled, tiles that every row sees whole skip the
  * mask.
  *
- * Measured in chapters/03-flash-attention.md, against the first version (16 rows per warp, 64 x 64 tiles,
- * loads waited for): the 32-row warp tile (each K and V fragment feeds two mmas), the loads overlapping the
- * products (the kernel's comment) and the exponent as one FFMA before ex2 (softcap_scores), together.
+ *
+ * With the hooked policy (memeff): the scores gain the bias (then S is formed in natural units, as with
+ * softcap), and P meets V after dropout: its dropped elements are zeroed, the row sum l keeps the undropped P,
+ * and O is multiplied by 1 / (1 - p) with the division by l.
  */
-#ifndef LADDER_GPU_TENSORCORE_FLASH_TC_FWD_CUH
-#define LADDER_GPU_TENSORCORE_FLASH_TC_FWD_CUH
+#ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_FWD_CUH
+#define LADDER_GPU_TENSORCORE_ATTENTION_TC_FWD_CUH
 
+#include "attention_tc.cuh"
 #include "attention_tc_reference.h"
-#include "flash_tc.cuh"
 
-namespace flash_tc {
+namespace attn_tc {
 
-template <int HD, int HDV> struct fwd_cfg {
+template <class Pol, int HD, int HDV> struct fwd_cfg {
     /* m16 row blocks per warp: two at a head dim of 128, so that every K and V fragment feeds two mmas (half
      * the shared-memory traffic per mma of one); one above, where O's fp32 fragments would not fit twice, and
      * at 64, where two (218 registers: 2 blocks per SM) measured slower than the first version's one */
     static constexpr int MT = (HD > 64 || HDV > 64) && HD <= 128 && HDV <= 128 ? 2 : 1;
     static constexpr int WARPS = 4, THREADS = 32 * WARPS, BR = 16 * MT * WARPS;
     /* keys per tile: 64 up to a head dim of 128 (at 128, S's 64 fp32 registers per lane beside O's 128: 255 in
-     * all, no spill); 32 above; the cpu rung's emulation rounds P per tile of the same size (the macro) */
+     * all, no spill); 32 above; the tests' emulation of this rung rounds P per tile of the same size (the macro) */
     static constexpr int BC = LADDER_ATTN_TC_FWD_KEYS(HD, HDV);
     static constexpr int LDQ = HD + 8, LDV = HDV + 8;             /* shared-memory row strides, in elements */
-    /* Q, K, V tiles; each row's key range [lo, hi) */
-    static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)((BR + BC) * LDQ + BC * LDV) + sizeof(int64_t) * 2 * BR;
+    static constexpr int LDB = BC + 8; /* the bias tile's row stride (the hooks only) */
+    /* Q, K, V tiles; each row's key range [lo, hi); with the hooks, the bias tile that rides with K */
+    static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)((BR + BC) * LDQ + BC * LDV) + sizeof(int64_t) * 2 * BR +
+                                   (Pol::EXTRAS ? sizeof(uint16_t) * BR * LDB : 0);
 };
 
 /*
@@ -53,6 +56,66 @@ template <int MT, int BC> __device__ __forceinline__ void softcap_scores(const a
         for (int nb = 0; nb < BC / 8; nb++)
 #pragma unroll
             for (int c = 0; c < 4; c++) s[mt][nb][c] = ladder_attn_softcap(a.scale * s[mt][nb][c], a.softcap);
+}
+
+/*
+ * The bias hook, in two steps. Its tile for query rows [q0, q0 + rows) and keys [k0, k0 + keys) is staged in
+ * shared memory with K (bias_tile: a cp.async group like K's, zero past the tile's rows and keys), read through
+ * its strides, so that a broadcast axis (stride 0) costs no copy; then S += bias for the lane's elements
+ * (bias_scores: rows w0 + mt*16 + g (+ 8), keys nb*8 + 2t (+ 1)). Read element by element from global memory
+ * instead, each score needed its own 64-bit address, and the forward at a head dim of 64 spilled registers.
+ */
+template <int BR, int BC, int THREADS>
+__device__ __forceinline__ void bias_tile(uint16_t *Bs, const view4 &bias, int64_t b, int64_t h, int64_t q0,
+                                          int64_t rows, int64_t k0, int64_t keys) {
+    view4 t = bias;
+    t.p += k0 * t.s[3];              /* the tile's first key */
+    t.rows16 &= k0 * t.s[3] % 8 == 0; /* ... where a packed sequence starts mid-chunk, element by element */
+    load_tile<BR, BC, THREADS>(Bs, BC + 8, t, b, h, q0, rows, keys);
+}
+
+template <class T, int MT, int BC>
+__device__ __forceinline__ void bias_scores(float (&s)[MT][BC / 8][4], const uint16_t *Bs, int w0, int lane) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int r = w0 + mt * 16 + lane / 4 + 8 * (c / 2);
+#pragma unroll
+            for (int nb = 0; nb < BC / 8; nb++)
+                s[mt][nb][c] += ladder_to_float<T>(Bs[r * (BC + 8) + nb * 8 + 2 * (lane % 4) + (c & 1)]);
+        }
+}
+
+/*
+ * The dropout hook: P's dropped elements zeroed in the packed A fragments of P V, where the lane holds keys
+ * nb*8 + 2t (+ 1) of rows mt*16 + g (+ 8), from query position @p q0 and key position @p k0 on. Zeroing a 16-bit
+ * half is exact, and the kept elements' 1 / (1 - p) multiplies O once, at the end, so that P is rounded once, as
+ * without dropout. It runs after the softmax, when the scores' registers are free.
+ */
+template <int MT, int BC>
+__device__ __forceinline__ void drop_p(const args &a, uint32_t (&pa)[MT][BC / 16][4], int64_t b, int64_t h,
+                                       int64_t q0, int64_t k0, int lane) {
+    static_assert(BC / 4 <= 32, "a row's kept bits fit one word");
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            /* the row's bits first, in a loop kept rolled: unrolled, the Philox rounds of every pair were
+             * interleaved and spilled registers */
+            uint32_t bits = 0;
+            const int64_t qi = q0 + mt * 16 + lane / 4 + 8 * k;
+#pragma unroll 1
+            for (int nb = 0; nb < BC / 8; nb++) {
+                bool keep0, keep1;
+                ladder_attn_kept2(a.hooks, a, b, h, qi, k0 + nb * 8 + 2 * (lane % 4), &keep0, &keep1);
+                bits |= (uint32_t)keep0 << (2 * nb) | (uint32_t)keep1 << (2 * nb + 1);
+            }
+#pragma unroll
+            for (int nb = 0; nb < BC / 8; nb++)
+                pa[mt][nb / 2][2 * (nb % 2) + k] &= ((bits >> (2 * nb)) & 1u ? 0x0000ffffu : 0u) |
+                                                    ((bits >> (2 * nb + 1)) & 1u ? 0xffff0000u : 0u);
+        }
 }
 
 /*
@@ -84,33 +147,46 @@ __device__ __forceinline__ void mask_scores(float (&s)[MT][BC / 8][4], const int
  * FlashAttention-2 does): V_j is fetched while S = Q K_jᵀ and the softmax run, K_{j+1} while O += P V_j runs.
  * The barrier that makes V_j visible also says that every warp is done with K_j, so K_{j+1} may overwrite it.
  */
-template <class T, int HD, int HDV>
-__global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel(args a) {
-    using C = fwd_cfg<HD, HDV>;
+template <class Pol, class T, int HD, int HDV>
+__global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_kernel(args a) {
+    using C = fwd_cfg<Pol, HD, HDV>;
     constexpr int MT = C::MT, BR = C::BR, BC = C::BC, LDQ = C::LDQ, LDV = C::LDV;
     extern __shared__ __align__(16) uint16_t smem[];
     uint16_t *Qs = smem, *Ks = Qs + BR * LDQ, *Vs = Ks + BC * LDQ;
     int64_t *range = (int64_t *)(Vs + BC * LDV);
+    uint16_t *Bs = (uint16_t *)(range + 2 * BR); /* the hooks' bias tile */
+    /* block x = (query tile, split): with split keys, a.splits blocks share a query tile's key tiles */
+    const int splits = Pol::EXTRAS ? (int)a.splits : 1;
     int64_t s, i0;
-    if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x, &s, &i0)) return; /* the whole block */
+    if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x / splits, &s, &i0)) return; /* the whole block */
     const int64_t h = blockIdx.y, b = blockIdx.z, hk = ladder_attn_kv_head(h, a.Hq, a.Hkv);
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
     const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, w0 = warp * 16 * MT;
 
-    /* the keys of the block's first and last rows: those seen by some row, and those seen by all */
-    int64_t klo, khi, lo_last, hi_first;
-    ladder_attn_key_range(&a.mask, i0, seq.Lq, seq.Lk, &klo, &hi_first);
-    ladder_attn_key_range(&a.mask, i0 + rows - 1, seq.Lq, seq.Lk, &lo_last, &khi);
+    /* the keys seen by some row of the block, and those seen by all; this split's share of the key tiles */
+    const ladder_attn_block span = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
+    int64_t jbeg = span.lo / BC * BC, khi = span.hi;
+    if (splits > 1) {
+        const int64_t per = ((khi - jbeg + BC - 1) / BC + splits - 1) / splits * BC; /* keys per split */
+        jbeg += (int64_t)(blockIdx.x % splits) * per;
+        khi = jbeg + per < khi ? jbeg + per : khi;
+    }
     for (int r = threadIdx.x; r < BR; r += blockDim.x) { /* visible after the loop's first __syncthreads() */
         range[2 * r] = range[2 * r + 1] = 0;                 /* a row past the tile's end sees nothing */
         if (r < rows) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &range[2 * r], &range[2 * r + 1]);
     }
-    const float unit = a.softcap > 0.0f ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
+    /* S in natural units when something must be applied to it (softcap, bias), else the raw q.k */
+    const bool exact = a.softcap > 0.0f || (Pol::EXTRAS && a.hooks.bias);
+    const bool dropout = Pol::EXTRAS && a.hooks.dropout_p > 0.0f;
+    const float unit = exact ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
+    const float keep_scale = dropout ? a.hooks.keep_scale : 1.0f; /* O = (sum of the kept P V) / (1 - p) / l */
 
-    const int64_t jbeg = klo / BC * BC;
     load_tile<BR, HD, C::THREADS>(Qs, LDQ, a.q, b, h, seq.q0 + i0, rows, a.D);
     if (jbeg < khi) load_tile<BC, HD, C::THREADS>(Ks, LDQ, a.k, b, hk, seq.k0 + jbeg, seq.Lk - jbeg < BC ? seq.Lk - jbeg : BC, a.D);
+    if constexpr (Pol::EXTRAS)
+        if (a.hooks.bias && jbeg < khi)
+            bias_tile<BR, BC, C::THREADS>(Bs, a.bias, b, h, seq.q0 + i0, rows, seq.k0 + jbeg, seq.Lk - jbeg < BC ? seq.Lk - jbeg : BC);
     ladder_cp_async_commit();
     float o[MT][HDV / 8][4], m[MT][2], l[MT][2];
     ladder_zero_tile(o);
@@ -129,8 +205,10 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
         ladder_zero_tile(sc);
         ladder_mma_warp_tile<T, MT, BC / 8, HD / 16, false, false>(sc, Qs + w0 * LDQ, LDQ, Ks, LDQ, lane);
 
-        if (a.softcap > 0.0f) softcap_scores<MT, BC>(a, sc);
-        if (!(j0 >= lo_last && j0 + BC <= hi_first)) mask_scores<MT, BC>(sc, range, w0, j0, lane);
+        if (exact) softcap_scores<MT, BC>(a, sc); /* scale * x, softcapped when softcap > 0 */
+        if constexpr (Pol::EXTRAS)
+            if (a.hooks.bias) bias_scores<T, MT, BC>(sc, Bs, w0, lane);
+        if (!(j0 >= span.all_lo && j0 + BC <= span.all_hi)) mask_scores<MT, BC>(sc, range, w0, j0, lane);
 
         /* online softmax for rows g (k = 0) and g + 8 (k = 1) of each row block: a row's 4 lanes are 4g .. 4g+3.
          * P goes to 16 bits as soon as it is formed, as the A fragments of P V (two adjacent 8-key C tiles are
@@ -163,9 +241,14 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
                 l[mt][k] = alpha[mt][k] * l[mt][k] + sum; /* this lane's part of the row sum; the 4 add up at the end */
                 m[mt][k] = m_new;
             }
+        if constexpr (Pol::EXTRAS)
+            if (dropout) drop_p<MT, BC>(a, pa, b, h, seq.q0 + i0 + w0, seq.k0 + j0, lane);
         ladder_cp_async_wait_group<0>(); /* V_j */
         __syncthreads();                 /* ... for every thread; and every warp is done with K_j */
         if (next < khi) load_tile<BC, HD, C::THREADS>(Ks, LDQ, a.k, b, hk, seq.k0 + next, seq.Lk - next < BC ? seq.Lk - next : BC, a.D);
+        if constexpr (Pol::EXTRAS) /* every warp is done with this tile's bias too */
+            if (a.hooks.bias && next < khi)
+                bias_tile<BR, BC, C::THREADS>(Bs, a.bias, b, h, seq.q0 + i0, rows, seq.k0 + next, seq.Lk - next < BC ? seq.Lk - next : BC);
         ladder_cp_async_commit();
 
         /* O *= alpha only where a row's max changed (often early in a row, seldom once it has seen many keys):
@@ -195,7 +278,8 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
     }
     ladder_cp_async_wait_group<0>(); /* a block with no key tile still has its Q copies in flight */
 
-    /* O / l, rounded to T; lse = unit * m + log l. A row that saw no key: l = 0, o = 0, lse = -inf. */
+    /* O / l, rounded to T; lse = unit * m + log l. A row that saw no key: l = 0, o = 0, lse = -inf. With split
+     * keys, O / l stays fp32 and both go to this split's partials, which ladder_attn_combine() merges. */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -206,7 +290,17 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
             const int r = w0 + mt * 16 + g + 8 * k;
             if (r >= rows) continue;
             const int64_t row = (b * a.Hq + h) * a.Sq + seq.q0 + i0 + r;
-            const float inv = lk > 0.0f ? 1.0f / lk : 0.0f;
+            const float inv = lk == 0.0f ? 0.0f : keep_scale / lk; /* a NaN row sum stays NaN */
+            if (splits > 1) { /* the row in this split's partials; the split found again, not kept in a register */
+                const int64_t part = (int64_t)(blockIdx.x % splits) * a.B * a.Hq * a.Sq + row;
+#pragma unroll
+                for (int nd = 0; nd < HDV / 8; nd++)
+#pragma unroll
+                    for (int c = 0; c < 2; c++)
+                        if (nd * 8 + 2 * t + c < a.Dv) a.o_part[part * a.Dv + nd * 8 + 2 * t + c] = o[mt][nd][2 * k + c] * inv;
+                if (t == 0) a.lse_part[part] = ladder_attn_lse(unit * m[mt][k], lk);
+                continue;
+            }
 #pragma unroll
             for (int nd = 0; nd < HDV / 8; nd++)
 #pragma unroll
@@ -218,15 +312,17 @@ __global__ void __launch_bounds__(fwd_cfg<HD, HDV>::THREADS) flash_fwd_tc_kernel
         }
 }
 
-template <class T, int HD, int HDV> ladder_status fwd_launch(const args &a) {
-    using C = fwd_cfg<HD, HDV>;
-    LADDER_TRY(ladder_allow_smem(flash_fwd_tc_kernel<T, HD, HDV>, C::SMEM));
-    const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
-    flash_fwd_tc_kernel<T, HD, HDV><<<grid, C::THREADS, C::SMEM>>>(a);
-    LADDER_LAUNCH_CHECK("flash_fwd_tc_kernel");
+template <class Pol, class T, int HD, int HDV> ladder_status fwd_launch(const args &a) {
+    using C = fwd_cfg<Pol, HD, HDV>;
+    LADDER_TRY(ladder_allow_smem(attn_fwd_tc_kernel<Pol, T, HD, HDV>, C::SMEM));
+    const int64_t splits = Pol::EXTRAS ? a.splits : 1;
+    const dim3 grid((unsigned)(ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs) * splits), (unsigned)a.Hq,
+                    (unsigned)a.B);
+    attn_fwd_tc_kernel<Pol, T, HD, HDV><<<grid, C::THREADS, C::SMEM>>>(a);
+    LADDER_LAUNCH_CHECK("attn_fwd_tc_kernel");
     return LADDER_OK;
 }
 
-} // namespace flash_tc
+} // namespace attn_tc
 
 #endif

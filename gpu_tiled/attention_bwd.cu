@@ -1,5 +1,6 @@
 /*
- * gpu_tiled/flash_bwd.cu: the FlashAttention-2 backward, tiled rung (fp32).
+ * gpu_tiled/attention_bwd.cu: the FlashAttention-2 backward, tiled rung (fp32), for every attention algorithm
+ * (flash, memeff: the hooks of attention_tiled.cuh).
  *
  * What changed since gpu_naive/: the backward is FlashAttention-2's three kernels.
  *   1. Preprocess: Delta_i = rowsum(dO_i * O_i) - dlse_i, one warp per row, into a scratch vector, so that
@@ -14,42 +15,41 @@
  *      in a fixed order: bitwise-repeatable, at the price of recomputing S and dP a second time.
  * Key tiles that every row sees whole skip the mask test; only the diagonal and window-edge tiles apply it.
  *
- * Preconditions: validated by ladder_flash_bwd (f32, device pointers, any input strides, contiguous outputs,
+ * With memeff's hooks: S gains the bias; V meets P times the dropout factor f (0 or 1 / (1 - p)), so
+ * dV = (P f)^T dO and dP = dO V^T f, while Delta = rowsum(dO * O) is unchanged; dS = P (dP f - Delta) is also
+ * the bias's gradient (the bias enters S after the scale, so no scale multiplies it), written once per element
+ * by the dK/dV pass.
+ *
+ * Preconditions: validated by the dispatchers (f32, device pointers, any input strides, contiguous outputs,
  * D and Dv <= 256, Hq and B at most 65535).
- * Run it:  build/bin/ladder run flash --rung gpu_tiled [--deterministic 1]
+ * Run it:  build/bin/ladder run flash --rung gpu_tiled [--deterministic 1]   (or memeff)
  */
-#include "cuda_util.cuh"
-#include "flash_rungs.h"
-#include "flash_tiled.cuh"
+#include "attention_tiled.cuh"
 
-namespace flash_tiled {
+namespace attn_tiled {
 namespace {
 
-/* 1. Delta_i = dO_i . O_i - dlse_i: one warp per row [b,h,i], its lanes striding over Dv. */
-__global__ void flash_bwd_delta_kernel(args a) {
-    const int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const int lane = threadIdx.x % 32;
-    if (row >= a.B * a.Hq * a.Sq) return; /* a whole warp: rows are per warp */
-    const int64_t i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq);
-    const float *dO = a.dout.p + b * a.dout.s[0] + h * a.dout.s[1] + i * a.dout.s[2];
-    float acc = 0.0f;
-    for (int64_t e = lane; e < a.Dv; e += 32) acc += dO[e * a.dout.s[3]] * a.o[row * a.Dv + e];
-    for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-    if (lane == 0) a.delta[row] = acc - (a.dlse ? a.dlse[b * a.sdlse[0] + h * a.sdlse[1] + i * a.sdlse[2]] : 0.0f);
-}
-
 /*
- * For query row r of the Q tile (row i0 + r of its sequence) and key c of the K tile (key j0 + c): P and dS'.
- * lse_r is +inf for rows past the tile's end and for fully masked rows, so P = 0 there. MASKED: 0 outside
- * the row's key range too.
+ * For query row r of the Q tile (position qi along Sq) and key c of the K tile (position kj along Sk): the P
+ * that meets dO (after dropout) and dS' (dS times the softcap's slope). lse_r is +inf for rows past the tile's
+ * end and for fully masked rows, so P = 0 there. MASKED: 0 outside the row's key range too, where the hooks
+ * are not called (they would look outside the sequence). @p sink: this pass writes dS to the bias's gradient.
  */
 template <bool MASKED>
 __device__ __forceinline__ void p_and_ds(const args &a, const float *Qrow, const float *Krow, const float *dOrow,
-                                         const float *Vrow, float L, float Delta, bool seen, float *P, float *dS) {
-    const float S = ladder_attn_softcap(a.scale * dot(Qrow, Krow, a.D), a.softcap);
-    const float p = MASKED && !seen ? 0.0f : expf(S - L);
-    *P = p;
-    *dS = p * (dot(dOrow, Vrow, a.Dv) - Delta) * ladder_attn_softcap_grad(S, a.softcap);
+                                         const float *Vrow, float L, float Delta, bool seen, int64_t b, int64_t h,
+                                         int64_t qi, int64_t kj, bool sink, float *P, float *dS) {
+    if (MASKED && !seen) {
+        *P = *dS = 0.0f;
+        return;
+    }
+    float slope;
+    const float S = score(a, dot(Qrow, Krow, a.D), b, h, qi, kj, &slope);
+    const float p = expf(S - L), f = keep(a, b, h, qi, kj);
+    const float ds = p * (dot(dOrow, Vrow, a.Dv) * f - Delta);
+    *P = p * f;
+    *dS = ds * slope;
+    if (sink && a.hooks.dbias.p) ladder_attn_sink_ds<float>(a.hooks.dbias, b, h, qi, kj, ds);
 }
 
 /* Rows [i0, i0 + BR) of head h: lse (as the backward uses it: +inf past the end) and Delta into smem. */
@@ -68,7 +68,7 @@ __device__ void load_stats(const args &a, float *Ls, float *Ds, int64_t b, int64
  * block also adds scale * dS^T K into dQ.
  */
 template <int NC>
-__global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a, bool atomic_dq) {
+__global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bool atomic_dq) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
     float *Ks = smem, *Vs = Ks + BC * ld, *Qs = Vs + BC * ldv, *dOs = Qs + BR * ld;
@@ -89,11 +89,9 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a, b
     for (int64_t h = hk * group; h < (hk + 1) * group; h++)
         for (int64_t i0 = 0; i0 < seq.Lq; i0 += BR) {
             const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
-            int64_t lo_first, hi_first, lo_last, hi_last;
-            ladder_attn_key_range(&a.mask, i0, seq.Lq, seq.Lk, &lo_first, &hi_first);
-            ladder_attn_key_range(&a.mask, i0 + rows - 1, seq.Lq, seq.Lk, &lo_last, &hi_last);
-            if (hi_last <= j0 || lo_first >= j0 + keys) continue; /* the ranges move right: no row sees this tile */
-            const bool full = j0 >= lo_last && j0 + BC <= hi_first && rows == BR;
+            const ladder_attn_block kb = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
+            if (kb.hi <= j0 || kb.lo >= j0 + keys) continue; /* the ranges move right: no row sees this tile */
+            const bool full = j0 >= kb.all_lo && j0 + BC <= kb.all_hi && rows == BR;
             __syncthreads(); /* every thread is done with the previous Q, dO, P and dS tiles */
             load_rows<BR>(Qs, ld, a.q, b, h, seq.q0 + i0, rows, a.D);
             load_rows<BR>(dOs, ldv, a.dout, b, h, seq.q0 + i0, rows, a.Dv);
@@ -109,8 +107,9 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a, b
                 const bool seen = c < keys && j0 + c >= lo && j0 + c < hi;
                 float *P = Ps + c * (BR + 1) + r, *dS = dSs + c * (BR + 1) + r;
                 const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
-                if (full) p_and_ds<false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, P, dS);
-                else p_and_ds<true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, P, dS);
+                const int64_t qi = seq.q0 + i0 + r, kj = seq.k0 + j0 + c;
+                if (full) p_and_ds<false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
+                else p_and_ds<true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
             }
             __syncthreads(); /* dQ below reads other keys' dS */
             /* dV_c += sum_r P_rc dO_r and dK_c += sum_r dS'_rc Q_r (scale applied at the end) */
@@ -152,7 +151,7 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dkdv_tiled_kernel(args a, b
  * columns t8, t8+8, ...; the key tiles stream past in order, so every sum runs in the same order every run.
  */
 template <int NC>
-__global__ void __launch_bounds__(THREADS) flash_bwd_dq_tiled_kernel(args a) {
+__global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
     float *Qs = smem, *dOs = Qs + BR * ld, *Ks = dOs + BR * ldv, *Vs = Ks + BC * ld;
@@ -163,9 +162,8 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dq_tiled_kernel(args a) {
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
     const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
     const int r = threadIdx.x / LANES, t8 = threadIdx.x % LANES;
-    int64_t klo, khi, lo_last, hi_first, lo, hi;
-    ladder_attn_key_range(&a.mask, i0, seq.Lq, seq.Lk, &klo, &hi_first);
-    ladder_attn_key_range(&a.mask, i0 + rows - 1, seq.Lq, seq.Lk, &lo_last, &khi);
+    const ladder_attn_block kb = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
+    int64_t lo, hi;
     ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
 
     load_rows<BR>(Qs, ld, a.q, b, h, seq.q0 + i0, rows, a.D);
@@ -175,21 +173,22 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dq_tiled_kernel(args a) {
 #pragma unroll
     for (int k = 0; k < NC; k++) acc[k] = 0.0f;
 
-    for (int64_t j0 = klo / BC * BC; j0 < khi; j0 += BC) {
+    for (int64_t j0 = kb.lo / BC * BC; j0 < kb.hi; j0 += BC) {
         __syncthreads(); /* every thread is done with the previous K, V tiles (and the first loads landed) */
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
         load_rows<BC>(Ks, ld, a.k, b, hk, seq.k0 + j0, keys, a.D);
         load_rows<BC>(Vs, ldv, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
         __syncthreads();
-        const bool full = j0 >= lo_last && j0 + BC <= hi_first;
+        const bool full = j0 >= kb.all_lo && j0 + BC <= kb.all_hi;
 #pragma unroll
         for (int kk = 0; kk < BC / LANES; kk++) {
             const int c = t8 + LANES * kk;
             const bool seen = r < rows && j0 + c >= lo && j0 + c < hi;
             float P, *dS = dSs + r * (BC + 1) + c;
             const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
-            if (full) p_and_ds<false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, &P, dS);
-            else p_and_ds<true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, &P, dS);
+            const int64_t qi = seq.q0 + i0 + r, kj = seq.k0 + j0 + c;
+            if (full) p_and_ds<false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
+            else p_and_ds<true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
         }
         __syncwarp(); /* row r's dS was written by its 8 lanes, all in this warp */
 #pragma unroll
@@ -210,41 +209,36 @@ __global__ void __launch_bounds__(THREADS) flash_bwd_dq_tiled_kernel(args a) {
 
 template <int NC> ladder_status run(const args &a, bool deterministic) {
     const int64_t rows = a.B * a.Hq * a.Sq;
-    flash_bwd_delta_kernel<<<ladder_blocks(rows * 32, THREADS), THREADS>>>(a);
-    LADDER_LAUNCH_CHECK("flash_bwd_delta_kernel");
+    LADDER_TRY(ladder_attn_delta<float>(a, a.dout.p, a.dout.s, a.o, a.delta));
     const size_t tiles = sizeof(float) * (size_t)((BR + BC) * (a.D + 1) + (BR + BC) * (a.Dv + 1) + 2 * BR);
     const dim3 kv_grid((unsigned)ladder_attn_tiles_bound(a.Sk, BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
     const size_t kv_smem = tiles + sizeof(float) * 2 * BC * (BR + 1);
     /* atomics add into dQ: it starts at zero (fully masked rows stay so) */
     if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq, 0, sizeof(float) * (size_t)(rows * a.D)));
-    LADDER_TRY(ladder_allow_smem(flash_bwd_dkdv_tiled_kernel<NC>, kv_smem));
-    flash_bwd_dkdv_tiled_kernel<NC><<<kv_grid, THREADS, kv_smem>>>(a, !deterministic);
-    LADDER_LAUNCH_CHECK("flash_bwd_dkdv_tiled_kernel");
+    LADDER_TRY(ladder_allow_smem(attn_bwd_dkdv_tiled_kernel<NC>, kv_smem));
+    attn_bwd_dkdv_tiled_kernel<NC><<<kv_grid, THREADS, kv_smem>>>(a, !deterministic);
+    LADDER_LAUNCH_CHECK("attn_bwd_dkdv_tiled_kernel");
     if (!deterministic) return LADDER_OK;
     const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
     const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1);
-    LADDER_TRY(ladder_allow_smem(flash_bwd_dq_tiled_kernel<NC>, q_smem));
-    flash_bwd_dq_tiled_kernel<NC><<<q_grid, THREADS, q_smem>>>(a);
-    LADDER_LAUNCH_CHECK("flash_bwd_dq_tiled_kernel");
+    LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tiled_kernel<NC>, q_smem));
+    attn_bwd_dq_tiled_kernel<NC><<<q_grid, THREADS, q_smem>>>(a);
+    LADDER_LAUNCH_CHECK("attn_bwd_dq_tiled_kernel");
     return LADDER_OK;
 }
 
 } // namespace
-} // namespace flash_tiled
 
-extern "C" ladder_status flash_bwd_gpu_tiled(const ladder_flash_problem *fp, const ladder_flash_args *fa) {
-    using namespace flash_tiled;
-    args a = pack(fp, fa);
+ladder_status bwd(args a, bool deterministic) {
     /* Delta's scratch, from the stream-ordered pool: after the first call it costs no cudaMalloc */
-    LADDER_CUDA_TRY(cudaMallocAsync((void **)&a.delta, sizeof(float) * (size_t)(a.B * a.Hq * a.Sq), 0));
-    ladder_status st;
+    ladder_scratch delta;
+    LADDER_TRY(delta.alloc(sizeof(float) * (size_t)(a.B * a.Hq * a.Sq)));
+    a.delta = (float *)delta.ptr;
     switch (cols_per_thread(a.D, a.Dv)) {
-    case 8: st = run<8>(a, fp->deterministic); break;
-    case 16: st = run<16>(a, fp->deterministic); break;
-    default: st = run<32>(a, fp->deterministic); break;
+    case 8: return run<8>(a, deterministic);
+    case 16: return run<16>(a, deterministic);
+    default: return run<32>(a, deterministic);
     }
-    cudaError_t freed = cudaFreeAsync(a.delta, 0);
-    if (st == LADDER_OK && freed != cudaSuccess)
-        return ladder_fail(LADDER_ERR_CUDA, "cudaFreeAsync of Delta's scratch failed: %s", cudaGetErrorString(freed));
-    return st;
 }
+
+} // namespace attn_tiled

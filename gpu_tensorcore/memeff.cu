@@ -1,0 +1,61 @@
+/*
+ * gpu_tensorcore/memeff.cu: memory-efficient attention at the tensor-core rung: the attention family of
+ * attention_tc.cuh with memeff's hooks (the bias and its gradient, dropout: common/memeff_gpu.cuh). A problem
+ * that uses none of them runs the plain policy's kernels, flash's own.
+ *
+ * Split keys: with few query rows against many keys (decoding), a query tile's key tiles are shared by several
+ * blocks of the forward (and of the deterministic dQ pass), whose partials are combined (common/attention_gpu.cuh):
+ * the problem's splits, or with splits = 0 as many as give the GPU about four blocks per SM.
+ *
+ * Preconditions: validated by ladder_memeff_fwd/bwd (q, k, v, bias, do, o, dq, dk, dv, dbias all bf16 or all
+ * fp16; lse and dlse f32; device pointers; any input strides, the bias any broadcast; contiguous outputs;
+ * D, Dv <= 256; Hq, B <= 65535).
+ * Run it:  build/bin/ladder run memeff --rung gpu_tensorcore [--dtype fp16] [--dropout 0.1] [--bias 1,4,1,256]
+ */
+#include "attention_tc.cuh"
+#include "memeff_gpu.cuh"
+
+/* The splits of a problem (splits = 0: automatic): enough blocks to give each SM about four, counting query
+ * tiles of 64 rows (the smallest any head dim uses) and keeping at least four key tiles of 64 per split. */
+static int64_t splits_of(const ladder_memeff_problem *p) {
+    if (p->splits > 0) return p->splits;
+    int device = 0, sms = 132;
+    if (cudaGetDevice(&device) == cudaSuccess)
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const ladder_attention_problem *t = &p->attn;
+    const int64_t blocks = (t->Sq + 63) / 64 * t->Hq * t->B, want = 4 * (int64_t)sms;
+    const int64_t most = t->Sk / (4 * 64);
+    if (blocks >= want || most < 2) return 1;
+    const int64_t n = (want + blocks - 1) / blocks;
+    return n < most ? n : most;
+}
+
+static attn_tc::args pack(const ladder_memeff_problem *p, const ladder_memeff_args *a) {
+    attn_tc::args n = attn_tc::pack(&p->attn, a->q, a->k, a->v, a->cu_seqlens_q, a->cu_seqlens_k, a->o, a->lse,
+                                    a->dout, a->dlse, a->dq, a->dk, a->dv);
+    n.hooks = memeff_hooks(p, a);
+    n.splits = splits_of(p);
+    /* the bias through its broadcast strides, 16 bytes at a time where its rows allow */
+    n.bias = attn_tc::view4{(const uint16_t *)n.hooks.bias,
+                            {n.hooks.sbias[0], n.hooks.sbias[1], n.hooks.sbias[2], n.hooks.sbias[3]},
+                            n.hooks.bias && n.hooks.sbias[3] == 1 && ladder_rows16(&a->bias, 1)};
+    return n;
+}
+
+/* Does the problem use a hook, or split keys? Without them it takes the plain policy. */
+static bool hooked(const attn_tc::args &n, const ladder_memeff_args *a) {
+    return n.hooks.bias || n.hooks.dropout_p > 0.0f || a->dbias.data || n.splits > 1;
+}
+
+extern "C" ladder_status memeff_fwd_gpu_tensorcore(const ladder_memeff_problem *p, const ladder_memeff_args *a) {
+    const attn_tc::args n = pack(p, a);
+    return hooked(n, a) ? attn_tc::fwd<attn_tc::hooked>(n, a->q.dtype) : attn_tc::fwd<attn_tc::plain>(n, a->q.dtype);
+}
+
+extern "C" ladder_status memeff_bwd_gpu_tensorcore(const ladder_memeff_problem *p, const ladder_memeff_args *a) {
+    attn_tc::args n = pack(p, a);
+    if (!hooked(n, a)) return attn_tc::bwd<attn_tc::plain>(n, p->deterministic, a->q.dtype);
+    auto bwd = [&] { return attn_tc::bwd<attn_tc::hooked>(n, p->deterministic, a->q.dtype); };
+    return a->q.dtype == LADDER_BF16 ? memeff_bwd_with_dbias<__nv_bfloat16>(n, a, n.hooks, bwd)
+                                     : memeff_bwd_with_dbias<__half>(n, a, n.hooks, bwd);
+}

@@ -26,7 +26,7 @@ typedef struct ref {
     ladder_tensor q, k, v, dout; /* contiguous f32 copies (dout: the backward's only) */
     const float *bias;           /* NULL: none */
     int64_t sbias[4];            /* its strides over b, h, i, j: 0 where it broadcasts */
-    float dropout_p, keep_scale; /* dropout_p 0: none */
+    float dropout_p, keep_scale; /* dropout_p 0: none (keep_scale 1) */
     uint64_t seed, offset;
 } ref;
 
@@ -86,12 +86,12 @@ static float score(const ref *r, int64_t b, int64_t h, int64_t qi, int64_t kj, f
     return *capped + r->bias[b * r->sbias[0] + h * r->sbias[1] + qi * r->sbias[2] + kj * r->sbias[3]];
 }
 
-/* Dropout's factor at (b, h, qi, kj): 1 / (1 - p) where Philox keeps the element, 0 where it drops it; 1 without. */
-static float dropout_factor(const ref *r, int64_t b, int64_t h, int64_t qi, int64_t kj) {
-    if (!(r->dropout_p > 0.0f)) return 1.0f;
+/* Does dropout keep element (b, h, qi, kj)? Philox decides (always, without dropout). */
+static bool kept(const ref *r, int64_t b, int64_t h, int64_t qi, int64_t kj) {
+    if (!(r->dropout_p > 0.0f)) return true;
     const ladder_attention_problem *p = r->p;
-    const uint64_t n = ladder_dropout_counter(r->offset, b, h, qi, kj, p->Hq, p->Sq, p->Sk);
-    return ladder_dropout_keep(r->seed, n, r->dropout_p) ? r->keep_scale : 0.0f;
+    return ladder_dropout_keep(r->seed, ladder_dropout_counter(r->offset, b, h, qi, kj, p->Hq, p->Sq, p->Sk),
+                               r->dropout_p);
 }
 
 /* ---- forward --------------------------------------------------------------------------------------------------- */
@@ -101,8 +101,8 @@ static float dropout_factor(const ref *r, int64_t b, int64_t h, int64_t qi, int6
  * forward computes them. The keys the row sees, [lo, hi), are visited in the rung's key tiles [t0, t0 + BC), t0 a
  * multiple of BC; after each tile the running max m and sum l are those of every key so far:
  *     m_new = max(m, max_j S_j),  alpha = exp(m - m_new),  P~_j = exp(S_j - m_new),
- *     l = alpha l + sum_j P~_j,  O = alpha O + sum_j round(P~_j f_j) V_j
- * over the tile's keys j. At the end O / l and lse = m + log l (O = 0 and lse = -inf when l = 0).
+ *     l = alpha l + sum_j P~_j,  O = alpha O + sum_j keep_j round(P~_j) V_j
+ * over the tile's keys j. At the end O / (1 - p) / l and lse = m + log l (O = 0 and lse = -inf when l = 0).
  */
 static void forward_row(const ref *r, int64_t b, int64_t h, const ladder_attn_seq *seq, int64_t i, float *o,
                         float *lse) {
@@ -128,15 +128,18 @@ static void forward_row(const ref *r, int64_t b, int64_t h, const ladder_attn_se
         for (int64_t j = j0; j < j1; j++) {
             const float pt = expf(S[j - t0] - ms);
             sum += pt; /* the row sum counts P~ undropped and unrounded */
-            /* V meets P~ f, rounded: in the rung it is the 16-bit A operand of O += P V */
-            const float pv = rounded(r, pt * dropout_factor(r, b, h, qi, seq->k0 + j));
+            if (!kept(r, b, h, qi, seq->k0 + j)) continue;
+            /* V meets P~ rounded: in the rung it is the 16-bit A operand of O += P V */
+            const float pv = rounded(r, pt);
             const float *vj = (const float *)r->v.data + key_row(r, b, h, seq->k0 + j) * Dv;
             for (int64_t e = 0; e < Dv; e++) o[e] += pv * vj[e];
         }
         l = alpha * l + sum;
         m = m_new;
     }
-    for (int64_t e = 0; e < Dv; e++) o[e] = l == 0.0f ? 0.0f : o[e] / l;
+    /* the kept P~'s 1 / (1 - p), once, with the division by l */
+    const float inv = l == 0.0f ? 0.0f : r->keep_scale / l; /* a NaN l stays NaN */
+    for (int64_t e = 0; e < Dv; e++) o[e] *= inv;
     *lse = ladder_attn_lse(m, l);
 }
 
@@ -162,7 +165,7 @@ ladder_status ladder_attn_tc_reference_fwd(const ladder_attention_problem *p, co
 
 /* What the tensor-core backward forms at one element (query row i, key j) of the score matrix. */
 typedef struct element_grads {
-    float pf;   /* P f rounded: the dV product's operand */
+    float pv;   /* P rounded where kept, 0 where dropped: the dV product's operand */
     float dS;   /* P (dP f - Delta): the bias's gradient */
     float dS_c; /* dS times the softcap's slope, rounded: the dQ and dK products' operand */
 } element_grads;
@@ -170,19 +173,21 @@ typedef struct element_grads {
 /*
  * The element at query position @p qi and key position @p kj of head @p h, batch row @p b, given its row's lse
  * (@p L, as ladder_attn_lse_for_bwd() turns it) and @p Delta. In the forward, O_i = sum_j P_ij f_ij V_j with
- * P_ij = exp(S_ij - lse_i), so V_j collects P_ij f_ij dO_i, dP_ij = f_ij dO_i . V_j, and through the softmax
- * dS_ij = P_ij (dP_ij - Delta_i); through the softcap dS'_ij = dS_ij (1 - (S_ij / softcap)^2).
+ * P_ij = exp(S_ij - lse_i) and f_ij = keep_ij / (1 - p), so V_j collects P_ij f_ij dO_i (the 1 / (1 - p) is
+ * applied to dV's sum), dP_ij = f_ij dO_i . V_j, and through the softmax dS_ij = P_ij (dP_ij - Delta_i); through
+ * the softcap dS'_ij = dS_ij (1 - (S_ij / softcap)^2).
  */
 static element_grads element(const ref *r, int64_t b, int64_t h, int64_t qi, int64_t kj, float L, float Delta) {
     const int64_t Dv = r->p->Dv;
     float capped;
-    const float P = expf(score(r, b, h, qi, kj, &capped) - L), f = dropout_factor(r, b, h, qi, kj);
+    const bool keep = kept(r, b, h, qi, kj);
+    const float P = expf(score(r, b, h, qi, kj, &capped) - L), f = keep ? r->keep_scale : 0.0f;
     const float *dO = (const float *)r->dout.data + query_row(r, b, h, qi) * Dv;
     const float *vj = (const float *)r->v.data + key_row(r, b, h, kj) * Dv;
     float dOv = 0.0f;
     for (int64_t e = 0; e < Dv; e++) dOv += dO[e] * vj[e];
     element_grads g;
-    g.pf = rounded(r, P * f);
+    g.pv = keep ? rounded(r, P) : 0.0f;
     g.dS = P * (dOv * f - Delta);
     g.dS_c = rounded(r, g.dS * ladder_attn_softcap_grad(capped, r->softcap));
     return g;
@@ -233,8 +238,8 @@ static void dq_pass(const ref *r, const ladder_attn_tc_reference_args *a, const 
 }
 
 /*
- * dV_j = sum_i round(P_ij f_ij) dO_i and dK_j = scale * sum_i round(dS'_ij) Q_i, one key at a time, over every
- * query row of every query head of the group that reads key/value head hk.
+ * dV_j = 1 / (1 - p) sum_i keep_ij round(P_ij) dO_i and dK_j = scale * sum_i round(dS'_ij) Q_i, one key at a
+ * time, over every query row of every query head of the group that reads key/value head hk.
  */
 static void dkdv_pass(const ref *r, const ladder_attn_tc_reference_args *a, const float *delta) {
     const ladder_attention_problem *p = r->p;
@@ -257,10 +262,11 @@ static void dkdv_pass(const ref *r, const ladder_attn_tc_reference_args *a, cons
                         const int64_t row = query_row(r, b, h, seq.q0 + i);
                         const element_grads g =
                             element(r, b, h, seq.q0 + i, kj, ladder_attn_lse_for_bwd(lse[row]), delta[row]);
-                        for (int64_t e = 0; e < Dv; e++) dvj[e] += g.pf * dO[row * Dv + e];
+                        for (int64_t e = 0; e < Dv; e++) dvj[e] += g.pv * dO[row * Dv + e];
                         for (int64_t e = 0; e < D; e++) dkj[e] += g.dS_c * q[row * D + e];
                     }
                 for (int64_t e = 0; e < D; e++) dkj[e] *= r->scale;
+                for (int64_t e = 0; e < Dv; e++) dvj[e] *= r->keep_scale;
             }
 }
 

@@ -11,17 +11,18 @@
  * (bf16 or f16; f32: nowhere) at the same places:
  *   - forward: the keys of a row in tiles of ::LADDER_ATTN_TC_FWD_KEYS, aligned to multiples of it as the rung's
  *     key tiles are, with an online softmax across the tiles; within a tile P~ = exp(S - m), m the running max
- *     after the tile, times dropout's factor f, is rounded before it multiplies V: O += round(P~ f) V. The row sum
- *     l adds the unrounded, undropped P~;
+ *     after the tile, is rounded before it multiplies V, where dropout keeps it: O += keep round(P~) V. The row
+ *     sum l adds the unrounded P~, kept or not, and O = O / (1 - p) / l at the end;
  *   - backward: o as the forward stored it, rounded, in Delta = rowsum(dO o) - dlse; P = exp(S - lse); dV
- *     collects round(P f) dO; dS = P (dP f - Delta), and dQ and dK collect round(dS') with dS' = dS times the
- *     softcap's slope. dbias gets dS itself (before the slope), summed over the bias's broadcast axes.
+ *     collects keep round(P) dO, times 1 / (1 - p) once at the end; dS = P (dP f - Delta) with dropout's factor
+ *     f = keep / (1 - p), and dQ and dK collect round(dS') with dS' = dS times the softcap's slope. dbias gets dS
+ *     itself (before the slope), summed over the bias's broadcast axes.
  *
  * The problem is that of common/attention.h (mask, softcap, GQA, packed sequences, dlse), plus memeff's hooks:
  *     S = softcap(scale * q.k) + bias[b, h, i, j]      (then masked)
  * with the bias read through its strides (0 on each axis where it has size 1, whatever its stride there), and
- * dropout's factor f = keep ? 1 / (1 - p) : 0 from Philox at element (b, h, i, j) (common/philox.h). With
- * packed sequences, b = 0 and i, j are positions in the packed tensors, for the bias and the counter alike.
+ * dropout's keep (1 or 0) from Philox at element (b, h, i, j) (common/philox.h). With packed sequences, b = 0
+ * and i, j are positions in the packed tensors, for the bias and the counter alike.
  *
  * Written to be read, not to be fast: every input is first copied into a contiguous array, then OpenMP runs
  * over query rows (the forward, dQ) and over keys (dK, dV), each output element written by one thread, every sum
@@ -77,11 +78,11 @@ typedef struct ladder_attn_tc_reference_args {
  * call_emulating build their ::ladder_attn_tc_reference_args with it and add their hooks.
  */
 #define LADDER_ATTN_TC_REFERENCE_TENSORS(a)                                                                            \
-    .q = (a)->q, .k = (a)->k, .v = (a)->v, .cu_seqlens_q = (a)->cu_seqlens_q, .cu_seqlens_k = (a)->cu_seqlens_k,      \
+    .q = (a)->q, .k = (a)->k, .v = (a)->v, .cu_seqlens_q = (a)->cu_seqlens_q, .cu_seqlens_k = (a)->cu_seqlens_k,     \
     .o = (a)->o, .lse = (a)->lse, .dout = (a)->dout, .dlse = (a)->dlse, .dq = (a)->dq, .dk = (a)->dk, .dv = (a)->dv
 
 /**
- * The forward: o and lse, P~ f rounded to @p round per key tile (see the file comment). Assumes input that the
+ * The forward: o and lse, the kept P~ rounded to @p round per key tile (see the file comment). Assumes input that the
  * algorithm's dispatcher validated (shapes, f32 host tensors, cu_seqlens, the bias's broadcast, the Philox
  * counter range). LADDER_ERR_NOMEM when scratch cannot be allocated.
  */
@@ -89,9 +90,9 @@ ladder_status ladder_attn_tc_reference_fwd(const ladder_attention_problem *p, co
                                            ladder_dtype round);
 
 /**
- * The backward: dq, dk, dv (and dbias when given), with o, P f and dS' rounded to @p round (see the file comment).
- * Preconditions as ladder_attn_tc_reference_fwd(); o and lse are the forward's, with the same problem and hooks.
- * With dbias it allocates a [B,Hq,Sq,Sk] f32 scratch for dS.
+ * The backward: dq, dk, dv (and dbias when given), with o, the kept P and dS' rounded to @p round (see the file
+ * comment). Preconditions as ladder_attn_tc_reference_fwd(); o and lse are the forward's, with the same problem and
+ * hooks. With dbias it allocates a [B,Hq,Sq,Sk] f32 scratch for dS.
  */
 ladder_status ladder_attn_tc_reference_bwd(const ladder_attention_problem *p, const ladder_attn_tc_reference_args *a,
                                            ladder_dtype round);

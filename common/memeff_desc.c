@@ -64,8 +64,8 @@ static ladder_status call_rung(ladder_rung rung, ladder_pass pass, const void *p
     return (pass == LADDER_PASS_FWD ? memeff_fwd_rungs : memeff_bwd_rungs)[rung](problem, args);
 }
 
-/* The tensor-core rung's reference: P f and dS rounded to @p round where that rung rounds them, and o read by the
- * backward as that rung stores it (common/attention_tc_reference.h, behind common/memeff.c's checks). */
+/* The tensor-core rung's reference: the kept P and dS rounded to @p round where that rung rounds them, and o read by
+ * the backward as that rung stores it (common/attention_tc_reference.h, behind common/memeff.c's checks). */
 static ladder_status call_emulating(ladder_dtype round, ladder_pass pass, const void *problem, const void *args) {
     return pass == LADDER_PASS_FWD ? memeff_fwd_emulating(problem, args, round)
                                    : memeff_bwd_emulating(problem, args, round);

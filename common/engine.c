@@ -1,14 +1,17 @@
 /* The engine every algorithm plugs into (see engine.h): cases, runs, checks, .npy by name. */
 #include "engine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpu.h"
 #include "half.h"
@@ -88,6 +91,45 @@ void ladder_param_set(const ladder_algo *algo, void *problem, int i, double v) {
 void ladder_problem_defaults(const ladder_algo *algo, void *problem) {
     memset(problem, 0, algo->problem_size);
     for (int i = 0; i < algo->n_params; i++) ladder_param_set(algo, problem, i, algo->params[i].run_default);
+}
+
+double ladder_param_neutral(const ladder_param *p) { return p->lo >= -1 ? p->lo : 0; }
+
+void ladder_problem_neutral(const ladder_algo *algo, void *problem) {
+    memset(problem, 0, algo->problem_size);
+    for (int i = 0; i < algo->n_params; i++) ladder_param_set(algo, problem, i, ladder_param_neutral(&algo->params[i]));
+}
+
+static int split_dims(const char *dims, char names[LADDER_MAX_RANK][16]);
+
+bool ladder_param_is_size(const ladder_algo *algo, int i) {
+    for (int t = 0; t < algo->n_tensors; t++) {
+        char names[LADDER_MAX_RANK][16];
+        int rank = split_dims(algo->tensors[t].dims, names);
+        for (int d = 0; d < rank; d++)
+            if (strcmp(names[d], algo->params[i].name) == 0) return true;
+    }
+    return false;
+}
+
+void ladder_problem_describe(const ladder_algo *algo, const void *problem, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    char head[LADDER_MAX_RANK][16];
+    int head_rank = algo->n_tensors > 0 ? split_dims(algo->tensors[0].dims, head) : 0;
+    int head_dim = head_rank > 0 ? ladder_algo_param(algo, head[head_rank - 1]) : -1;
+    for (int i = 0; i < algo->n_params && used < n; i++) {
+        const ladder_param *p = &algo->params[i];
+        double v = ladder_param_get(algo, problem, i);
+        const char *sep = used ? " " : "";
+        int k;
+        if (strcmp(p->name, "scale") == 0 && v == 0 && head_dim >= 0)
+            k = snprintf(buf + used, n - used, "%sscale=%.9g (1/sqrt(%s))", sep,
+                         1.0 / sqrt(ladder_param_get(algo, problem, head_dim)), algo->params[head_dim].name);
+        else if (p->type == LADDER_PARAM_DOUBLE) k = snprintf(buf + used, n - used, "%s%s=%.9g", sep, p->name, v);
+        else k = snprintf(buf + used, n - used, "%s%s=%.0f", sep, p->name, v);
+        used += k > 0 ? (size_t)k : 0;
+    }
 }
 
 void ladder_problem_str(const ladder_algo *algo, const void *problem, char *buf, size_t n) {
@@ -455,6 +497,40 @@ static ladder_status run_pass(const ladder_algo *algo, ladder_rung rung, ladder_
                                     : cpu_median_ms(&t, o->warmup, o->reps, ms);
 }
 
+int64_t ladder_memory_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256];
+    long long kb = -1;
+    while (kb < 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) != 1) kb = -1;
+    fclose(f);
+    return kb >= 0 && kb < INT64_MAX / 1024 ? (int64_t)kb * 1024 : -1;
+}
+
+/* LADDER_ERR_NOMEM, before anything is allocated, when the outputs of @p c at @p dt exceed the memory available. */
+static ladder_status outputs_fit(const ladder_case *c, ladder_dtype dt) {
+    const ladder_algo *algo = c->algo;
+    double total = 0, largest = 0;
+    int which = -1;
+    for (int i = 0; i < algo->n_tensors; i++) {
+        if (!has(c->present, i) || !is_output(&algo->tensors[i])) continue;
+        int64_t shape[LADDER_MAX_RANK];
+        int rank = ladder_case_shape(c, i, shape);
+        if (rank < 0) continue; /* ladder_run() reports the descriptor bug */
+        int64_t bytes = ladder_shape_bytes(ladder_tensor_dtype_at(algo, i, dt), rank, shape);
+        double b = bytes < 0 ? INFINITY : (double)bytes;
+        total += b;
+        if (b > largest || which < 0) largest = b, which = i;
+    }
+    int64_t avail = ladder_memory_available();
+    if (which < 0 || avail < 0 || total <= (double)avail) return LADDER_OK;
+    return ladder_fail(LADDER_ERR_NOMEM,
+                       "the outputs of this %s problem need %.3g GB (%s alone %.3g GB) but this machine has %.3g GB "
+                       "available: check the sizes (and how many sequences cu_seqlens holds)",
+                       algo->name, total / 1e9, algo->tensors[which].name, largest / 1e9, (double)avail / 1e9);
+}
+
 ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_case *c, const ladder_run_opts *opts,
                          ladder_result *r) {
     const ladder_algo *algo = c->algo;
@@ -465,7 +541,7 @@ ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_c
     ladder_tensor conv[LADDER_MAX_TENSORS] = {{0}};
     ladder_tensor *ins[LADDER_MAX_TENSORS], *outs[LADDER_MAX_TENSORS];
     int n_in = 0, n_out = 0;
-    ladder_status st = LADDER_OK;
+    ladder_status st = outputs_fit(c, dt);
     for (int i = 0; i < algo->n_tensors && st == LADDER_OK; i++) {
         const ladder_tensor_spec *s = &algo->tensors[i];
         if (!has(c->present, i)) continue;
@@ -540,6 +616,14 @@ static ladder_status npy_path(const char *dir, const char *name, char *path, siz
     return LADDER_OK;
 }
 
+/* Where the symlink @p path points, for a message ("?" when it cannot be read). */
+static const char *link_target(const char *path) {
+    static _Thread_local char target[4096];
+    ssize_t len = readlink(path, target, sizeof target - 1);
+    snprintf(target + (len > 0 ? len : 0), sizeof target - (size_t)(len > 0 ? len : 0), "%s", len > 0 ? "" : "?");
+    return target;
+}
+
 /* The file's tensor as f32 (a float tensor) or i32 (an index tensor), replacing @p t. */
 static ladder_status to_case_dtype(ladder_tensor *t, bool index, const char *name) {
     ladder_dtype want = index ? LADDER_I32 : LADDER_F32;
@@ -602,12 +686,25 @@ ladder_status ladder_case_read_dir(ladder_case *c, const ladder_algo *algo, cons
         st = npy_path(dir, s->name, path, sizeof path);
         if (st != LADDER_OK) break;
         struct stat sb;
-        if (stat(path, &sb) != 0 && errno == ENOENT && ((s->role & (LADDER_OPTIONAL | LADDER_IN_BWD)))) {
+        /* lstat: a symlink whose target is gone is not an absent file but a broken one, and says so */
+        bool exists = lstat(path, &sb) == 0;
+        if (!exists && errno == ENOENT && ((s->role & (LADDER_OPTIONAL | LADDER_IN_BWD)))) {
             if ((s->role & LADDER_IN_BWD) && !(s->role & LADDER_OPTIONAL)) c->backward = false;
             continue; /* absent: any other failure to open is the reader's to report */
         }
+        if (exists && S_ISLNK(sb.st_mode) && stat(path, &sb) != 0) {
+            st = ladder_fail(LADDER_ERR_IO, "%s.npy is a symlink to %s, which cannot be opened: %s", s->name,
+                             link_target(path), strerror(errno));
+            break;
+        }
         st = ladder_npy_read(path, &c->buf[i]);
         if (st == LADDER_OK) st = to_case_dtype(&c->buf[i], s->role & LADDER_INDEX, s->name);
+        if (st == LADDER_OK && (s->role & LADDER_INDEX) && (c->buf[i].rank != 1 || c->buf[i].shape[0] < 2)) {
+            char got[96];
+            ladder_tensor_shape_str(&c->buf[i], got, sizeof got);
+            st = ladder_fail(LADDER_ERR_ARG, "%s.npy has shape %s but %s is [N+1]: 0, then where each of N >= 1 "
+                             "sequences ends", s->name, got, s->name);
+        }
         if (st != LADDER_OK) break;
         c->t[i] = c->buf[i];
         c->present |= 1u << i;
@@ -619,6 +716,66 @@ ladder_status ladder_case_read_dir(ladder_case *c, const ladder_algo *algo, cons
         return st;
     }
     c->present = outputs_present(algo, c->present, ~0u);
+    return LADDER_OK;
+}
+
+/* Append a formatted line to @p buf (cut at its end). */
+static void append_line(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append_line(char *buf, size_t n, const char *fmt, ...) {
+    size_t used = strlen(buf);
+    if (used + 1 >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + used, n - used, fmt, ap);
+    va_end(ap);
+    used += k > 0 ? (size_t)k : 0;
+    if (used + 1 < n) strcat(buf, "\n");
+}
+
+static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+ladder_status ladder_case_dir_warnings(const ladder_case *c, const char *dir, char *buf, size_t n) {
+    const ladder_algo *algo = c->algo;
+    if (n) buf[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d) return ladder_fail(LADDER_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
+    enum { MAX_NAMED = 64 };
+    char *unread[MAX_NAMED];
+    int n_unread = 0, more = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len <= 4 || strcmp(e->d_name + len - 4, ".npy") != 0) continue;
+        char stem[256];
+        snprintf(stem, sizeof stem, "%.*s", (int)(len - 4), e->d_name);
+        if (ladder_algo_tensor(algo, stem) >= 0) continue; /* an input it reads, or an output it writes */
+        if (n_unread == MAX_NAMED || !(unread[n_unread] = strdup(e->d_name))) more++;
+        else n_unread++;
+    }
+    closedir(d);
+    qsort(unread, (size_t)n_unread, sizeof unread[0], compare_names); /* readdir's order is the file system's */
+    char reads[512] = "";
+    for (int i = 0; i < algo->n_tensors; i++)
+        if (is_input(&algo->tensors[i]))
+            snprintf(reads + strlen(reads), sizeof reads - strlen(reads), "%s%s", reads[0] ? ", " : "",
+                     algo->tensors[i].name);
+    for (int i = 0; i < n_unread; i++) {
+        append_line(buf, n, "%s does not read %s (its inputs: %s)", algo->name, unread[i], reads);
+        free(unread[i]);
+    }
+    if (more) append_line(buf, n, "%s does not read %d more .npy files there", algo->name, more);
+    if (!c->backward) { /* a backward input read without the one the backward cannot run without */
+        char needed[256] = "";
+        for (int i = 0; i < algo->n_tensors; i++) {
+            unsigned role = algo->tensors[i].role;
+            if ((role & LADDER_IN_BWD) && !(role & LADDER_OPTIONAL))
+                snprintf(needed + strlen(needed), sizeof needed - strlen(needed), "%s%s.npy", needed[0] ? " and " : "",
+                         algo->tensors[i].name);
+        }
+        for (int i = 0; i < algo->n_tensors; i++)
+            if ((algo->tensors[i].role & LADDER_IN_BWD) && c->t[i].data)
+                append_line(buf, n, "%s.npy is not used: without %s only the forward runs", algo->tensors[i].name,
+                            needed);
+    }
     return LADDER_OK;
 }
 
@@ -643,23 +800,74 @@ static ladder_status make_dirs(const char *dir) {
     return LADDER_OK;
 }
 
+/*
+ * @p t as float32 .npy in a new file beside @p path (".NAME.npy.XXXXXX" in the same directory, so that rename()
+ * can put it in place), flushed to the disk; its name into @p tmp.
+ */
+static ladder_status write_temp(const char *path, const char *name, const ladder_tensor *t, char *tmp, size_t n) {
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path) : 0;
+    int len = snprintf(tmp, n, "%.*s%s.%s.npy.XXXXXX", dir_len, path, slash ? "/" : "", name);
+    if (len < 0 || (size_t)len >= n) return ladder_fail(LADDER_ERR_ARG, "the path %s is too long", path);
+    int fd = mkstemp(tmp); /* a new file, never an existing one or a symlink's target */
+    if (fd < 0) {
+        tmp[0] = '\0';
+        return ladder_fail(LADDER_ERR_IO, "cannot create a file beside %s: %s", path, strerror(errno));
+    }
+    /* mkstemp makes it 0600; an output is as readable as one fopen() would have made under the usual umask */
+    FILE *f = fchmod(fd, 0644) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        close(fd);
+        return ladder_fail(LADDER_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    ladder_tensor f32 = {0};
+    ladder_status st = LADDER_OK;
+    if (t->dtype != LADDER_F32 && ladder_dtype_is_float(t->dtype)) {
+        st = ladder_tensor_alloc(&f32, LADDER_F32, t->rank, t->shape);
+        if (st == LADDER_OK) convert_flat(t, &f32, ladder_tensor_numel(&f32), LADDER_F32);
+    }
+    if (st == LADDER_OK) st = ladder_npy_write_stream(f, path, f32.data ? &f32 : t);
+    ladder_tensor_free(&f32);
+    /* a full disk may show only when the buffers reach it: at fflush, fsync or fclose */
+    bool flushed = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0) flushed = false;
+    if (st == LADDER_OK && !flushed) st = ladder_fail(LADDER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    return st;
+}
+
 ladder_status ladder_result_write_dir(const ladder_case *c, const ladder_result *r, const char *dir, char *written,
                                       size_t n) {
     ladder_status st = make_dirs(dir);
+    char tmp[LADDER_MAX_TENSORS][4096 + 16];
     size_t used = 0;
     if (n) written[0] = '\0';
+    for (int i = 0; i < c->algo->n_tensors; i++) tmp[i][0] = '\0';
     for (int i = 0; i < c->algo->n_tensors && st == LADDER_OK; i++) {
-        if (!r->t[i].data) continue;
         char path[4096];
+        if (!r->t[i].data) continue;
         st = npy_path(dir, c->algo->tensors[i].name, path, sizeof path);
-        ladder_tensor f32 = {0};
-        if (st == LADDER_OK && r->t[i].dtype != LADDER_F32 && ladder_dtype_is_float(r->t[i].dtype)) {
-            st = ladder_tensor_alloc(&f32, LADDER_F32, r->t[i].rank, r->t[i].shape);
-            if (st == LADDER_OK) convert_flat(&r->t[i], &f32, ladder_tensor_numel(&f32), LADDER_F32);
+        if (st == LADDER_OK) st = write_temp(path, c->algo->tensors[i].name, &r->t[i], tmp[i], sizeof tmp[i]);
+    }
+    /* a directory where an output goes would fail its rename after the others had taken their places */
+    for (int i = 0; i < c->algo->n_tensors && st == LADDER_OK; i++) {
+        char path[4096];
+        struct stat sb;
+        if (tmp[i][0] && npy_path(dir, c->algo->tensors[i].name, path, sizeof path) == LADDER_OK &&
+            lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            st = ladder_fail(LADDER_ERR_IO, "%s is a directory, so the output cannot be written there", path);
+    }
+    /* every output is complete: now each takes its name (rename replaces a symlink there, not its target) */
+    for (int i = 0; i < c->algo->n_tensors; i++) {
+        if (!tmp[i][0]) continue;
+        char path[4096];
+        if (st == LADDER_OK) st = npy_path(dir, c->algo->tensors[i].name, path, sizeof path);
+        if (st == LADDER_OK && rename(tmp[i], path) != 0)
+            st = ladder_fail(LADDER_ERR_IO, "cannot rename %s to %s: %s", tmp[i], path, strerror(errno));
+        if (st != LADDER_OK) {
+            unlink(tmp[i]);
+            continue;
         }
-        if (st == LADDER_OK) st = ladder_npy_write(path, f32.data ? &f32 : &r->t[i]);
-        ladder_tensor_free(&f32);
-        if (st == LADDER_OK && used < n) {
+        if (used < n) {
             int k = snprintf(written + used, n - used, "%s\n", path);
             used += k > 0 ? (size_t)k : 0;
         }

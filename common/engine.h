@@ -182,6 +182,24 @@ double ladder_param_get(const ladder_algo *algo, const void *problem, int i);
 void ladder_param_set(const ladder_algo *algo, void *problem, int i, double v);
 /** Fill @p problem with every param's run default. */
 void ladder_problem_defaults(const ladder_algo *algo, void *problem);
+/**
+ * The value of @p p that turns its option off (no mask, no flag, the default scale): what `ladder run --in` and the
+ * Python module take for an option not given, as a zeroed problem does in C. The descriptors follow one rule, so that
+ * it needs no field of its own: an option's smallest value is its neutral one (a flag's or an enum's 0, a window's -1
+ * for no limit, a scale's 0 for its default), except for a signed option (lo below -1, recurrent's scale), whose
+ * neutral value is 0. For a size it is its smallest value, a stand-in until the tensors give it.
+ */
+double ladder_param_neutral(const ladder_param *p);
+/** Fill @p problem with every param's neutral value (ladder_param_neutral()). */
+void ladder_problem_neutral(const ladder_algo *algo, void *problem);
+/** True when param @p i is a size (a dimension of one of the algorithm's tensors: B, Sq, D), false for an option. */
+bool ladder_param_is_size(const ladder_algo *algo, int i);
+/**
+ * The problem as ladder_problem_str() writes it, except that a param called "scale" shows the value the kernels use:
+ * 0 means 1/sqrt(the last dimension of the algorithm's first tensor) (DESIGN.md: 1/sqrt(K), for attention 1/sqrt(D)),
+ * written "scale=0.125 (1/sqrt(D))". This is the line that says which problem ran.
+ */
+void ladder_problem_describe(const ladder_algo *algo, const void *problem, char *buf, size_t n);
 /** "B=2 T=1024 D=512 W=4" (every size and option, in param order; a bool as NAME=0 or NAME=1). */
 void ladder_problem_str(const ladder_algo *algo, const void *problem, char *buf, size_t n);
 /**
@@ -296,9 +314,28 @@ ladder_check ladder_result_check(const ladder_case *c, const ladder_result *got,
  * Errors are LADDER_ERR_IO or LADDER_ERR_ARG naming the file.
  */
 ladder_status ladder_case_read_dir(ladder_case *c, const ladder_algo *algo, const char *dir, const void *options);
-/** Write every output of @p r as DIR/NAME.npy (float32; DIR is created if missing). @p written: one name per line. */
+/**
+ * What a reader of @p dir should be told after ladder_case_read_dir() read @p c from it: one line per `.npy` file
+ * there that the algorithm neither reads nor writes ("flash does not read cu_seqlens.npy ..."), and per backward
+ * input that was read but cannot be used ("dlse.npy is not used: without do.npy only the forward runs"). @p buf is
+ * empty when there is nothing to say; LADDER_ERR_IO when the directory cannot be listed.
+ */
+ladder_status ladder_case_dir_warnings(const ladder_case *c, const char *dir, char *buf, size_t n);
+/**
+ * Write every output of @p r as DIR/NAME.npy (float32; DIR is created if missing). @p written: one name per line.
+ * Each file is written whole under a temporary name in DIR first, and only when every one is complete are they
+ * renamed into place: a full disk or a crash leaves no half-written output, and a symlink standing where an output
+ * goes is replaced, never written through.
+ */
 ladder_status ladder_result_write_dir(const ladder_case *c, const ladder_result *r, const char *dir, char *written,
                                       size_t n);
+
+/**
+ * Bytes of host memory this machine can give now (MemAvailable in /proc/meminfo), or -1 when that is unknown.
+ * ladder_run() refuses a case whose outputs would not fit (LADDER_ERR_NOMEM) before allocating them: a small input
+ * can imply a huge output (a cu_seqlens of 100,000 empty sequences asks recurrent for 100,000 final states).
+ */
+int64_t ladder_memory_available(void);
 
 /** Median of @p n times (sorts them in place). */
 double ladder_median(double *ms, int n);

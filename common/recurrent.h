@@ -74,7 +74,7 @@ typedef struct ladder_recurrent_problem {
     int64_t H;    /**< heads */
     int64_t K;    /**< key head dimension, 1..LADDER_RECURRENT_MAX_KV */
     int64_t V;    /**< value head dimension, 1..LADDER_RECURRENT_MAX_KV */
-    double scale; /**< o = scale * S^T q; 0 means 1/sqrt(K); must be finite */
+    double scale; /**< o = scale * S^T q; 0 means 1/sqrt(K); must be finite as a float (the rungs multiply in fp32) */
     bool reverse; /**< the recurrence runs from each sequence's last token to its first */
 } ladder_recurrent_problem;
 

@@ -86,7 +86,7 @@ void test_expect_close(const char *who, const test_case *t, const char *tensor, 
 /** Assert every output of @p got matches @p want at @p tol. */
 void test_expect_results_close(const char *who, const test_case *t, const ladder_case *c, const ladder_result *got,
                                const ladder_result *want, double tol);
-/** Run @p t's rung 10 times; assert every output is bitwise equal to the first run's. */
+/** Run @p t's rung 10 times (2 with LADDER_TEST_SMALL=1); assert every output is bitwise equal to the first run's. */
 void test_expect_deterministic(const test_case *t);
 
 /** Skip the current test (with the reason) unless @p t's algorithm can run on its rung here. */
@@ -117,7 +117,8 @@ ladder_cmp test_compare_to_f64(const ladder_tensor *got, const double *want, dou
 typedef enum test_list { TEST_GRID, TEST_DETERMINISM, TEST_FD, TEST_ARGS } test_list;
 /**
  * Every algorithm's cases of @p list, each with rung @p rung and dtype @p dtype, as Criterion parameters
- * (LADDER_TEST_SMALL=1 picks the small grids; LADDER_TEST_ALGO=name[,name...] keeps those algorithms' cases).
+ * (LADDER_TEST_SMALL=1 picks the small grids, and each algorithm's first determinism case alone;
+ * LADDER_TEST_ALGO=name[,name...] keeps those algorithms' cases).
  */
 struct criterion_test_params test_all(test_list list, ladder_rung rung, ladder_dtype dtype);
 /** The same for every GPU rung and dtype: gpu_naive, gpu_tiled (f32), gpu_tensorcore (bf16, then f16). */

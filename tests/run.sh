@@ -34,7 +34,7 @@ else
     fi
 fi
 if [[ -n $reason ]]; then
-    echo "GPU cases skipped: no CUDA GPU here ($reason); run build/run-gpu-tests.sh on a GPU machine"
+    echo "GPU cases skipped: no CUDA GPU here ($reason); to run them, make gpu-bundle here, then build/run-gpu-tests.sh on a GPU machine"
 fi
 
 # Under SANITIZE=1 a sanitizer report, a leak among them, is printed but does not by itself fail a Criterion

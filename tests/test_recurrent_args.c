@@ -78,11 +78,12 @@ Test(recurrent_args, the_fixture_is_valid) {
     teardown(&f);
 }
 
+/* The rungs multiply by the scale as a float: 1e39 is a finite double whose float is infinite (o would be NaN). */
 Test(recurrent_args, a_non_finite_scale) {
     fixture f;
     setup(&f, 2, NULL, 0);
-    const double bad[] = {NAN, INFINITY, -INFINITY};
-    for (int i = 0; i < 3; i++) {
+    const double bad[] = {NAN, INFINITY, -INFINITY, 1e39, -1e39};
+    for (int i = 0; i < 5; i++) {
         f.p.scale = bad[i];
         expect_failure(&f, LADDER_RUNG_CPU, BOTH, LADDER_ERR_ARG, "scale is");
     }

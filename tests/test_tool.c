@@ -310,3 +310,211 @@ Test(tool, bench_flags_that_merge_problems_keep_the_narrower_rung_set) {
     run_bench("flash --rung cpu --B 16 --Hq 32 --Hkv 32", out, sizeof out);
     cr_assert_null(strstr(out, "| flash |"), "stdout '%s' should hold no row: no problem of that size runs cpu", out);
 }
+
+/* ---- a command line that never surprises (issue 21) ------------------------------------------------------------ */
+
+/* flash's q, k, v of B=1 Hq=Hkv=2 D=Dv=16 with Sq queries and Sk keys, and do when @p backward. */
+static void write_flash(int64_t sq, int64_t sk, bool backward) {
+    int64_t q[4] = {1, 2, sq, 16}, kv[4] = {1, 2, sk, 16};
+    write_random("q", LADDER_F32, 4, q, 11);
+    write_random("k", LADDER_F32, 4, kv, 12);
+    write_random("v", LADDER_F32, 4, kv, 13);
+    if (backward) write_random("do", LADDER_F32, 4, q, 14);
+}
+
+static void run_in(const char *flags, int want_rc, char *out, size_t n_out, char *err, size_t n_err) {
+    char args[512];
+    snprintf(args, sizeof args, "run %s --in %s", flags, dir);
+    int rc = run_ladder(args);
+    read_output("stdout", out, n_out);
+    read_output("stderr", err, n_err);
+    cr_assert_eq(rc, want_rc, "ladder %s exited %d, not %d: stdout '%s' stderr '%s'", args, rc, want_rc, out, err);
+}
+
+/* A size flag that disagrees with the files is refused; one that agrees runs. Either way the problem is printed. */
+Test(tool, in_refuses_size_flags_that_disagree_with_the_files) {
+    int64_t btd[3] = {2, 37, 9}, btdw[4] = {2, 37, 9, 5};
+    write_random("x", LADDER_F32, 3, btd, 1);
+    write_random("kernels", LADDER_F32, 4, btdw, 2);
+    char out[4096], err[4096];
+    run_in("dynconv --T 10", 2, out, sizeof out, err, sizeof err);
+    cr_assert_not_null(strstr(err, "--T 10 but the files in"), "stderr '%s' should refuse --T 10", err);
+    cr_assert_not_null(strstr(err, "T = 37"), "stderr '%s' should name the files' T", err);
+    run_in("dynconv --T 37 --W 5", 0, out, sizeof out, err, sizeof err);
+    cr_assert_not_null(strstr(out, "dynconv B=2 T=37 D=9 W=5"), "stdout '%s' should print the problem that ran", out);
+    run_in("dynconv --seed 3", 2, out, sizeof out, err, sizeof err);
+    cr_assert_not_null(strstr(err, "--seed makes a random one"), "stderr '%s' should refuse --seed", err);
+    run_in("dynconv --with x", 2, out, sizeof out, err, sizeof err);
+}
+
+/* With --in every option not given is neutral: flash runs without a mask (the demo's causal = 1 does not apply), and
+ * the line it prints shows the scale the kernels use, not 0. */
+Test(tool, in_options_default_to_neutral_and_the_scale_used_is_printed) {
+    write_flash(7, 9, false);
+    char out[4096], err[4096];
+    run_in("flash", 0, out, sizeof out, err, sizeof err);
+    cr_assert_not_null(strstr(out, "scale=0.25 (1/sqrt(D))"), "stdout '%s' should show scale = 1/sqrt(16)", out);
+    cr_assert_not_null(strstr(out, "causal=0 window_left=-1 window_right=-1"), "stdout '%s': no mask", out);
+    ladder_tensor plain = read_npy("o");
+    run_in("flash --causal 0", 0, out, sizeof out, err, sizeof err);
+    ladder_tensor off = read_npy("o");
+    cr_assert(ladder_compare(&plain, &off, 0.0).ok, "no --causal must be the same run as --causal 0");
+    run_in("flash --causal 1", 0, out, sizeof out, err, sizeof err);
+    ladder_tensor causal = read_npy("o");
+    cr_assert_not(ladder_compare(&plain, &causal, 0.0).ok, "--causal 1 must change o (the test would be blind)");
+    ladder_tensor_free(&plain);
+    ladder_tensor_free(&off);
+    ladder_tensor_free(&causal);
+    /* a signed option's neutral value is 0, not its smallest: recurrent's scale is 1/sqrt(K), not -1e6 */
+    int64_t qk[4] = {1, 3, 2, 64}, v[4] = {1, 3, 2, 8};
+    write_random("q", LADDER_F32, 4, qk, 1);
+    write_random("k", LADDER_F32, 4, qk, 2);
+    write_random("v", LADDER_F32, 4, v, 3);
+    run_in("recurrent", 0, out, sizeof out, err, sizeof err);
+    cr_assert_not_null(strstr(out, "scale=0.125 (1/sqrt(K)) reverse=0"), "stdout '%s' should show 1/sqrt(64)", out);
+}
+
+/* Files the algorithm does not read, and a backward input that cannot be used, are named in warnings. */
+Test(tool, in_warns_about_files_it_does_not_use) {
+    write_flash(5, 6, false);
+    int64_t n[1] = {2}, lse[3] = {1, 2, 5};
+    write_random("dlse", LADDER_F32, 3, lse, 3);
+    ladder_tensor cu;
+    cr_assert_eq(ladder_tensor_alloc(&cu, LADDER_I32, 1, n), LADDER_OK);
+    ((int32_t *)cu.data)[0] = 0, ((int32_t *)cu.data)[1] = 5;
+    char path[128];
+    snprintf(path, sizeof path, "%s/cu_seqlens.npy", dir);
+    cr_assert_eq(ladder_npy_write(path, &cu), LADDER_OK);
+    ladder_tensor_free(&cu);
+    char out[4096], err[4096];
+    run_in("flash", 0, out, sizeof out, err, sizeof err);
+    cr_assert_not_null(strstr(err, "warning: flash does not read cu_seqlens.npy"), "stderr: '%s'", err);
+    cr_assert_not_null(strstr(err, "warning: dlse.npy is not used: without do.npy only the forward runs"),
+                       "stderr: '%s'", err);
+    run_in("flash", 0, out, sizeof out, err, sizeof err); /* o.npy and lse.npy are there now */
+    cr_assert_null(strstr(err, "read o.npy"), "stderr '%s' should not warn about flash's own outputs", err);
+    cr_assert_null(strstr(err, "read lse.npy"), "stderr '%s' should not warn about flash's own outputs", err);
+}
+
+/* A symlink whose target is gone, standing where an optional input goes, is an error, not an absent file. */
+Test(tool, in_a_dangling_symlink_is_an_error) {
+    int64_t btd[3] = {1, 8, 4}, btdw[4] = {1, 8, 4, 3};
+    write_random("x", LADDER_F32, 3, btd, 1);
+    write_random("kernels", LADDER_F32, 4, btdw, 2);
+    char path[128], target[128];
+    snprintf(path, sizeof path, "%s/cu_seqlens.npy", dir);
+    snprintf(target, sizeof target, "%s/gone.npy", dir);
+    cr_assert_eq(symlink(target, path), 0);
+    expect_failure("cu_seqlens.npy is a symlink to");
+}
+
+/* An empty or rank-0 cu_seqlens.npy is named as such, not as a tensor whose shape it would have fed (ht, out). */
+Test(tool, in_an_empty_cu_seqlens_names_cu_seqlens) {
+    int64_t btd[3] = {1, 8, 4}, btdw[4] = {1, 8, 4, 3}, empty[1] = {0};
+    write_random("x", LADDER_F32, 3, btd, 1);
+    write_random("kernels", LADDER_F32, 4, btdw, 2);
+    char path[128];
+    snprintf(path, sizeof path, "%s/cu_seqlens.npy", dir);
+    int32_t zero = 0;
+    ladder_tensor scalar = ladder_tensor_make(&zero, LADDER_I32, 0, empty);
+    ladder_tensor none = ladder_tensor_make(&zero, LADDER_I32, 1, empty);
+    cr_assert_eq(ladder_npy_write(path, &scalar), LADDER_OK, "%s", ladder_last_error());
+    expect_failure("cu_seqlens.npy has shape [] but cu_seqlens is [N+1]");
+    cr_assert_eq(ladder_npy_write(path, &none), LADDER_OK, "%s", ladder_last_error());
+    expect_failure("cu_seqlens.npy has shape [0] but cu_seqlens is [N+1]");
+}
+
+/* The same bad problem is a usage error (exit 2) from flags as from files. */
+Test(tool, a_bad_problem_exits_2_with_or_without_in) {
+    cr_assert_eq(run_ladder("run flash --rung cpu --Hq 4 --Hkv 3 --Sq 4 --Sk 4 --D 8 --Dv 8"), 2);
+    char err[2048];
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "LADDER_ERR_"), "stderr '%s' should give the library's status", err);
+}
+
+/* An output is renamed into place: a symlink standing where it goes is replaced, and its target left alone. */
+Test(tool, in_outputs_replace_a_symlink_not_its_target) {
+    int64_t btd[3] = {1, 6, 2}, btdw[4] = {1, 6, 2, 3};
+    write_random("x", LADDER_F32, 3, btd, 1);
+    write_random("kernels", LADDER_F32, 4, btdw, 2);
+    char path[128], target[128], text[16] = "";
+    snprintf(target, sizeof target, "%s/precious.txt", dir);
+    FILE *f = fopen(target, "w");
+    cr_assert_not_null(f);
+    fputs("keep", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/out.npy", dir);
+    cr_assert_eq(symlink(target, path), 0);
+    char args[256];
+    snprintf(args, sizeof args, "run dynconv --in %s", dir);
+    cr_assert_eq(run_ladder(args), 0);
+    f = fopen(target, "r");
+    cr_assert_not_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    cr_assert_str_eq(text, "keep", "the symlink's target was written through");
+    struct stat sb;
+    cr_assert_eq(lstat(path, &sb), 0);
+    cr_assert(S_ISREG(sb.st_mode), "out.npy should now be a regular file");
+    ladder_tensor out = read_npy("out");
+    ladder_tensor_free(&out);
+}
+
+/* Outputs are written whole under temporary names and renamed only when all are complete: when the last one cannot
+ * take its place (a directory called dkernels.npy), no output and no temporary file is left behind. */
+Test(tool, in_a_failed_write_leaves_no_output) {
+    int64_t btd[3] = {1, 6, 2}, btdw[4] = {1, 6, 2, 3};
+    write_random("x", LADDER_F32, 3, btd, 1);
+    write_random("kernels", LADDER_F32, 4, btdw, 2);
+    write_random("dout", LADDER_F32, 3, btd, 3);
+    char path[128];
+    snprintf(path, sizeof path, "%s/dkernels.npy", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    char args[256];
+    snprintf(args, sizeof args, "run dynconv --in %s", dir);
+    cr_assert_neq(run_ladder(args), 0, "renaming onto a directory must fail");
+    char cmd[256], listing[1024];
+    snprintf(cmd, sizeof cmd, "ls -A %s > %s/listing", dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    read_output("listing", listing, sizeof listing);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, i ? "dx" : "out");
+        cr_assert_neq(access(path, F_OK), 0, "%s was written although dkernels.npy failed", path);
+    }
+    cr_assert_null(strstr(listing, ".npy."), "a temporary file was left behind: %s", listing);
+}
+
+/* A tiny input that implies a huge output (1,000 empty sequences, each with a 4096 x 128 x 128 final state: 268 TB)
+ * is refused before anything is allocated, with a message that says which output. */
+Test(tool, in_a_tiny_input_implying_a_huge_output_is_refused, .timeout = 30) {
+    int64_t qk[4] = {1, 1, 4096, 128}, n[1] = {1001};
+    write_random("q", LADDER_F32, 4, qk, 1);
+    write_random("k", LADDER_F32, 4, qk, 2);
+    write_random("v", LADDER_F32, 4, qk, 3);
+    ladder_tensor cu;
+    cr_assert_eq(ladder_tensor_alloc(&cu, LADDER_I32, 1, n), LADDER_OK);
+    memset(cu.data, 0, 1001 * sizeof(int32_t));
+    ((int32_t *)cu.data)[1000] = 1;
+    char path[128];
+    snprintf(path, sizeof path, "%s/cu_seqlens.npy", dir);
+    cr_assert_eq(ladder_npy_write(path, &cu), LADDER_OK);
+    ladder_tensor_free(&cu);
+    char out[4096], err[4096];
+    run_in("recurrent", 1, out, sizeof out, err, sizeof err);
+    cr_assert_not_null(strstr(err, "LADDER_ERR_NOMEM"), "stderr: '%s'", err);
+    cr_assert_not_null(strstr(err, "ht alone"), "stderr '%s' should name the output that is too large", err);
+}
+
+/* `ladder run ALGO --help` gives ALGO's flags, not every algorithm's. */
+Test(tool, run_help_names_only_the_algorithms_flags) {
+    cr_assert_eq(run_ladder("run dynconv --help"), 0);
+    char out[16384];
+    read_output("stdout", out, sizeof out);
+    cr_assert_not_null(strstr(out, "dynconv flags"), "stdout: '%s'", out);
+    for (int i = 0; i < ladder_n_algos; i++) {
+        char other[64];
+        snprintf(other, sizeof other, "\n%s flags", ladder_algos[i]->name);
+        if (strcmp(ladder_algos[i]->name, "dynconv") != 0)
+            cr_assert_null(strstr(out, other), "stdout of run dynconv --help names %s's flags", ladder_algos[i]->name);
+    }
+}

@@ -119,10 +119,12 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     ladder_result ref_res;
     const ladder_run_opts once = {0}; /* a reference that is not itself asked for is run, not timed */
     const ladder_run_opts *ref_opts = ref_is_cpu ? &cpu_opts : tool_rung_wanted(o, ref) ? &gpu_opts : &once;
-    if (ladder_run(ref, LADDER_F32, &c, ref_opts, &ref_res) != LADDER_OK) {
-        fprintf(stderr, "ladder: %s rung: %s\n", ladder_rung_name(ref), ladder_last_error());
+    ladder_status st_ref = ladder_run(ref, LADDER_F32, &c, ref_opts, &ref_res);
+    if (st_ref != LADDER_OK) {
+        fprintf(stderr, "ladder: %s rung: %s: %s\n", ladder_rung_name(ref), ladder_status_name(st_ref),
+                ladder_last_error());
         ladder_case_free(&c);
-        return TOOL_FAIL;
+        return tool_exit_code(st_ref); /* a bad problem exits 2, as from `ladder run` */
     }
     const ladder_result *speedup_base = ref_is_cpu ? &ref_res : NULL;
     if (tool_rung_wanted(o, ref) && *n_rows + 2 <= max_rows)

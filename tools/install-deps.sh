@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install what `make test` (Criterion), `make docs` (Doxygen) or `make fuzz` (clang with its libFuzzer runtime)
-# needs, when it is missing.
+# Install what `make test` (Criterion; NumPy and pytest for the Python module's tests), `make docs` (Doxygen) or
+# `make fuzz` (clang with its libFuzzer runtime) needs, when it is missing.
 #   tools/install-deps.sh test|docs|fuzz|all
 # Uses apt-get non-interactively (apt-get update first), through `sudo -n` when not root.
 # Without apt-get or the rights to use it, prints the exact packages to install and fails.
@@ -10,6 +10,25 @@ want=${1:-all}
 pkgs=()
 if [[ $want == test || $want == all ]]; then
     [[ -f /usr/include/criterion/criterion.h || -f /usr/local/include/criterion/criterion.h ]] || pkgs+=(libcriterion-dev)
+    # NumPy and pytest for the python3 that `make test` runs: Debian's packages serve Debian's python3; another
+    # python3 (a pyenv or a virtual environment, where apt's would not be seen) gets them from pip
+    if ! command -v python3 >/dev/null; then
+        pkgs+=(python3 python3-numpy python3-pytest)
+    else
+        py=()
+        python3 -c 'import numpy' 2>/dev/null || py+=(numpy)
+        python3 -c 'import pytest' 2>/dev/null || py+=(pytest)
+        if ((${#py[@]})) && [[ $(python3 -c 'import sys; print(sys.prefix)') == /usr ]]; then
+            pkgs+=("${py[@]/#/python3-}")
+        elif ((${#py[@]})); then
+            echo "install-deps: installing ${py[*]} for $(command -v python3) with pip"
+            if ! PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check "${py[@]}"; then
+                echo "install-deps: could not install them; please run:" >&2
+                echo "    python3 -m pip install ${py[*]}" >&2
+                exit 1
+            fi
+        fi
+    fi
 fi
 if [[ $want == docs || $want == all ]]; then
     command -v doxygen >/dev/null || pkgs+=(doxygen)

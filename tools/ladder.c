@@ -36,12 +36,16 @@ static void usage(FILE *f) {
 
 /* The flags and files of one algorithm, from its descriptor. */
 static void algo_usage(FILE *f, const ladder_algo *a) {
-    fprintf(f, "\n%s flags (run defaults in brackets):\n", a->name);
+    fprintf(f, "\n%s flags (defaults in brackets; with --in every option not given is off):\n", a->name);
     for (int i = 0; i < a->n_params; i++) {
         const ladder_param *p = &a->params[i];
         char flag[32];
         snprintf(flag, sizeof flag, "--%s %s", p->name, p->type == LADDER_PARAM_BOOL ? "0|1" : "N");
-        fprintf(f, "  %-17s %s, %.0f..%.0f [%g]\n", flag, p->help, p->lo, p->hi, p->run_default);
+        double neutral = ladder_param_neutral(p);
+        char with_in[32] = ""; /* an option whose run default is not neutral takes the neutral value with --in */
+        if (!ladder_param_is_size(a, i) && neutral != p->run_default)
+            snprintf(with_in, sizeof with_in, "; with --in %g", neutral);
+        fprintf(f, "  %-17s %s, %.0f..%.0f [%g%s]\n", flag, p->help, p->lo, p->hi, p->run_default, with_in);
     }
     if (a->varlen_dim)
         fprintf(f, "  --varlen L1,L2,.. packed sequences of these lengths (%s = 1, %s = their sum; not with --%s or "
@@ -73,7 +77,8 @@ static void algo_usage(FILE *f, const ladder_algo *a) {
     fprintf(f, "  (in parentheses: optional; without the backward's inputs only the forward runs)\n");
 }
 
-static void run_usage(FILE *f) {
+/* `ladder run --help`: the options, then the flags of @p only (NULL: of every algorithm). */
+static void run_usage(FILE *f, const ladder_algo *only) {
     fprintf(f,
             "usage: ladder run ALGO|all [options]\n"
             "       ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16]\n"
@@ -94,7 +99,8 @@ static void run_usage(FILE *f) {
             "  --reps N          bench: timed runs per measurement, median reported (default 20, at least 20)\n"
             "  --warmup N        bench: untimed runs first (default 3)\n"
             "  --gemm-tflops X   bench: the measured bf16 GEMM rate, for the FLOP floor\n");
-    for (int i = 0; i < ladder_n_algos; i++) algo_usage(f, ladder_algos[i]);
+    for (int i = 0; i < ladder_n_algos; i++)
+        if (!only || only == ladder_algos[i]) algo_usage(f, ladder_algos[i]);
 }
 
 static int list(void) {
@@ -139,7 +145,7 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long x;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            run_usage(stdout);
+            run_usage(stdout, chosen);
             exit(TOOL_OK);
         }
         if (strncmp(a, "--", 2) != 0 || !v) {
@@ -166,6 +172,7 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
         } else if (!strcmp(a, "--seed")) {
             if (parse_int(a, v, 0, 1LL << 62, &x)) return TOOL_USAGE;
             o->seed = (uint64_t)x;
+            o->not_with_in = a;
         } else if (!strcmp(a, "--reps")) {
             if (parse_int(a, v, 20, 100000, &x)) return TOOL_USAGE;
             o->reps = (int)x;
@@ -181,10 +188,13 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
             }
         } else if (!strcmp(a, "--varlen")) {
             o->varlen = v;
+            o->not_with_in = a;
         } else if (!strcmp(a, "--varlen2")) {
             o->varlen2 = v;
+            o->not_with_in = a;
         } else if (!strcmp(a, "--with")) {
             o->with = v;
+            o->not_with_in = a;
         } else if (!strcmp(a, "--in") || !strcmp(a, "--out")) {
             if (!*v) {
                 fprintf(stderr, "ladder: %s needs a directory, not an empty string\n", a);
@@ -249,7 +259,7 @@ int main(int argc, char **argv) {
         return TOOL_USAGE;
     }
     if (argc < 3 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) {
-        run_usage(argc < 3 ? stderr : stdout);
+        run_usage(argc < 3 ? stderr : stdout, NULL);
         return argc < 3 ? TOOL_USAGE : TOOL_OK;
     }
     const ladder_algo *algo = ladder_algo_find(argv[2]);

@@ -109,6 +109,19 @@ static double gbps(const ladder_case *c, ladder_pass pass, ladder_dtype dt, doub
     return ms > 0 ? c->algo->bytes(c->problem, c->present, pass, dt) / (ms * 1e-3) / 1e9 : 0;
 }
 
+int tool_exit_code(ladder_status st) {
+    if (st == LADDER_OK) return TOOL_OK;
+    bool input = st == LADDER_ERR_ARG || st == LADDER_ERR_SHAPE || st == LADDER_ERR_UNSUPPORTED ||
+                 st == LADDER_ERR_IO || st == LADDER_ERR_UNAVAILABLE;
+    return input ? TOOL_USAGE : TOOL_FAIL;
+}
+
+/* A failed library call, said on stderr with its status; its exit code. */
+static int report_failure(ladder_status st) {
+    fprintf(stderr, "ladder: %s: %s\n", ladder_status_name(st), ladder_last_error());
+    return tool_exit_code(st);
+}
+
 int tool_run(const ladder_algo *algo, const tool_opts *o) {
     _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
@@ -134,10 +147,10 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
     const ladder_run_opts timed = {.warmup = 1, .reps = 5};
     ladder_result ref, ref_rounded = {0};
     bool have_rounded = false;
-    if (ladder_run(LADDER_RUNG_CPU, LADDER_F32, &c, &timed, &ref) != LADDER_OK) {
-        fprintf(stderr, "ladder: cpu rung failed: %s\n", ladder_last_error());
+    ladder_status st_ref = ladder_run(LADDER_RUNG_CPU, LADDER_F32, &c, &timed, &ref);
+    if (st_ref != LADDER_OK) {
         ladder_case_free(&c);
-        return TOOL_FAIL;
+        return report_failure(st_ref); /* bad flags exit 2 here as they do with --in */
     }
     int failures = 0;
     char skipped[128] = "", skip_reason[512] = "";
@@ -190,12 +203,23 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
     return failures ? TOOL_FAIL : TOOL_OK;
 }
 
-/* A failed library call: the input was at fault (a usage error) or the run was (a failure). */
-static int report_failure(ladder_status st) {
-    fprintf(stderr, "ladder: %s: %s\n", ladder_status_name(st), ladder_last_error());
-    bool input = st == LADDER_ERR_ARG || st == LADDER_ERR_SHAPE || st == LADDER_ERR_UNSUPPORTED ||
-                 st == LADDER_ERR_IO || st == LADDER_ERR_UNAVAILABLE;
-    return input ? TOOL_USAGE : TOOL_FAIL;
+/*
+ * With --in the files give every size: a size flag that disagrees with them is refused (a run of some other size
+ * than the one asked for would be a surprise), one that agrees is harmless.
+ */
+static int sizes_agree(const ladder_algo *algo, const tool_opts *o, const ladder_case *c) {
+    for (int f = 0; f < o->n_flags; f++) {
+        int i = ladder_algo_param(algo, o->flag[f][0]);
+        if (i < 0 || !ladder_param_is_size(algo, i)) continue;
+        double file = ladder_param_get(algo, c->problem, i);
+        if (strtod(o->flag[f][1], NULL) != file) {
+            fprintf(stderr, "ladder: --%s %s but the files in %s have %s = %.0f: with --in the sizes come from the "
+                            "files; drop --%s\n",
+                    o->flag[f][0], o->flag[f][1], o->in_dir, o->flag[f][0], file, o->flag[f][0]);
+            return TOOL_USAGE;
+        }
+    }
+    return TOOL_OK;
 }
 
 int tool_run_npy(const ladder_algo *algo, const tool_opts *o) {
@@ -207,18 +231,37 @@ int tool_run_npy(const ladder_algo *algo, const tool_opts *o) {
         fprintf(stderr, "ladder: --in runs one rung; pick one --rung\n");
         return TOOL_USAGE;
     }
-    if (o->varlen || o->varlen2) {
-        fprintf(stderr, "ladder: with --in, packed sequences come from the cu_seqlens files, not --varlen\n");
+    if (o->not_with_in) {
+        fprintf(stderr, "ladder: with --in the files are the case: %s makes a random one, so it cannot be given with "
+                        "--in (packed sequences come from the cu_seqlens files, optional tensors from which files are "
+                        "there)\n",
+                o->not_with_in);
         return TOOL_USAGE;
     }
     if (ladder_algo_rung_available(algo, rung) != LADDER_OK) return report_failure(LADDER_ERR_UNAVAILABLE);
-    _Alignas(8) unsigned char options[LADDER_PROBLEM_MAX];
+    /* every option not given is neutral (no mask, the default scale), as in a zeroed problem in C: the demo
+     * defaults of `ladder run` (flash's causal mask) would silently change a user's reference */
+    _Alignas(8) unsigned char neutral[LADDER_PROBLEM_MAX], options[LADDER_PROBLEM_MAX];
+    ladder_problem_neutral(algo, neutral);
     ladder_case_opts co;
-    if (tool_problem(algo, o, NULL, options, &co) != TOOL_OK) return TOOL_USAGE;
+    if (tool_problem(algo, o, neutral, options, &co) != TOOL_OK) return TOOL_USAGE;
     ladder_case c, rounded = {0};
     ladder_status st = ladder_case_read_dir(&c, algo, o->in_dir, options);
     if (st != LADDER_OK) return report_failure(st);
+    if (sizes_agree(algo, o, &c) != TOOL_OK) {
+        ladder_case_free(&c);
+        return TOOL_USAGE;
+    }
+    char notes[4096];
+    if (ladder_case_dir_warnings(&c, o->in_dir, notes, sizeof notes) != LADDER_OK)
+        fprintf(stderr, "ladder: warning: %s\n", ladder_last_error());
+    for (char *line = strtok(notes, "\n"); line; line = strtok(NULL, "\n"))
+        fprintf(stderr, "ladder: warning: %s\n", line);
     ladder_dtype dt = ladder_rung_dtype(rung, o->dtype);
+    char problem[512];
+    ladder_problem_describe(algo, c.problem, problem, sizeof problem);
+    printf("%s %s  rung %s (%s)%s\n", algo->name, problem, ladder_rung_name(rung), ladder_dtype_name(dt),
+           c.backward ? "" : "  forward only");
     if (dt != LADDER_F32) st = ladder_case_rounded(&c, dt, &rounded); /* the inputs as the rung sees them */
     ladder_result res;
     ladder_run_opts once = {0};

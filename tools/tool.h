@@ -30,6 +30,8 @@ typedef struct tool_opts {
     bool dtype_chosen;                   /* --dtype given: bench times only that precision, not both */
     uint64_t seed;                       /* --seed N */
     const char *in_dir, *out_dir;        /* --in DIR, --out DIR */
+    const char *not_with_in;             /* the last flag given that makes a random case (--seed, --varlen, --with):
+                                            with --in the files are the case, so it is refused there */
     int warmup, reps;                    /* --warmup N, --reps N (bench) */
     double gemm_tflops;                  /* --gemm-tflops X: measured bf16 GEMM rate (bench) */
 } tool_opts;
@@ -41,6 +43,9 @@ bool tool_rung_wanted(const tool_opts *o, ladder_rung r);
  * Returns TOOL_OK or TOOL_USAGE (after printing why).
  */
 int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, void *problem, ladder_case_opts *co);
+/* The exit code of a failed library call, the same from every command: TOOL_USAGE when the input was at fault (a bad
+ * argument, shape or file, a rung that cannot take it or cannot run here), TOOL_FAIL when the run was. */
+int tool_exit_code(ladder_status st);
 /* Host wall-clock milliseconds. */
 double tool_now_ms(void);
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine, with build/ from `make gpu-bundle` carried along:
-# the full suites, the suites under compute-sanitizer (memcheck, racecheck), the SASS check,
-# and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
+# the full suites, the suites under compute-sanitizer (memcheck, racecheck, synccheck), the SASS check,
+# the Python module's tests, and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|bench|ab|ncu]...   (default: the first five)
+#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|ab|ncu]...
+#   (default: tests sanitize sass labs bench)
 #   ab: AB_ALGO's sweep (default flash) at gpu_tiled and gpu_tensorcore, this bundle and a baseline library in
 #   .baseline/ (bin/ladder and lib/libladder.so.xz, carried along) alternately, twice each, in one lease.
-#   SAN_ALGOS (default: every algorithm) and SAN_TIMEOUT (seconds per algorithm and tool, default 85) bound
-#   the sanitizer step.
+#   SAN_TOOLS (default: memcheck racecheck synccheck), SAN_ALGOS (default: every algorithm) and SAN_TIMEOUT
+#   (seconds per tool, default 300) shape the sanitizer step; one device call holds 10 minutes, so the three
+#   tools may need a call each.
 set -uo pipefail
 out=${OUT:-/tmp/ladder-out}
 mkdir -p "$out/bench" /tmp/logs
@@ -16,6 +18,7 @@ summary=/tmp/logs/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
 
+[[ -f build/lib/libladder.so ]] || gzip -dkf build/lib/libladder.so.gz # the bundle carries it gzipped
 say "bundle commit: $(cat build/COMMIT)"
 say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
 for step in $steps; do
@@ -26,18 +29,17 @@ for step in $steps; do
         grep -a -E '^\[FAIL\]|\[----\].*(FAIL|Assertion)' /tmp/logs/tests.log | head -20 | tee -a "$summary"
         ;;
     sanitize)
-        # per algorithm and tool, each bounded by SAN_TIMEOUT seconds (exit 124 when cut off) so that one slow
-        # pair cannot eat the call; racecheck looks for shared-memory hazards, so it skips gpu_naive (none)
-        # and the determinism repeats (the same kernels ten times)
-        for algo in ${SAN_ALGOS:-dynconv recurrent flash}; do
-            for tool in memcheck racecheck; do
-                rungs='@(gpu_naive|gpu_tiled|gpu_tensorcore)/*'
-                [[ $tool == racecheck ]] && rungs='@(gpu_tiled|gpu_tensorcore)/*'
-                log=/tmp/logs/$tool-$algo.log
-                SANITIZE=$tool LADDER_TEST_ALGO=$algo timeout "${SAN_TIMEOUT:-85}" \
-                    build/run-gpu-tests.sh -j4 --filter "$rungs" >"$log" 2>&1
-                say "$tool $algo: exit $? | $(grep -a -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr '\n' ' ') | $(grep -a Synthesis "$log" | tail -1)"
-            done
+        # every GPU test under each tool in turn (SAN_TOOLS, default memcheck racecheck synccheck), on the small
+        # grids and two determinism repeats that run-gpu-tests.sh asks for (LADDER_TEST_SMALL=1): each is meant to
+        # finish within 5 minutes on an H100, so each is cut off at SAN_TIMEOUT seconds (default 300; exit 124) and
+        # its time is reported. SAN_ALGOS keeps those algorithms' cases only (LADDER_TEST_ALGO).
+        for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
+            log=/tmp/logs/$tool.log
+            start=$SECONDS
+            SANITIZE=$tool LADDER_TEST_ALGO=${SAN_ALGOS:-} timeout "${SAN_TIMEOUT:-300}" build/run-gpu-tests.sh \
+                >"$log" 2>&1
+            rc=$?
+            say "$tool: exit $rc in $((SECONDS - start)) s | $(grep -a -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr '\n' ' ') | $(grep -a Synthesis "$log" | tail -1)"
         done
         ;;
     sass)
@@ -54,6 +56,16 @@ for step in $steps; do
             verdict="NOT CHECKABLE"; [[ $s_rc == 0 && $k_rc == 1 ]] && verdict=ok
             say "lab-check $lab: $verdict | solution (exit $s_rc): ${s_out:0:160} | skeleton (exit $k_rc): ${k_out:0:160}"
         done
+        ;;
+    python)
+        # python/ladder at every GPU rung with PyTorch (against scaled_dot_product_attention and autograd), and
+        # its cpu-rung tests; the library and the program are the bundle's. The machine has no package index:
+        # pytest comes from wheels carried in build/wheels (pip download pytest -d build/wheels) when it is missing
+        python3 -c 'import pytest' 2>/dev/null || pip install -q --no-index build/wheels/*.whl >/dev/null 2>&1
+        LADDER_LIB=build/lib/libladder.so LADDER_BIN=build/bin/ladder PYTHONPATH=python \
+            python3 -m pytest -q -rs -p no:cacheprovider python/tests >/tmp/logs/python.log 2>&1
+        say "python: exit $? | $(tail -1 /tmp/logs/python.log)"
+        grep -a -E '^(FAILED|ERROR|SKIPPED)' /tmp/logs/python.log | head -20 | tee -a "$summary"
         ;;
     bench)
         build/run-gpu-bench.sh "$out/bench" >/tmp/logs/bench.log 2>&1

@@ -2,10 +2,13 @@
 # Run every Criterion suite on a GPU machine (from `make gpu-bundle`). Exit non-zero on any failure,
 # and also when there is no usable GPU or no test ran: both would otherwise pass without testing a kernel.
 #   build/run-gpu-tests.sh [criterion options]
-#   SANITIZE=memcheck|racecheck build/run-gpu-tests.sh   (small grids, under compute-sanitizer)
+#   SANITIZE=memcheck|racecheck|synccheck build/run-gpu-tests.sh   (every GPU test on the small grids, with two
+#                                                                   determinism repeats, under compute-sanitizer)
 #   LADDER_TEST_ALGO=recurrent build/run-gpu-tests.sh     (the generic suites' cases of these algorithms only)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# the bundle carries the library gzipped (tools/make-gpu-bundle.sh)
+[[ -f $here/lib/libladder.so ]] || gzip -dkf "$here/lib/libladder.so.gz"
 fail() {
     echo "run-gpu-tests: FAIL: $*" >&2
     exit 1

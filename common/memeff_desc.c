@@ -64,6 +64,13 @@ static ladder_status call_rung(ladder_rung rung, ladder_pass pass, const void *p
     return (pass == LADDER_PASS_FWD ? memeff_fwd_rungs : memeff_bwd_rungs)[rung](problem, args);
 }
 
+/* The tensor-core rung's reference: the kept P and dS rounded to @p round where that rung rounds them, and o read by
+ * the backward as that rung stores it (common/attention_tc_reference.h, behind common/memeff.c's checks). */
+static ladder_status call_emulating(ladder_dtype round, ladder_pass pass, const void *problem, const void *args) {
+    return pass == LADDER_PASS_FWD ? memeff_fwd_emulating(problem, args, round)
+                                   : memeff_bwd_emulating(problem, args, round);
+}
+
 /* The bias (and dbias) counted at full size, [B,Hq,Sq,Sk], when present: the costs see the problem, not the case's
  * broadcast, and the bench problems that carry a bias carry a full one. */
 static double bytes(const void *problem, uint32_t present, ladder_pass pass, ladder_dtype dtype) {
@@ -120,6 +127,7 @@ const ladder_algo ladder_memeff_algo = {
     .derived_dim = derived_dim,
     .call = call,
     .call_rung = call_rung,
+    .call_emulating = call_emulating,
     .bytes = bytes,
     .flops = flops,
     .bench_problems = bench_problems,

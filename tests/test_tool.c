@@ -237,6 +237,7 @@ Test(tool, run_varlen2_packs_keys_apart) {
     read_output("stdout", out, sizeof out);
     cr_assert_not_null(strstr(out, "Sq=8 Sk=9"), "stdout '%s' should show Sq = 3+0+5 and Sk = 7+2+0", out);
     cr_assert_not_null(strstr(out, "varlen2 7,2,0"), "stdout '%s' should name the key lengths", out);
+    cr_assert_not_null(strstr(out, "scale=0.353553391 (1/sqrt(D))"), "stdout '%s' should show the scale used", out);
 }
 
 /* A rung asked for by name that cannot run here is a usage error, never "ok". */

@@ -137,8 +137,8 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
         fprintf(stderr, "ladder: %s\n", ladder_last_error());
         return TOOL_USAGE;
     }
-    char shape[256];
-    ladder_problem_str(algo, c.problem, shape, sizeof shape);
+    char shape[512];
+    ladder_problem_describe(algo, c.problem, shape, sizeof shape); /* the scale the kernels use, not 0 */
     printf("%s  %s%s%s%s%s  seed %llu\n", algo->name, shape, o->varlen ? "  varlen " : "", o->varlen ? o->varlen : "",
            o->varlen2 ? "  varlen2 " : "", o->varlen2 ? o->varlen2 : "", (unsigned long long)o->seed);
     printf("%-15s %-5s %9s %9s %9s %9s %8s %8s %11s  %s\n", "rung", "dtype", "fwd ms", "bwd ms", "fwd GB/s",

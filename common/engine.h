@@ -128,10 +128,11 @@ typedef struct ladder_algo {
     /** The rung function alone, on input the dispatcher has already validated (for timing). */
     ladder_status (*call_rung)(ladder_rung rung, ladder_pass pass, const void *problem, const void *args);
     /**
-     * The cpu rung with the intermediates that the tensor-core rung rounds (flash: P and dS) rounded to @p round
-     * (bf16 or f16) at the same places, behind the dispatcher's validation: the tensor-core rung's reference
-     * (ladder_run_opts::emulate, ladder_run_tc_reference()). NULL: the tensor-core rung rounds only its inputs
-     * and outputs, and its reference is the plain cpu rung on rounded inputs (dynconv, recurrent).
+     * The tensor-core rung's reference, run in place of the cpu rung: the pass in fp32 with the intermediates that
+     * rung rounds (attention: P and dS, common/attention_tc_reference.h) rounded to @p round (bf16 or f16) at the
+     * same places, behind the dispatcher's validation (ladder_run_opts::emulate, ladder_run_tc_reference()). NULL:
+     * the tensor-core rung rounds only its inputs and outputs, and its reference is the plain cpu rung on rounded
+     * inputs (dynconv, recurrent).
      */
     ladder_status (*call_emulating)(ladder_dtype round, ladder_pass pass, const void *problem, const void *args);
     /** Bytes the pass must move at least: float tensors of @p dtype, the tensors in @p present (bit i: tensor i). */

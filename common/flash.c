@@ -2,9 +2,9 @@
 #include "flash.h"
 
 #include "attention_check.h"
+#include "attention_tc_reference.h"
 #include "check.h"
 #include "flash_rungs.h"
-#include "half.h"
 
 static ladder_status check_problem(const ladder_flash_problem *p, const ladder_flash_args *a) {
     if (!p) return ladder_fail(LADDER_ERR_ARG, "problem is null");
@@ -42,7 +42,8 @@ ladder_status ladder_flash_fwd(ladder_rung rung, const ladder_flash_problem *p, 
 
 ladder_status flash_fwd_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round) {
     LADDER_TRY(check_fwd(LADDER_RUNG_CPU, p, a));
-    return flash_fwd_cpu_emulating(p, a, round);
+    const ladder_attn_tc_reference_args ra = {LADDER_ATTN_TC_REFERENCE_TENSORS(a)}; /* no bias, no dropout */
+    return ladder_attn_tc_reference_fwd(&p->attn, &ra, round);
 }
 
 /* Everything ladder_flash_bwd() checks before it calls rung @p rung. */
@@ -86,17 +87,8 @@ ladder_status ladder_flash_bwd(ladder_rung rung, const ladder_flash_problem *p, 
 
 ladder_status flash_bwd_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round) {
     LADDER_TRY(check_bwd(LADDER_RUNG_CPU, p, a));
-    /* the backward reads o as the tensor-core rung's forward left it: rounded to its dtype (Delta = rowsum(dO o)) */
-    ladder_flash_args ar = *a;
-    ladder_tensor o = {0};
-    LADDER_TRY(ladder_tensor_alloc(&o, LADDER_F32, a->o.rank, a->o.shape));
-    const int64_t n = ladder_tensor_numel(&o);
-    for (int64_t i = 0; i < n; i++)
-        ((float *)o.data)[i] = ladder_round_float(((const float *)a->o.data)[i], round);
-    ar.o = o;
-    ladder_status st = flash_bwd_cpu_emulating(p, &ar, round);
-    ladder_tensor_free(&o);
-    return st;
+    const ladder_attn_tc_reference_args ra = {LADDER_ATTN_TC_REFERENCE_TENSORS(a)};
+    return ladder_attn_tc_reference_bwd(&p->attn, &ra, round);
 }
 
 double ladder_flash_fwd_bytes(const ladder_flash_problem *p, ladder_dtype dtype) {

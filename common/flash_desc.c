@@ -56,8 +56,8 @@ static ladder_status call_rung(ladder_rung rung, ladder_pass pass, const void *p
     return (pass == LADDER_PASS_FWD ? flash_fwd_rungs : flash_bwd_rungs)[rung](problem, args);
 }
 
-/* The cpu rung as the tensor-core rung's reference: P (both passes) and dS rounded to @p round where that rung
- * rounds them, and o read by the backward as that rung stores it (cpu/flash.c, common/flash.c). */
+/* The tensor-core rung's reference: P (both passes) and dS rounded to @p round where that rung rounds them, and o
+ * read by the backward as that rung stores it (common/attention_tc_reference.h, behind common/flash.c's checks). */
 static ladder_status call_emulating(ladder_dtype round, ladder_pass pass, const void *problem, const void *args) {
     return pass == LADDER_PASS_FWD ? flash_fwd_emulating(problem, args, round)
                                    : flash_bwd_emulating(problem, args, round);

@@ -2,6 +2,7 @@
 #include "memeff.h"
 
 #include "attention_check.h"
+#include "attention_tc_reference.h"
 #include "check.h"
 #include "memeff_rungs.h"
 
@@ -108,6 +109,22 @@ ladder_status ladder_memeff_fwd(ladder_rung rung, const ladder_memeff_problem *p
     return memeff_fwd_rungs[rung](p, a);
 }
 
+/* memeff's tensors and hooks as the tensor-core reference takes them. */
+static ladder_attn_tc_reference_args reference_args(const ladder_memeff_problem *p, const ladder_memeff_args *a) {
+    return (ladder_attn_tc_reference_args){LADDER_ATTN_TC_REFERENCE_TENSORS(a),
+                                           .bias = a->bias,
+                                           .dbias = a->dbias,
+                                           .dropout_p = p->dropout_p,
+                                           .philox_seed = p->philox_seed,
+                                           .philox_offset = p->philox_offset};
+}
+
+ladder_status memeff_fwd_emulating(const ladder_memeff_problem *p, const ladder_memeff_args *a, ladder_dtype round) {
+    LADDER_TRY(check_fwd(LADDER_RUNG_CPU, p, a));
+    const ladder_attn_tc_reference_args ra = reference_args(p, a);
+    return ladder_attn_tc_reference_fwd(&p->attn, &ra, round);
+}
+
 /* Everything ladder_memeff_bwd() checks before it calls rung @p rung. */
 static ladder_status check_bwd(ladder_rung rung, const ladder_memeff_problem *p, const ladder_memeff_args *a) {
     if ((unsigned)rung >= LADDER_RUNG_COUNT) return ladder_fail(LADDER_ERR_ARG, "rung %d is not a ladder_rung", rung);
@@ -148,6 +165,12 @@ static ladder_status check_bwd(ladder_rung rung, const ladder_memeff_problem *p,
 ladder_status ladder_memeff_bwd(ladder_rung rung, const ladder_memeff_problem *p, const ladder_memeff_args *a) {
     LADDER_TRY(check_bwd(rung, p, a));
     return memeff_bwd_rungs[rung](p, a);
+}
+
+ladder_status memeff_bwd_emulating(const ladder_memeff_problem *p, const ladder_memeff_args *a, ladder_dtype round) {
+    LADDER_TRY(check_bwd(LADDER_RUNG_CPU, p, a));
+    const ladder_attn_tc_reference_args ra = reference_args(p, a);
+    return ladder_attn_tc_reference_bwd(&p->attn, &ra, round);
 }
 
 memeff_bias memeff_bias_of(const ladder_memeff_args *a) {

@@ -28,6 +28,17 @@ ladder_status memeff_fwd_gpu_naive(const ladder_memeff_problem *p, const ladder_
 ladder_status memeff_bwd_gpu_naive(const ladder_memeff_problem *p, const ladder_memeff_args *a);
 ladder_status memeff_fwd_gpu_tiled(const ladder_memeff_problem *p, const ladder_memeff_args *a);
 ladder_status memeff_bwd_gpu_tiled(const ladder_memeff_problem *p, const ladder_memeff_args *a);
+/**
+ * The tensor-core rung's reference (common/attention_tc_reference.h) behind the forward dispatcher's validation (the
+ * cpu rung's rules): o and lse with the kept P rounded to @p round (bf16 or f16; f32: nowhere) where that rung
+ * rounds it. For tests, through ladder_algo::call_emulating.
+ */
+ladder_status memeff_fwd_emulating(const ladder_memeff_problem *p, const ladder_memeff_args *a, ladder_dtype round);
+/**
+ * The tensor-core rung's reference behind the backward dispatcher's validation: dq, dk, dv and dbias with o, the
+ * kept P and dS rounded to @p round where that rung rounds them. For tests, through ladder_algo::call_emulating.
+ */
+ladder_status memeff_bwd_emulating(const ladder_memeff_problem *p, const ladder_memeff_args *a, ladder_dtype round);
 ladder_status memeff_fwd_gpu_tensorcore(const ladder_memeff_problem *p, const ladder_memeff_args *a);
 ladder_status memeff_bwd_gpu_tensorcore(const ladder_memeff_problem *p, const ladder_memeff_args *a);
 

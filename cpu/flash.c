@@ -13,11 +13,6 @@
  *   - dK, dV: a task per (sequence, key/value head, key block), summing over every query row of every
  *     query head of the group that sees the block.
  *
- * Test-only variants, flash_fwd/bwd_cpu_emulating(), round P (forward and backward) and dS to bf16 or fp16 right
- * where the tensor-core rung does (before O += P V, dV += P^T dO, dK += dS^T Q and dQ += dS K): the tensor-core
- * rung's reference (chapter 3, "Comparing the tensor-core rung"). With LADDER_F32 they are the plain rung, bit
- * for bit.
- *
  * Preconditions: validated by ladder_flash_fwd/bwd (f32, host pointers, any input strides, contiguous outputs).
  * Run it:  build/bin/ladder run flash --rung cpu
  */
@@ -26,7 +21,6 @@
 #include <string.h>
 
 #include "flash_rungs.h"
-#include "half.h"
 
 enum { QB = 64, KB = 64 }; /* query rows and keys per task */
 
@@ -73,7 +67,6 @@ static float score(const ladder_attention_problem *p, float scale, const float *
     return ladder_attn_softcap(scale * dot(q, k, p->D), (float)p->softcap);
 }
 
-/* @p x as the tensor-core rung stores it: rounded to @p rt (bf16, f16); f32, the plain rung: untouched. */
 /* A query-block task: its sequence, batch row and K/V head, its rows [i0, i1), and the keys [klo, khi) any of
  * them sees (the ranges only move right as i grows, so the first and last rows bound them). */
 typedef struct qblock {
@@ -97,42 +90,7 @@ static bool query_block(const ladder_attention_problem *p, const units *u, int64
     return true;
 }
 
-static inline float rounded(float x, ladder_dtype rt) { return rt == LADDER_F32 ? x : ladder_round_float(x, rt); }
-
-/*
- * Row i's O and lse as the tensor-core forward computes them (flash_fwd_cpu_emulating): the keys in
- * tiles of @p bc (aligned to multiples of bc, as the rung's tiles are), an online softmax across the tiles, and
- * each tile's P~ = exp(S - m), against the running max m, rounded to @p rt before it multiplies V; the row sum l
- * adds the unrounded values. @p S holds the row's scores for keys [lo, hi) (indexed from klo).
- */
-static void row_emulating(const float *S, const float *V, int64_t klo, int64_t lo, int64_t hi, int64_t Dv, int64_t bc,
-                          ladder_dtype rt, float *oi, float *lse) {
-    float m = -INFINITY, l = 0.0f;
-    for (int64_t e = 0; e < Dv; e++) oi[e] = 0.0f;
-    for (int64_t t0 = lo / bc * bc; t0 < hi; t0 += bc) {
-        const int64_t j0 = t0 > lo ? t0 : lo, j1 = t0 + bc < hi ? t0 + bc : hi;
-        float m_new = m, sum = 0.0f;
-        for (int64_t j = j0; j < j1; j++) m_new = fmaxf(m_new, S[j - klo]);
-        const float alpha = m_new == -INFINITY ? 1.0f : expf(m - m_new);
-        for (int64_t e = 0; e < Dv; e++) oi[e] *= alpha;
-        for (int64_t j = j0; j < j1; j++) {
-            const float pt = expf(S[j - klo] - (m_new == -INFINITY ? 0.0f : m_new)); /* a NaN S stays NaN */
-            sum += pt;
-            const float pr = ladder_round_float(pt, rt);
-            for (int64_t e = 0; e < Dv; e++) oi[e] += pr * V[(j - klo) * Dv + e];
-        }
-        l = alpha * l + sum;
-        m = m_new;
-    }
-    for (int64_t e = 0; e < Dv; e++) oi[e] = l == 0.0f ? 0.0f : oi[e] / l;
-    *lse = ladder_attn_lse(m, l);
-}
-
 ladder_status flash_fwd_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a) {
-    return flash_fwd_cpu_emulating(fp, a, LADDER_F32);
-}
-
-ladder_status flash_fwd_cpu_emulating(const ladder_flash_problem *fp, const ladder_flash_args *a, ladder_dtype rt) {
     const ladder_attention_problem *p = &fp->attn;
     const units u = units_of(fp, a);
     const float scale = (float)ladder_attention_scale(p);
@@ -162,13 +120,6 @@ ladder_status flash_fwd_cpu_emulating(const ladder_flash_problem *fp, const ladd
                 for (int64_t i = i0; i < i1; i++) {
                     ladder_attn_key_range(&p->mask, i, seq.Lq, seq.Lk, &lo, &hi);
                     const int64_t row = (b * p->Hq + h) * p->Sq + seq.q0 + i;
-                    if (rt != LADDER_F32) {
-                        for (int64_t j = lo; j < hi; j++)
-                            S[j - klo] = score(p, scale, Q + (i - i0) * D, K + (j - klo) * D);
-                        row_emulating(S, V, klo, lo, hi, Dv, LADDER_FLASH_TC_FWD_KEYS(p->D, p->Dv), rt, o + row * Dv,
-                                      &lse[row]);
-                        continue;
-                    }
                     /* m = max_j S_ij, l = sum_j exp(S_ij - m): subtracting m keeps every exp <= 1 */
                     float m = -INFINITY, l = 0.0f;
                     for (int64_t j = lo; j < hi; j++) {
@@ -201,7 +152,7 @@ static float delta_of(const ladder_attention_problem *p, const ladder_flash_args
 }
 
 /* dQ_i = scale * sum_j dS'_ij K_j, one task per (sequence, query head, query block). */
-static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a, ladder_dtype rt) {
+static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a) {
     const ladder_attention_problem *p = &fp->attn;
     const units u = units_of(fp, a);
     const float scale = (float)ladder_attention_scale(p), cap = (float)p->softcap;
@@ -244,7 +195,7 @@ static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_a
                          * dQ_i += scale * dS'_ij K_j */
                         const float S = score(p, scale, q, kj), P = expf(S - L);
                         const float dP = dot(dO, V + (j - klo) * Dv, Dv);
-                        const float dS = rounded(P * (dP - Delta) * ladder_attn_softcap_grad(S, cap), rt);
+                        const float dS = P * (dP - Delta) * ladder_attn_softcap_grad(S, cap);
                         for (int64_t e = 0; e < D; e++) dqi[e] += scale * dS * kj[e];
                     }
                 }
@@ -254,7 +205,7 @@ static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_a
 }
 
 /* dV_j = sum_i P_ij dO_i and dK_j = scale * sum_i dS'_ij Q_i over the group's query heads, per key block. */
-static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a, ladder_dtype rt) {
+static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a) {
     const ladder_attention_problem *p = &fp->attn;
     const units u = units_of(fp, a);
     const float scale = (float)ladder_attention_scale(p), cap = (float)p->softcap;
@@ -300,12 +251,10 @@ static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash
                             const float *kj = K + (j - j0) * D;
                             const float S = score(p, scale, q, kj), P = expf(S - L);
                             const float dP = dot(dO, V + (j - j0) * Dv, Dv);
-                            /* dS from the unrounded P, then each rounded (rt f32: not at all) */
-                            const float dS = rounded(P * (dP - Delta) * ladder_attn_softcap_grad(S, cap), rt);
-                            const float Pr = rounded(P, rt);
+                            const float dS = P * (dP - Delta) * ladder_attn_softcap_grad(S, cap);
                             /* forward: O_i += P_ij V_j and S_ij = scale * Q_i . K_j, so V_j collects P_ij dO_i and
                              * K_j collects scale * dS'_ij Q_i, from every query row (and head) that sees it */
-                            for (int64_t e = 0; e < Dv; e++) dvb[(j - j0) * Dv + e] += Pr * dO[e];
+                            for (int64_t e = 0; e < Dv; e++) dvb[(j - j0) * Dv + e] += P * dO[e];
                             for (int64_t e = 0; e < D; e++) dkb[(j - j0) * D + e] += scale * dS * q[e];
                         }
                     }
@@ -314,11 +263,7 @@ static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash
     return st;
 }
 
-ladder_status flash_bwd_cpu_emulating(const ladder_flash_problem *p, const ladder_flash_args *a, ladder_dtype round) {
-    LADDER_TRY(dq_cpu(p, a, round));
-    return dkdv_cpu(p, a, round);
-}
-
 ladder_status flash_bwd_cpu(const ladder_flash_problem *p, const ladder_flash_args *a) {
-    return flash_bwd_cpu_emulating(p, a, LADDER_F32);
+    LADDER_TRY(dq_cpu(p, a));
+    return dkdv_cpu(p, a);
 }

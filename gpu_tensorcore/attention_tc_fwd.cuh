@@ -21,7 +21,7 @@
 #define LADDER_GPU_TENSORCORE_ATTENTION_TC_FWD_CUH
 
 #include "attention_tc.cuh"
-#include "flash_rungs.h"
+#include "attention_tc_reference.h"
 
 namespace attn_tc {
 
@@ -33,7 +33,7 @@ template <class Pol, int HD, int HDV> struct fwd_cfg {
     static constexpr int WARPS = 4, THREADS = 32 * WARPS, BR = 16 * MT * WARPS;
     /* keys per tile: 64 up to a head dim of 128 (at 128, S's 64 fp32 registers per lane beside O's 128: 255 in
      * all, no spill); 32 above; the tests' emulation of this rung rounds P per tile of the same size (the macro) */
-    static constexpr int BC = LADDER_FLASH_TC_FWD_KEYS(HD, HDV);
+    static constexpr int BC = LADDER_ATTN_TC_FWD_KEYS(HD, HDV);
     static constexpr int LDQ = HD + 8, LDV = HDV + 8;             /* shared-memory row strides, in elements */
     static constexpr int LDB = BC + 8; /* the bias tile's row stride (the hooks only) */
     /* Q, K, V tiles; each row's key range [lo, hi); with the hooks, the bias tile that rides with K */

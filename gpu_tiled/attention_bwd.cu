@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
                 const int r = t8 + LANES * kk;
                 int64_t lo, hi;
                 ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
-                const bool seen = c < keys && j0 + c >= lo && j0 + c < hi;
+                const bool seen = c < keys && r < rows && j0 + c >= lo && j0 + c < hi;
                 float *P = Ps + c * (BR + 1) + r, *dS = dSs + c * (BR + 1) + r;
                 const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
                 const int64_t qi = seq.q0 + i0 + r, kj = seq.k0 + j0 + c;

@@ -3,8 +3,9 @@
  * (chapter 3, "Comparing the tensor-core rung"), and the comparison against it still catches a wrong element.
  * Everything here runs on the CPU:
  *   - at the case that failed on the H100 (bf16, D = 40: dk's element rule broke, got 0.00463867 want 0.0212039),
- *     the emulating cpu rung gives the H100's value, and the plain cpu rung, checked against it, breaks the element
- *     rule exactly as the tensor-core rung did: rounding P and dS explains that failure, with rel_l2 well inside;
+ *     the reference (common/attention_tc_reference.h) gives the H100's value, and the plain cpu rung, checked
+ *     against it, breaks the element rule exactly as the tensor-core rung did: rounding P and dS explains that
+ *     failure, with rel_l2 well inside;
  *   - the emulation rounds measurably (every output moves) and only by rounding (rel_l2 well inside tol), in bf16
  *     and fp16;
  *   - one wrong element in a result that matches the emulated reference is caught, at the element it is;

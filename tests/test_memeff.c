@@ -11,6 +11,7 @@
  * 5. bias.npy may hold any broadcastable shape, and dbias.npy comes back in that shape.
  * 6. Deterministic mode repeats bitwise 20 times, dbias of a broadcast bias included.
  * 7. A bias of -inf masks: a row of it is fully masked (o = 0, lse = -inf, zero gradients), and nothing is NaN.
+ * 8. A NaN input row gives NaN (lse and o), never the fully-masked row's -inf.
  */
 #include <math.h>
 #include <stdio.h>
@@ -356,6 +357,41 @@ ParameterizedTest(const test_case *t, memeff, a_minus_inf_bias_masks) {
         cr_assert(ladder_tensor_get(dq, ladder_tensor_offset(dq, at)) == 0.0, "%s: the masked row's dq is not 0",
                   ladder_rung_name(t->rung));
     }
+    ladder_result_free(&r);
+    ladder_case_free(&c);
+}
+
+/* ---- 8. a NaN input stays visible: its row's lse and o are NaN, never the fully-masked marker -inf ------------- */
+
+ParameterizedTestParameters(memeff, a_nan_row_is_no_masked_row) {
+    static const ladder_memeff_problem ps[] = {
+        {.attn = {.B = 1, .Hq = 2, .Hkv = 1, .Sq = 9, .Sk = 33, .D = 16, .Dv = 8,
+                  .mask = {.causal = LADDER_CAUSAL_NONE, .window_left = -1, .window_right = -1}},
+         .dropout_p = 0.1, .philox_seed = 1},
+    };
+    static ladder_case_opts opts[1];
+    opts[0] = (ladder_case_opts){.with = 1u << T(&ladder_memeff_algo, "bias"), .broadcast = 6u};
+    return every_rung(ps, opts, 1);
+}
+
+ParameterizedTest(const test_case *t, memeff, a_nan_row_is_no_masked_row) {
+    harness_require_rung(t);
+    ladder_case c;
+    test_make(t, &c);
+    ladder_tensor *q = &c.t[T(&ladder_memeff_algo, "q")];
+    const int64_t at[4] = {0, 1, 4, 3}; /* one element of row 4 of head 1 */
+    ladder_tensor_set(q, ladder_tensor_offset(q, at), NAN);
+    ladder_result r;
+    const ladder_run_opts fwd = {.forward_only = true};
+    cr_assert_eq(ladder_run(t->rung, t->dtype, &c, &fwd, &r), LADDER_OK, "%s", ladder_last_error());
+    const ladder_tensor *lse = &r.t[T(&ladder_memeff_algo, "lse")], *o = &r.t[T(&ladder_memeff_algo, "o")];
+    const int64_t row[3] = {0, 1, 4}, other[3] = {0, 1, 5}, o_at[4] = {0, 1, 4, 0};
+    const double got = ladder_tensor_get(lse, ladder_tensor_offset(lse, row));
+    cr_assert(isnan(got), "%s: the NaN row's lse is %g, not NaN", ladder_rung_name(t->rung), got);
+    cr_assert(isnan(ladder_tensor_get(o, ladder_tensor_offset(o, o_at))), "%s: the NaN row's o is not NaN",
+              ladder_rung_name(t->rung));
+    cr_assert(isfinite(ladder_tensor_get(lse, ladder_tensor_offset(lse, other))), "%s: the NaN spread to row 5",
+              ladder_rung_name(t->rung));
     ladder_result_free(&r);
     ladder_case_free(&c);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Turn build/ into a lean bundle for a GPU machine that has no package manager:
-# the binaries, libladder.so (every kernel, once) and the shared libraries they need (all found
-# through the $ORIGIN/../lib rpath), the two run scripts, and the commit it was built from.
+# the binaries, libladder.so (every kernel, once; gzipped, unpacked by the run scripts) and the shared
+# libraries they need (all found through the $ORIGIN/../lib rpath), the two run scripts, and the commit it
+# was built from.
 # Objects stay in obj/.
 #   tools/make-gpu-bundle.sh BUILD_DIR
 set -euo pipefail
@@ -14,7 +15,7 @@ echo "$commit" >"$build/COMMIT"
 # every shared library the binaries load (the rpath is a DT_RPATH, so it also serves the libraries
 # that those libraries load), except the C runtime the GPU machine has itself. Whatever else is in
 # lib/ (a library from an earlier bundle) must not ride along.
-find "$build/lib" -mindepth 1 ! -name libladder.so -delete
+find "$build/lib" -mindepth 1 ! -name libladder.so -delete # (libladder.so.gz too: it is made again below)
 for bin in "$build"/bin/*; do
     ldd "$bin" | awk '/=> \//{print $3}'
 done | sort -u | while read -r lib; do
@@ -31,6 +32,10 @@ for bin in "$build"/bin/*; do
     fi
 done
 install -m 755 tools/gpu/run-gpu-tests.sh tools/gpu/run-gpu-bench.sh "$build/"
+
+# The kernels' device code is most of libladder.so and compresses about five times: it travels as
+# lib/libladder.so.gz, which the run scripts unpack where it is not unpacked yet.
+gzip -6 -f "$build/lib/libladder.so"
 
 size=$(du -sm "$build" | cut -f1)
 echo "gpu-bundle: $build is ${size} MiB, commit $commit"

@@ -18,6 +18,7 @@ summary=/tmp/logs/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
 
+[[ -f build/lib/libladder.so ]] || gzip -dkf build/lib/libladder.so.gz # the bundle carries it gzipped
 say "bundle commit: $(cat build/COMMIT)"
 say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
 for step in $steps; do
@@ -74,7 +75,9 @@ for step in $steps; do
         ;;
     ab)
         mkdir -p /tmp/base/bin /tmp/base/lib "$out/ab"
-        cp .baseline/bin/ladder /tmp/base/bin/ && xz -dc .baseline/lib/libladder.so.xz >/tmp/base/lib/libladder.so
+        cp .baseline/bin/ladder /tmp/base/bin/ &&
+            python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' \
+                .baseline/lib/libladder.so.xz >/tmp/base/lib/libladder.so
         for lib in build/lib/*; do [[ $(basename "$lib") == libladder.so ]] || cp "$lib" /tmp/base/lib/; done
         for round in 1 2; do
             for who in new base; do

@@ -4,6 +4,8 @@
 # The bf16 GEMM ceiling is measured with PyTorch when it is installed (8192^3, median of 20).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# the bundle carries the library gzipped (tools/make-gpu-bundle.sh)
+[[ -f $here/lib/libladder.so ]] || gzip -dkf "$here/lib/libladder.so.gz"
 out=${1:?usage: run-gpu-bench.sh OUTDIR [options]}
 shift
 export LADDER_COMMIT=$(cat "$here/COMMIT")

@@ -7,6 +7,8 @@
 #   LADDER_TEST_ALGO=recurrent build/run-gpu-tests.sh     (the generic suites' cases of these algorithms only)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# the bundle carries the library gzipped (tools/make-gpu-bundle.sh)
+[[ -f $here/lib/libladder.so ]] || gzip -dkf "$here/lib/libladder.so.gz"
 fail() {
     echo "run-gpu-tests: FAIL: $*" >&2
     exit 1

@@ -237,6 +237,7 @@ Test(tool, run_varlen2_packs_keys_apart) {
     read_output("stdout", out, sizeof out);
     cr_assert_not_null(strstr(out, "Sq=8 Sk=9"), "stdout '%s' should show Sq = 3+0+5 and Sk = 7+2+0", out);
     cr_assert_not_null(strstr(out, "varlen2 7,2,0"), "stdout '%s' should name the key lengths", out);
+    cr_assert_not_null(strstr(out, "scale=0.353553391 (1/sqrt(D))"), "stdout '%s' should show the scale used", out);
 }
 
 /* A rung asked for by name that cannot run here is a usage error, never "ok". */
@@ -394,6 +395,22 @@ Test(tool, in_warns_about_files_it_does_not_use) {
     run_in("flash", 0, out, sizeof out, err, sizeof err); /* o.npy and lse.npy are there now */
     cr_assert_null(strstr(err, "read o.npy"), "stderr '%s' should not warn about flash's own outputs", err);
     cr_assert_null(strstr(err, "read lse.npy"), "stderr '%s' should not warn about flash's own outputs", err);
+}
+
+/* An output this run did not write, left by an earlier run in the same folder, is named in a warning. */
+Test(tool, in_warns_about_outputs_of_an_earlier_run) {
+    int64_t btd[3] = {1, 8, 4}, btdw[4] = {1, 8, 4, 3};
+    write_random("x", LADDER_F32, 3, btd, 1);
+    write_random("kernels", LADDER_F32, 4, btdw, 2);
+    write_random("dout", LADDER_F32, 3, btd, 3);
+    char out[4096], err[4096], path[128];
+    run_in("dynconv", 0, out, sizeof out, err, sizeof err);
+    cr_assert_null(strstr(err, "earlier run"), "stderr '%s': every output was written", err);
+    snprintf(path, sizeof path, "%s/dout.npy", dir);
+    cr_assert_eq(unlink(path), 0);
+    run_in("dynconv", 0, out, sizeof out, err, sizeof err); /* forward only now: dx.npy and dkernels.npy are old */
+    cr_assert_not_null(strstr(err, "dx.npy is from an earlier run"), "stderr: '%s'", err);
+    cr_assert_not_null(strstr(err, "dkernels.npy is from an earlier run"), "stderr: '%s'", err);
 }
 
 /* A symlink whose target is gone, standing where an optional input goes, is an error, not an absent file. */

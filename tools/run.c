@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tool.h"
 
@@ -137,8 +138,8 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
         fprintf(stderr, "ladder: %s\n", ladder_last_error());
         return TOOL_USAGE;
     }
-    char shape[256];
-    ladder_problem_str(algo, c.problem, shape, sizeof shape);
+    char shape[512];
+    ladder_problem_describe(algo, c.problem, shape, sizeof shape); /* the scale the kernels use, not 0 */
     printf("%s  %s%s%s%s%s  seed %llu\n", algo->name, shape, o->varlen ? "  varlen " : "", o->varlen ? o->varlen : "",
            o->varlen2 ? "  varlen2 " : "", o->varlen2 ? o->varlen2 : "", (unsigned long long)o->seed);
     printf("%-15s %-5s %9s %9s %9s %9s %8s %8s %11s  %s\n", "rung", "dtype", "fwd ms", "bwd ms", "fwd GB/s",
@@ -222,6 +223,18 @@ static int sizes_agree(const ladder_algo *algo, const tool_opts *o, const ladder
     return TOOL_OK;
 }
 
+/* An output file this run did not write (a forward-only run beside an earlier run's dq.npy) is named: it would
+ * otherwise pass for this run's. */
+static void warn_stale_outputs(const ladder_algo *algo, const ladder_result *res, const char *dir) {
+    for (int i = 0; i < algo->n_tensors; i++) {
+        if (!(algo->tensors[i].role & (LADDER_OUT_FWD | LADDER_OUT_BWD)) || res->t[i].data) continue;
+        char path[4096];
+        int n = snprintf(path, sizeof path, "%s/%s.npy", dir, algo->tensors[i].name);
+        if (n > 0 && (size_t)n < sizeof path && access(path, F_OK) == 0)
+            fprintf(stderr, "ladder: warning: %s is from an earlier run: this one did not write it\n", path);
+    }
+}
+
 int tool_run_npy(const ladder_algo *algo, const tool_opts *o) {
     ladder_rung rung = LADDER_RUNG_CPU;
     int chosen = 0;
@@ -270,10 +283,13 @@ int tool_run_npy(const ladder_algo *algo, const tool_opts *o) {
     if (st != LADDER_OK) rc = report_failure(st);
     else {
         char written[2048];
-        st = ladder_result_write_dir(&c, &res, o->out_dir ? o->out_dir : o->in_dir, written, sizeof written);
+        const char *out_dir = o->out_dir ? o->out_dir : o->in_dir;
+        st = ladder_result_write_dir(&c, &res, out_dir, written, sizeof written);
         if (st != LADDER_OK) rc = report_failure(st);
-        else
+        else {
             for (char *line = strtok(written, "\n"); line; line = strtok(NULL, "\n")) printf("wrote %s\n", line);
+            warn_stale_outputs(algo, &res, out_dir);
+        }
         ladder_result_free(&res);
     }
     ladder_case_free(&rounded);

@@ -35,17 +35,24 @@ namespace {
  * end and for fully masked rows, so P = 0 there. MASKED: 0 outside the row's key range too, where the hooks
  * are not called (they would look outside the sequence). @p sink: this pass writes dS to the bias's gradient.
  */
-template <bool MASKED>
+template <bool HOOKS, bool MASKED>
 __device__ __forceinline__ void p_and_ds(const args &a, const float *Qrow, const float *Krow, const float *dOrow,
                                          const float *Vrow, float L, float Delta, bool seen, int64_t b, int64_t h,
                                          int64_t qi, int64_t kj, bool sink, float *P, float *dS) {
+    if constexpr (!HOOKS) { /* flash: no branch around the element */
+        const float S = ladder_attn_softcap(a.scale * dot(Qrow, Krow, a.D), a.softcap);
+        const float p = MASKED && !seen ? 0.0f : expf(S - L);
+        *P = p;
+        *dS = p * (dot(dOrow, Vrow, a.Dv) - Delta) * ladder_attn_softcap_grad(S, a.softcap);
+        return;
+    }
     if (MASKED && !seen) {
         *P = *dS = 0.0f;
         return;
     }
     float slope;
-    const float S = score(a, dot(Qrow, Krow, a.D), b, h, qi, kj, &slope);
-    const float p = expf(S - L), f = keep(a, b, h, qi, kj);
+    const float S = score<HOOKS>(a, dot(Qrow, Krow, a.D), b, h, qi, kj, &slope);
+    const float p = expf(S - L), f = keep<HOOKS>(a, b, h, qi, kj);
     const float ds = p * (dot(dOrow, Vrow, a.Dv) * f - Delta);
     *P = p * f;
     *dS = ds * slope;
@@ -67,7 +74,7 @@ __device__ void load_stats(const args &a, float *Ls, float *Ds, int64_t b, int64
  * t8, t8+8, ... in registers. With atomic_dq (a uniform branch, so one compiled kernel serves both modes) the
  * block also adds scale * dS^T K into dQ.
  */
-template <int NC>
+template <bool HOOKS, int NC>
 __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bool atomic_dq) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
@@ -108,8 +115,8 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
                 float *P = Ps + c * (BR + 1) + r, *dS = dSs + c * (BR + 1) + r;
                 const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
                 const int64_t qi = seq.q0 + i0 + r, kj = seq.k0 + j0 + c;
-                if (full) p_and_ds<false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
-                else p_and_ds<true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
+                if (full) p_and_ds<HOOKS, false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
+                else p_and_ds<HOOKS, true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
             }
             __syncthreads(); /* dQ below reads other keys' dS */
             /* dV_c += sum_r P_rc dO_r and dK_c += sum_r dS'_rc Q_r (scale applied at the end) */
@@ -150,7 +157,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
  * 3. Deterministic dQ: one block per (query tile, head h, batch row b). Thread (r, t8) owns row r's dQ
  * columns t8, t8+8, ...; the key tiles stream past in order, so every sum runs in the same order every run.
  */
-template <int NC>
+template <bool HOOKS, int NC>
 __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
@@ -187,8 +194,8 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
             float P, *dS = dSs + r * (BC + 1) + c;
             const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
             const int64_t qi = seq.q0 + i0 + r, kj = seq.k0 + j0 + c;
-            if (full) p_and_ds<false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
-            else p_and_ds<true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
+            if (full) p_and_ds<HOOKS, false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
+            else p_and_ds<HOOKS, true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
         }
         __syncwarp(); /* row r's dS was written by its 8 lanes, all in this warp */
 #pragma unroll
@@ -207,7 +214,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
         if (t8 + LANES * k < a.D) dq[t8 + LANES * k] = a.scale * acc[k];
 }
 
-template <int NC> ladder_status run(const args &a, bool deterministic) {
+template <bool HOOKS, int NC> ladder_status run(const args &a, bool deterministic) {
     const int64_t rows = a.B * a.Hq * a.Sq;
     LADDER_TRY(ladder_attn_delta<float>(a, a.dout.p, a.dout.s, a.o, a.delta));
     const size_t tiles = sizeof(float) * (size_t)((BR + BC) * (a.D + 1) + (BR + BC) * (a.Dv + 1) + 2 * BR);
@@ -215,14 +222,14 @@ template <int NC> ladder_status run(const args &a, bool deterministic) {
     const size_t kv_smem = tiles + sizeof(float) * 2 * BC * (BR + 1);
     /* atomics add into dQ: it starts at zero (fully masked rows stay so) */
     if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq, 0, sizeof(float) * (size_t)(rows * a.D)));
-    LADDER_TRY(ladder_allow_smem(attn_bwd_dkdv_tiled_kernel<NC>, kv_smem));
-    attn_bwd_dkdv_tiled_kernel<NC><<<kv_grid, THREADS, kv_smem>>>(a, !deterministic);
+    LADDER_TRY(ladder_allow_smem(attn_bwd_dkdv_tiled_kernel<HOOKS, NC>, kv_smem));
+    attn_bwd_dkdv_tiled_kernel<HOOKS, NC><<<kv_grid, THREADS, kv_smem>>>(a, !deterministic);
     LADDER_LAUNCH_CHECK("attn_bwd_dkdv_tiled_kernel");
     if (!deterministic) return LADDER_OK;
     const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
     const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1);
-    LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tiled_kernel<NC>, q_smem));
-    attn_bwd_dq_tiled_kernel<NC><<<q_grid, THREADS, q_smem>>>(a);
+    LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tiled_kernel<HOOKS, NC>, q_smem));
+    attn_bwd_dq_tiled_kernel<HOOKS, NC><<<q_grid, THREADS, q_smem>>>(a);
     LADDER_LAUNCH_CHECK("attn_bwd_dq_tiled_kernel");
     return LADDER_OK;
 }
@@ -234,11 +241,10 @@ ladder_status bwd(args a, bool deterministic) {
     ladder_scratch delta;
     LADDER_TRY(delta.alloc(sizeof(float) * (size_t)(a.B * a.Hq * a.Sq)));
     a.delta = (float *)delta.ptr;
-    switch (cols_per_thread(a.D, a.Dv)) {
-    case 8: return run<8>(a, deterministic);
-    case 16: return run<16>(a, deterministic);
-    default: return run<32>(a, deterministic);
-    }
+    const int cols = cols_per_thread(a.D, a.Dv);
+    if (hooks_on(a))
+        return cols == 8 ? run<true, 8>(a, deterministic) : cols == 16 ? run<true, 16>(a, deterministic) : run<true, 32>(a, deterministic);
+    return cols == 8 ? run<false, 8>(a, deterministic) : cols == 16 ? run<false, 16>(a, deterministic) : run<false, 32>(a, deterministic);
 }
 
 } // namespace attn_tiled

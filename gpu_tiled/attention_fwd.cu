@@ -27,7 +27,7 @@ namespace {
  * the score hook of S = scale * Q_r . K_c; with MASKED, -inf where row i may not see key j0 + c. A row past the
  * tile's end (not @p valid) gets plain q.k of its zero Q row: the hooks never look outside the sequence.
  */
-template <bool MASKED>
+template <bool HOOKS, bool MASKED>
 __device__ __forceinline__ void scores(const args &a, const float *Qs, const float *Ks, int ld, int r, int t8,
                                        bool valid, int64_t b, int64_t h, int64_t qi, int64_t k0, int64_t j0,
                                        int64_t lo, int64_t hi, float (&S)[BC / LANES]) {
@@ -35,15 +35,17 @@ __device__ __forceinline__ void scores(const args &a, const float *Qs, const flo
     for (int kk = 0; kk < BC / LANES; kk++) {
         const int c = t8 + LANES * kk;
         const float qk = dot(Qs + r * ld, Ks + c * ld, a.D);
-        float slope;
-        if (MASKED && !(j0 + c >= lo && j0 + c < hi)) S[kk] = -INFINITY;
-        else S[kk] = valid ? score(a, qk, b, h, qi, k0 + j0 + c, &slope) : qk;
+        float slope, x;
+        if constexpr (HOOKS) x = valid ? score<HOOKS>(a, qk, b, h, qi, k0 + j0 + c, &slope) : qk;
+        else x = ladder_attn_softcap(a.scale * qk, a.softcap);
+        if (MASKED && !(j0 + c >= lo && j0 + c < hi)) x = -INFINITY;
+        S[kk] = x;
     }
 }
 
 /* One block per (query tile, head h, batch row b); thread (r, t8) owns row r and O columns t8, t8+8, ... */
-template <int NV>
-__global__ void __launch_bounds__(THREADS) attn_fwd_tiled_kernel(args a) {
+template <bool HOOKS, int NV>
+__global__ void __launch_bounds__(THREADS, 1) attn_fwd_tiled_kernel(args a) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
     float *Qs = smem, *Ks = Qs + BR * ld, *Vs = Ks + BC * ld, *Ps = Vs + BC * ldv; /* Ps: [BR][BC+1] */
@@ -75,8 +77,8 @@ __global__ void __launch_bounds__(THREADS) attn_fwd_tiled_kernel(args a) {
 
         /* a tile inside every row's range needs no mask: only the diagonal (and window-edge) tiles do */
         float S[BC / LANES];
-        if (j0 >= kb.all_lo && j0 + BC <= kb.all_hi) scores<false>(a, Qs, Ks, ld, r, t8, valid, b, h, qi, seq.k0, j0, lo, hi, S);
-        else scores<true>(a, Qs, Ks, ld, r, t8, valid, b, h, qi, seq.k0, j0, lo, hi, S);
+        if (j0 >= kb.all_lo && j0 + BC <= kb.all_hi) scores<HOOKS, false>(a, Qs, Ks, ld, r, t8, valid, b, h, qi, seq.k0, j0, lo, hi, S);
+        else scores<HOOKS, true>(a, Qs, Ks, ld, r, t8, valid, b, h, qi, seq.k0, j0, lo, hi, S);
 
         /* online softmax: m_new = max(m, this tile's max); rescale what was summed under the old max by alpha */
         float tile_max = -INFINITY;
@@ -93,7 +95,7 @@ __global__ void __launch_bounds__(THREADS) attn_fwd_tiled_kernel(args a) {
             const float P = expf(S[kk] - ms);
             const int c = t8 + LANES * kk;
             /* the row sum counts P; V meets P after dropout (the hook's factor, 1 without dropout) */
-            Ps[r * (BC + 1) + c] = P * keep(a, b, h, qi, seq.k0 + j0 + c);
+            Ps[r * (BC + 1) + c] = P * keep<HOOKS>(a, b, h, qi, seq.k0 + j0 + c);
             tile_sum += P;
         }
         l = alpha * l + row_sum(tile_sum);
@@ -121,10 +123,10 @@ __global__ void __launch_bounds__(THREADS) attn_fwd_tiled_kernel(args a) {
     if (t8 == 0) a.lse[row] = ladder_attn_lse(m, l);
 }
 
-template <int NV> ladder_status launch(const args &a, dim3 grid) {
+template <bool HOOKS, int NV> ladder_status launch(const args &a, dim3 grid) {
     const size_t smem = sizeof(float) * (size_t)((BR + BC) * (a.D + 1) + BC * (a.Dv + 1) + BR * (BC + 1));
-    LADDER_TRY(ladder_allow_smem(attn_fwd_tiled_kernel<NV>, smem));
-    attn_fwd_tiled_kernel<NV><<<grid, THREADS, smem>>>(a);
+    LADDER_TRY(ladder_allow_smem(attn_fwd_tiled_kernel<HOOKS, NV>, smem));
+    attn_fwd_tiled_kernel<HOOKS, NV><<<grid, THREADS, smem>>>(a);
     LADDER_LAUNCH_CHECK("attn_fwd_tiled_kernel");
     return LADDER_OK;
 }
@@ -133,11 +135,9 @@ template <int NV> ladder_status launch(const args &a, dim3 grid) {
 
 ladder_status fwd(const args &a) {
     const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
-    switch (cols_per_thread(a.D, a.Dv)) {
-    case 8: return launch<8>(a, grid);
-    case 16: return launch<16>(a, grid);
-    default: return launch<32>(a, grid);
-    }
+    const int cols = cols_per_thread(a.D, a.Dv);
+    if (hooks_on(a)) return cols == 8 ? launch<true, 8>(a, grid) : cols == 16 ? launch<true, 16>(a, grid) : launch<true, 32>(a, grid);
+    return cols == 8 ? launch<false, 8>(a, grid) : cols == 16 ? launch<false, 16>(a, grid) : launch<false, 32>(a, grid);
 }
 
 } // namespace attn_tiled

@@ -120,8 +120,20 @@ ParameterizedTest(const test_case *t, memeff, equals_flash_without_bias_or_dropo
     const ladder_flash_problem fp = {.attn = mp->attn, .deterministic = mp->deterministic};
     const ladder_case_opts fo = {.seed = t->opts.seed, .strided = t->opts.strided};
     cr_assert_eq(ladder_case_make(&f, &ladder_flash_algo, &fp, &fo), LADDER_OK, "%s", ladder_last_error());
-    const char *shared[] = {"q", "k", "v", "do"}; /* flash runs on memeff's inputs (views; memeff's case owns them) */
-    for (int i = 0; i < 4; i++) f.t[T(&ladder_flash_algo, shared[i])] = m.t[T(&ladder_memeff_algo, shared[i])];
+    /* flash runs on memeff's input values, copied into its own case (whose views and NaN padding the rounding
+     * and the device mirror know): element by element through both cases' strides */
+    const char *shared[] = {"q", "k", "v", "do"};
+    for (int i = 0; i < 4; i++) {
+        const ladder_tensor *from = &m.t[T(&ladder_memeff_algo, shared[i])];
+        ladder_tensor *to = &f.t[T(&ladder_flash_algo, shared[i])];
+        const int64_t *n = from->shape;
+        for (int64_t x = 0; x < n[0] * n[1] * n[2] * n[3]; x++) {
+            const int64_t ix[4] = {x / (n[1] * n[2] * n[3]), x / (n[2] * n[3]) % n[1], x / n[3] % n[2], x % n[3]};
+            int64_t at_from = 0, at_to = 0;
+            for (int d = 0; d < 4; d++) at_from += ix[d] * from->strides[d], at_to += ix[d] * to->strides[d];
+            ladder_tensor_set(to, at_to, ladder_tensor_get(from, at_from));
+        }
+    }
     ladder_result rm, rf;
     test_run(t, t->rung, t->dtype, &m, &rm);
     test_run(t, t->rung, t->dtype, &f, &rf);

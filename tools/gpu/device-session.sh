@@ -5,8 +5,9 @@
 # a summary is printed last.
 #   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|ab|ncu]...
 #   (default: tests sanitize sass labs bench)
-#   ab: AB_ALGO's sweep (default flash) at gpu_tiled and gpu_tensorcore, this bundle and a baseline library in
-#   .baseline/ (bin/ladder and lib/libladder.so.xz, carried along) alternately, twice each, in one lease.
+#   ab: AB_ALGO's sweep (default flash) at AB_RUNGS (default gpu_tiled gpu_tensorcore), this bundle and a baseline
+#   library in .baseline/ (bin/ladder and lib/libladder.so.xz, carried along) alternately, AB_ROUNDS (default 2)
+#   times each, in one lease.
 #   SAN_TOOLS (default: memcheck racecheck synccheck), SAN_ALGOS (default: every algorithm) and SAN_TIMEOUT
 #   (seconds per tool, default 300) shape the sanitizer step; one device call holds 10 minutes, so the three
 #   tools may need a call each.
@@ -79,11 +80,13 @@ for step in $steps; do
             python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' \
                 .baseline/lib/libladder.so.xz >/tmp/base/lib/libladder.so
         for lib in build/lib/*; do [[ $(basename "$lib") == libladder.so ]] || cp "$lib" /tmp/base/lib/; done
-        for round in 1 2; do
+        rungs=()
+        for r in ${AB_RUNGS:-gpu_tiled gpu_tensorcore}; do rungs+=(--rung "$r"); done
+        for ((round = 1; round <= ${AB_ROUNDS:-2}; round++)); do
             for who in new base; do
                 bin=build/bin/ladder
                 [[ $who == base ]] && bin=/tmp/base/bin/ladder
-                $bin bench "${AB_ALGO:-flash}" --rung gpu_tiled --rung gpu_tensorcore --out "/tmp/ab-$who-$round" \
+                $bin bench "${AB_ALGO:-flash}" "${rungs[@]}" --out "/tmp/ab-$who-$round" \
                     >"/tmp/logs/ab-$who-$round.log" 2>&1
                 say "ab $who round $round: exit $?"
                 cp "/tmp/ab-$who-$round"/*.csv "$out/ab/$who-$round.csv" 2>/dev/null

@@ -35,10 +35,10 @@ __device__ __forceinline__ void scores(const args &a, const float *Qs, const flo
     for (int kk = 0; kk < BC / LANES; kk++) {
         const int c = t8 + LANES * kk;
         const float qk = dot(Qs + r * ld, Ks + c * ld, a.D);
+        const bool in = !MASKED || (j0 + c >= lo && j0 + c < hi);
         float slope, x;
-        if constexpr (HOOKS) x = valid ? score<HOOKS>(a, qk, b, h, qi, k0 + j0 + c, &slope) : qk;
-        else x = ladder_attn_softcap(a.scale * qk, a.softcap);
-        if (MASKED && !(j0 + c >= lo && j0 + c < hi)) x = -INFINITY;
+        if constexpr (HOOKS) x = !in ? -INFINITY : valid ? score<HOOKS>(a, qk, b, h, qi, k0 + j0 + c, &slope) : qk;
+        else x = in ? ladder_attn_softcap(a.scale * qk, a.softcap) : -INFINITY;
         S[kk] = x;
     }
 }

@@ -32,6 +32,13 @@ for bin in "$build"/bin/*; do
     fi
 done
 install -m 755 tools/gpu/run-gpu-tests.sh tools/gpu/run-gpu-bench.sh "$build/"
+# pytest for the Python module's GPU tests (tools/gpu/device-session.sh python), as wheels: the GPU machine has no
+# package index. Pure-Python wheels, so any python3 there takes them; skipped, and said, where none can be fetched.
+rm -rf "$build/wheels"
+if ! python3 -m pip download -q --disable-pip-version-check -d "$build/wheels" pytest >/dev/null 2>&1; then
+    rm -rf "$build/wheels"
+    echo "gpu-bundle: pytest's wheels could not be fetched: the GPU machine's python3 must have pytest for the Python tests"
+fi
 
 # The kernels' device code is most of libladder.so and compresses about five times: it travels as
 # lib/libladder.so.gz, which the run scripts unpack where it is not unpacked yet.

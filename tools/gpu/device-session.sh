@@ -61,7 +61,7 @@ for step in $steps; do
     python)
         # python/ladder at every GPU rung with PyTorch (against scaled_dot_product_attention and autograd), and
         # its cpu-rung tests; the library and the program are the bundle's. The machine has no package index:
-        # pytest comes from wheels carried in build/wheels (pip download pytest -d build/wheels) when it is missing
+        # pytest comes from the wheels make gpu-bundle put in build/wheels when it is missing
         python3 -c 'import pytest' 2>/dev/null || pip install -q --no-index build/wheels/*.whl >/dev/null 2>&1
         LADDER_LIB=build/lib/libladder.so LADDER_BIN=build/bin/ladder PYTHONPATH=python \
             python3 -m pytest -q -rs -p no:cacheprovider python/tests >/tmp/logs/python.log 2>&1

@@ -82,9 +82,11 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
     float *Ps = dOs + BR * ldv, *dSs = Ps + BC * (BR + 1), *Ls = dSs + BC * (BR + 1), *Ds = Ls + BR;
     int64_t s, j0;
     if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, blockIdx.x, &s, &j0)) return; /* the whole block */
-    const int64_t hk = blockIdx.y, b = blockIdx.z, group = a.Hq / a.Hkv;
+    /* ints where they fit (Hq, B <= 65535; a tile's keys and rows <= 32): at 32 columns a thread holds 64 floats of
+     * dK and dV, and with the hooks 64-bit copies of these spilled registers on sm_80 */
+    const int hk = (int)blockIdx.y, b = (int)blockIdx.z, group = (int)(a.Hq / a.Hkv);
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
-    const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
+    const int keys = (int)(seq.Lk - j0 < BC ? seq.Lk - j0 : BC);
     const int c = threadIdx.x / LANES, t8 = threadIdx.x % LANES;
 
     load_rows<BC>(Ks, ld, a.k, b, hk, seq.k0 + j0, keys, a.D);
@@ -93,9 +95,9 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
 #pragma unroll
     for (int k = 0; k < NC; k++) dk[k] = dv[k] = 0.0f;
 
-    for (int64_t h = hk * group; h < (hk + 1) * group; h++)
+    for (int h = hk * group; h < (hk + 1) * group; h++)
         for (int64_t i0 = 0; i0 < seq.Lq; i0 += BR) {
-            const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
+            const int rows = (int)(seq.Lq - i0 < BR ? seq.Lq - i0 : BR);
             const ladder_attn_block kb = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
             if (kb.hi <= j0 || kb.lo >= j0 + keys) continue; /* the ranges move right: no row sees this tile */
             const bool full = j0 >= kb.all_lo && j0 + BC <= kb.all_hi && rows == BR;

@@ -83,7 +83,7 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     ladder_case_opts co;
     if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return TOOL_USAGE;
     if (!o->with) co.with = with; /* the bench problem's optional tensors, unless --with gives others */
-    char shape[128];
+    char shape[320];
     ladder_problem_str(algo, problem, shape, sizeof shape);
     with_str(algo, co.with, shape, sizeof shape);
     const double t0 = tool_now_ms();

@@ -1,6 +1,6 @@
 /**
  * @file attention.h
- * @brief What every softmax-attention algorithm shares (flash now; memeff and flex later): the problem, the
+ * @brief What every softmax-attention algorithm shares (flash and memeff; flex later): the problem, the
  *        GQA head map, the mask, the LSE and fully-masked-row rules, the Delta preprocess and the FLOP counts.
  *
  * For each sequence, query row i (0..Lq-1) and key j (0..Lk-1), with s = scale * q_i . k_j:

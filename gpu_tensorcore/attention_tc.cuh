@@ -121,7 +121,7 @@ inline head_dims pick_head_dims(int64_t D, int64_t Dv) {
  * keeps one column and steps down the rows: its first source address and the step between its rows are
  * computed once, and each chunk costs a pointer add, a compare and the copy. Computing a 64-bit address per
  * chunk from a signed x / CHUNKS took about 25 instructions a chunk, a quarter of the forward's key loop (the
- * profile in chapter 3). Any other layout goes element by element.
+ * profile in docs/results/h100-2026-11-28-notes-flash.md). Any other layout goes element by element.
  */
 template <int ROWS, int COLS, int THREADS>
 __device__ __forceinline__ void load_tile(uint16_t *smem, int ld, const view4 &t, int64_t b, int64_t h, int64_t r0,

@@ -2,7 +2,7 @@
  * gpu_tensorcore/attention_tc_bwd.cuh: the FlashAttention-2 backward on the tensor cores (mma.sync m16n8k16),
  * included by the attention_bwd_*.cu files, each of which compiles it for a few head dims and both policies.
  *
- * The structure of gpu_tiled/flash_bwd.cu, with the five products on the matrix units, laid out as
+ * The structure of gpu_tiled/attention_bwd.cu, with the five products on the matrix units, laid out as
  * FlashAttention-2 lays them out:
  *   1. preprocess: Delta_i = rowsum(dO_i * O_i) - dlse_i (fp32), one warp per row;
  *   2. dK, dV: a block of 8 warps owns Bc = 128 keys of one key/value head (64 above a head dim of 128): K, V

@@ -2,8 +2,9 @@
  * gpu_tiled/attention_tiled.cuh: the tiled attention family (fp32) that flash and memeff share: the tile sizes,
  * the arguments every kernel takes, the loops that stage a tile of rows in shared memory, and the two passes
  * (attention_fwd.cu, attention_bwd.cu). gpu_tiled/flash.cu and memeff.cu only pack their arguments: flash with
- * every hook off, memeff with its bias, its gradient and dropout (common/attention_gpu.cuh). The hooks are
- * uniform run-time branches here: at this rung they cost no registers that matter.
+ * every hook off, memeff with its bias, its gradient and dropout (common/attention_gpu.cuh). Each kernel is
+ * compiled with and without the hooks (HOOKS, picked by hooks_on()): as run-time branches they slowed flash's
+ * backward (docs/results/h100-2026-11-28-run.md).
  *
  * A block has 256 threads and works on a tile of Br = 32 query rows (or Bc = 32 keys): 8 threads per row, each
  * owning every 8th column of that row's accumulators, so that the 8 threads of a row are 8 consecutive lanes of

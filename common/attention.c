@@ -101,6 +101,19 @@ ladder_status ladder_attention_check_seqlens(const ladder_attention_problem *p, 
     return LADDER_OK;
 }
 
+double ladder_attention_fwd_bytes(const ladder_attention_problem *t, ladder_dtype dtype) {
+    const double e = (double)ladder_dtype_size(dtype), rows = (double)t->B * (double)t->Sq;
+    const double q = rows * (double)t->Hq * (double)t->D, o = rows * (double)t->Hq * (double)t->Dv;
+    const double kv = (double)t->B * (double)t->Hkv * (double)t->Sk * (double)(t->D + t->Dv);
+    return (q + kv + o) * e + rows * (double)t->Hq * 4.0;
+}
+
+double ladder_attention_bwd_bytes(const ladder_attention_problem *t, ladder_dtype dtype) {
+    /* reads q, k, v, o, do, lse; writes dq, dk, dv: the forward's traffic twice, plus o and do once more */
+    const double o = (double)t->B * (double)t->Sq * (double)t->Hq * (double)t->Dv * (double)ladder_dtype_size(dtype);
+    return 2.0 * ladder_attention_fwd_bytes(t, dtype) + o;
+}
+
 double ladder_attention_fwd_flops(const ladder_attention_problem *p) {
     double f = 2.0 * (double)p->B * (double)p->Hq * (double)p->Sq * (double)p->Sk * (double)(p->D + p->Dv);
     return p->mask.causal != LADDER_CAUSAL_NONE ? f / 2 : f;

@@ -124,6 +124,10 @@ typedef struct ladder_attn_call {
 ladder_attn_call ladder_attn_call_of(const ladder_attention_problem *p, const ladder_tensor *cu_seqlens_q,
                                      const ladder_tensor *cu_seqlens_k, const ladder_tensor *dlse);
 
+/** Bytes the forward must move at least: reads q, k, v, writes o (in @p dtype) and lse (f32). */
+double ladder_attention_fwd_bytes(const ladder_attention_problem *p, ladder_dtype dtype);
+/** Bytes the backward must move at least: reads q, k, v, o, do, lse, writes dq, dk, dv. */
+double ladder_attention_bwd_bytes(const ladder_attention_problem *p, ladder_dtype dtype);
 /** Forward FLOPs as FlashAttention counts them: 2*B*Hq*Sq*Sk*(D + Dv) (= 4*B*H*S^2*D), half when causal. */
 double ladder_attention_fwd_flops(const ladder_attention_problem *p);
 /** Backward FLOPs: 2.5 times the forward's. */

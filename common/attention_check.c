@@ -12,6 +12,22 @@ ladder_status ladder_attention_check_o_lse(const ladder_attention_problem *p, co
     return ladder_check_contiguous(lse, "lse");
 }
 
+ladder_status ladder_attention_check_grads(const ladder_attention_problem *t, const ladder_tensor *dout,
+                                           const ladder_tensor *dlse, const ladder_tensor *dq, const ladder_tensor *dk,
+                                           const ladder_tensor *dv) {
+    const int64_t os[4] = {t->B, t->Hq, t->Sq, t->Dv}, ls[3] = {t->B, t->Hq, t->Sq};
+    const int64_t qs[4] = {t->B, t->Hq, t->Sq, t->D}, ks[4] = {t->B, t->Hkv, t->Sk, t->D},
+                  vs[4] = {t->B, t->Hkv, t->Sk, t->Dv};
+    LADDER_TRY(ladder_check_tensor(dout, "do", 4, os, "[B,Hq,Sq,Dv]"));
+    if (dlse->data) LADDER_TRY(ladder_check_tensor(dlse, "dlse", 3, ls, "[B,Hq,Sq]"));
+    LADDER_TRY(ladder_check_tensor(dq, "dq", 4, qs, "[B,Hq,Sq,D]"));
+    LADDER_TRY(ladder_check_tensor(dk, "dk", 4, ks, "[B,Hkv,Sk,D]"));
+    LADDER_TRY(ladder_check_tensor(dv, "dv", 4, vs, "[B,Hkv,Sk,Dv]"));
+    LADDER_TRY(ladder_check_contiguous(dq, "dq"));
+    LADDER_TRY(ladder_check_contiguous(dk, "dk"));
+    return ladder_check_contiguous(dv, "dv");
+}
+
 ladder_status ladder_attention_check_dtypes(ladder_rung rung, const ladder_tensor *const *ts, const char *const *names,
                                             int n, const ladder_tensor *const *f32s, const char *const *f32_names,
                                             int n_f32) {

@@ -1,7 +1,8 @@
 /**
  * @file attention_check.h
  * @brief The checks every attention dispatcher (flash, memeff) runs once the problem itself is sound: the
- *        forward's outputs, the dtypes a rung takes, and whether the rung can run. Host only.
+ *        forward's outputs, the backward's gradients, the dtypes a rung takes, and whether the rung can run.
+ *        Host only.
  */
 #ifndef LADDER_ATTENTION_CHECK_H
 #define LADDER_ATTENTION_CHECK_H
@@ -22,6 +23,14 @@ extern "C" {
  */
 ladder_status ladder_attention_check_o_lse(const ladder_attention_problem *p, const ladder_tensor *o,
                                            const ladder_tensor *lse);
+
+/**
+ * The backward's own tensors: do [B,Hq,Sq,Dv] (any strides), dlse [B,Hq,Sq] when given, and the gradients dq, dk,
+ * dv in the shapes of q, k, v, contiguous.
+ */
+ladder_status ladder_attention_check_grads(const ladder_attention_problem *t, const ladder_tensor *dout,
+                                           const ladder_tensor *dlse, const ladder_tensor *dq, const ladder_tensor *dk,
+                                           const ladder_tensor *dv);
 
 /**
  * The float tensors @p ts (named @p names) take the rung's dtype: f32, or at gpu_tensorcore the dtype of ts[0],

@@ -52,17 +52,7 @@ static ladder_status check_bwd(ladder_rung rung, const ladder_flash_problem *p, 
     LADDER_TRY(check_problem(p, a));
     const ladder_attention_problem *t = &p->attn;
     LADDER_TRY(ladder_attention_check_o_lse(t, &a->o, &a->lse));
-    const int64_t os[4] = {t->B, t->Hq, t->Sq, t->Dv}, ls[3] = {t->B, t->Hq, t->Sq};
-    const int64_t qs[4] = {t->B, t->Hq, t->Sq, t->D}, ks[4] = {t->B, t->Hkv, t->Sk, t->D},
-                  vs[4] = {t->B, t->Hkv, t->Sk, t->Dv};
-    LADDER_TRY(ladder_check_tensor(&a->dout, "do", 4, os, "[B,Hq,Sq,Dv]"));
-    if (a->dlse.data) LADDER_TRY(ladder_check_tensor(&a->dlse, "dlse", 3, ls, "[B,Hq,Sq]"));
-    LADDER_TRY(ladder_check_tensor(&a->dq, "dq", 4, qs, "[B,Hq,Sq,D]"));
-    LADDER_TRY(ladder_check_tensor(&a->dk, "dk", 4, ks, "[B,Hkv,Sk,D]"));
-    LADDER_TRY(ladder_check_tensor(&a->dv, "dv", 4, vs, "[B,Hkv,Sk,Dv]"));
-    LADDER_TRY(ladder_check_contiguous(&a->dq, "dq"));
-    LADDER_TRY(ladder_check_contiguous(&a->dk, "dk"));
-    LADDER_TRY(ladder_check_contiguous(&a->dv, "dv"));
+    LADDER_TRY(ladder_attention_check_grads(t, &a->dout, &a->dlse, &a->dq, &a->dk, &a->dv));
     /* o and lse, the forward's outputs, overlap no input and not each other; the gradients overlap no input at all */
     const ladder_tensor *ins[] = {&a->q,    &a->k,    &a->v, &a->cu_seqlens_q, &a->cu_seqlens_k,
                                   &a->dout, &a->dlse, &a->lse, &a->o};
@@ -92,16 +82,9 @@ ladder_status flash_bwd_emulating(const ladder_flash_problem *p, const ladder_fl
 }
 
 double ladder_flash_fwd_bytes(const ladder_flash_problem *p, ladder_dtype dtype) {
-    const ladder_attention_problem *t = &p->attn;
-    const double e = (double)ladder_dtype_size(dtype), rows = (double)t->B * (double)t->Sq;
-    const double q = rows * (double)t->Hq * (double)t->D, o = rows * (double)t->Hq * (double)t->Dv;
-    const double kv = (double)t->B * (double)t->Hkv * (double)t->Sk * (double)(t->D + t->Dv);
-    return (q + kv + o) * e + rows * (double)t->Hq * 4.0;
+    return ladder_attention_fwd_bytes(&p->attn, dtype);
 }
 
 double ladder_flash_bwd_bytes(const ladder_flash_problem *p, ladder_dtype dtype) {
-    /* reads q, k, v, o, do, lse; writes dq, dk, dv: the forward's traffic twice, plus o and do once more */
-    const ladder_attention_problem *t = &p->attn;
-    const double o = (double)t->B * (double)t->Sq * (double)t->Hq * (double)t->Dv * (double)ladder_dtype_size(dtype);
-    return 2.0 * ladder_flash_fwd_bytes(p, dtype) + o;
+    return ladder_attention_bwd_bytes(&p->attn, dtype);
 }

@@ -131,17 +131,7 @@ static ladder_status check_bwd(ladder_rung rung, const ladder_memeff_problem *p,
     LADDER_TRY(check_problem(p, a));
     const ladder_attention_problem *t = &p->attn;
     LADDER_TRY(ladder_attention_check_o_lse(t, &a->o, &a->lse));
-    const int64_t os[4] = {t->B, t->Hq, t->Sq, t->Dv}, ls[3] = {t->B, t->Hq, t->Sq};
-    const int64_t qs[4] = {t->B, t->Hq, t->Sq, t->D}, ks[4] = {t->B, t->Hkv, t->Sk, t->D},
-                  vs[4] = {t->B, t->Hkv, t->Sk, t->Dv};
-    LADDER_TRY(ladder_check_tensor(&a->dout, "do", 4, os, "[B,Hq,Sq,Dv]"));
-    if (a->dlse.data) LADDER_TRY(ladder_check_tensor(&a->dlse, "dlse", 3, ls, "[B,Hq,Sq]"));
-    LADDER_TRY(ladder_check_tensor(&a->dq, "dq", 4, qs, "[B,Hq,Sq,D]"));
-    LADDER_TRY(ladder_check_tensor(&a->dk, "dk", 4, ks, "[B,Hkv,Sk,D]"));
-    LADDER_TRY(ladder_check_tensor(&a->dv, "dv", 4, vs, "[B,Hkv,Sk,Dv]"));
-    LADDER_TRY(ladder_check_contiguous(&a->dq, "dq"));
-    LADDER_TRY(ladder_check_contiguous(&a->dk, "dk"));
-    LADDER_TRY(ladder_check_contiguous(&a->dv, "dv"));
+    LADDER_TRY(ladder_attention_check_grads(t, &a->dout, &a->dlse, &a->dq, &a->dk, &a->dv));
     LADDER_TRY(check_dbias(&a->bias, &a->dbias));
     /* o and lse, the forward's outputs, overlap no input and not each other; the gradients overlap no input at all */
     const ladder_tensor *ins[] = {&a->q,    &a->k,    &a->v,   &a->cu_seqlens_q, &a->cu_seqlens_k,
@@ -180,19 +170,11 @@ memeff_bias memeff_bias_of(const ladder_memeff_args *a) {
 }
 
 double ladder_memeff_fwd_bytes(const ladder_memeff_problem *p, ladder_dtype dtype, double bias_elems) {
-    const ladder_attention_problem *t = &p->attn;
-    const double e = (double)ladder_dtype_size(dtype), rows = (double)t->B * (double)t->Sq;
-    const double q = rows * (double)t->Hq * (double)t->D, o = rows * (double)t->Hq * (double)t->Dv;
-    const double kv = (double)t->B * (double)t->Hkv * (double)t->Sk * (double)(t->D + t->Dv);
-    return (q + kv + o + bias_elems) * e + rows * (double)t->Hq * 4.0;
+    return ladder_attention_fwd_bytes(&p->attn, dtype) + bias_elems * (double)ladder_dtype_size(dtype);
 }
 
 double ladder_memeff_bwd_bytes(const ladder_memeff_problem *p, ladder_dtype dtype, double bias_elems,
                                double dbias_elems) {
-    /* reads q, k, v, o, do, lse and the bias; writes dq, dk, dv and dbias: the forward's traffic without the bias
-     * twice, o and do once more, then the bias read and dbias written once each */
-    const ladder_attention_problem *t = &p->attn;
-    const double e = (double)ladder_dtype_size(dtype);
-    const double o = (double)t->B * (double)t->Sq * (double)t->Hq * (double)t->Dv * e;
-    return 2.0 * ladder_memeff_fwd_bytes(p, dtype, 0) + o + (bias_elems + dbias_elems) * e;
+    /* attention's backward traffic, then the bias read and dbias written once each */
+    return ladder_attention_bwd_bytes(&p->attn, dtype) + (bias_elems + dbias_elems) * (double)ladder_dtype_size(dtype);
 }

@@ -15,26 +15,25 @@
 #include "attention_tc.cuh"
 #include "memeff_gpu.cuh"
 
-/* The splits of a problem (splits = 0: automatic): enough blocks to give each SM about four, counting query
- * tiles of 64 rows (the smallest any head dim uses) and keeping at least four key tiles of 64 per split. */
-static int64_t splits_of(const ladder_memeff_problem *p) {
-    if (p->splits > 0) return p->splits;
+/* The splits of a problem as the kernels see it (requested: the problem's; 0: automatic): as many as give each SM
+ * up to four blocks, counting query tiles of 64 rows (the smallest any head dim uses) and keeping at least four
+ * key tiles of 64 per split. Rounded down, so that the blocks fill whole waves where an SM holds two or four. */
+static int64_t splits_of(const attn_tc::args &n, int64_t requested) {
+    if (requested > 0) return requested;
     int device = 0, sms = 132;
     if (cudaGetDevice(&device) == cudaSuccess)
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    const ladder_attention_problem *t = &p->attn;
-    const int64_t blocks = (t->Sq + 63) / 64 * t->Hq * t->B, want = 4 * (int64_t)sms;
-    const int64_t most = t->Sk / (4 * 64);
+    const int64_t blocks = (n.Sq + 63) / 64 * n.Hq * n.B, want = 4 * (int64_t)sms;
+    const int64_t most = n.Sk / (4 * 64);
     if (blocks >= want || most < 2) return 1;
-    const int64_t n = (want + blocks - 1) / blocks;
-    return n < most ? n : most;
+    const int64_t splits = want / blocks;
+    return splits < most ? splits : most;
 }
 
 static attn_tc::args pack(const ladder_memeff_problem *p, const ladder_memeff_args *a) {
     attn_tc::args n = attn_tc::pack(&p->attn, a->q, a->k, a->v, a->cu_seqlens_q, a->cu_seqlens_k, a->o, a->lse,
                                     a->dout, a->dlse, a->dq, a->dk, a->dv);
     n.hooks = memeff_hooks(p, a);
-    n.splits = splits_of(p);
     /* the bias through its broadcast strides, 16 bytes at a time where its rows allow */
     n.bias = attn_tc::view4{(const uint16_t *)n.hooks.bias,
                             {n.hooks.sbias[0], n.hooks.sbias[1], n.hooks.sbias[2], n.hooks.sbias[3]},
@@ -48,12 +47,15 @@ static bool hooked(const attn_tc::args &n, const ladder_memeff_args *a) {
 }
 
 extern "C" ladder_status memeff_fwd_gpu_tensorcore(const ladder_memeff_problem *p, const ladder_memeff_args *a) {
-    const attn_tc::args n = pack(p, a);
+    attn_tc::args n = pack(p, a);
+    attn_tc::pack_gqa_rows(n); /* decoding: a key/value head's query heads as rows of one tile */
+    n.splits = splits_of(n, p->splits);
     return hooked(n, a) ? attn_tc::fwd<attn_tc::hooked>(n, a->q.dtype) : attn_tc::fwd<attn_tc::plain>(n, a->q.dtype);
 }
 
 extern "C" ladder_status memeff_bwd_gpu_tensorcore(const ladder_memeff_problem *p, const ladder_memeff_args *a) {
     attn_tc::args n = pack(p, a);
+    n.splits = splits_of(n, p->splits);
     if (!hooked(n, a)) return attn_tc::bwd<attn_tc::plain>(n, p->deterministic, a->q.dtype);
     auto bwd = [&] { return attn_tc::bwd<attn_tc::hooked>(n, p->deterministic, a->q.dtype); };
     return a->q.dtype == LADDER_BF16 ? memeff_bwd_with_dbias<__nv_bfloat16>(n, a, n.hooks, bwd)

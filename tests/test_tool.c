@@ -535,3 +535,29 @@ Test(tool, run_help_names_only_the_algorithms_flags) {
             cr_assert_null(strstr(out, other), "stdout of run dynconv --help names %s's flags", ladder_algos[i]->name);
     }
 }
+
+/* --bias gives memeff's bias its shape, 1 on each broadcast axis (packed sequences count as one batch row of their
+ * summed lengths), or none; a size that is neither the problem's nor 1 is a usage error naming the flag. */
+Test(tool, bias_flag_shapes_or_drops_the_bias) {
+    const char *sizes = "run memeff --rung cpu --B 2 --Hq 2 --Hkv 1 --Sq 5 --Sk 7 --D 8 --Dv 8";
+    char cmd[512], err[2048], out[4096];
+    snprintf(cmd, sizeof cmd, "%s --bias 1,2,1,7", sizes);
+    cr_assert_eq(run_ladder(cmd), 0, "a bias broadcast over B and Sq runs");
+    read_output("stdout", out, sizeof out);
+    cr_assert_not_null(strstr(out, "bias [1,2,1,7]"), "stdout '%s' should show the bias's shape", out);
+    snprintf(cmd, sizeof cmd, "%s --bias none", sizes);
+    cr_assert_eq(run_ladder(cmd), 0);
+    read_output("stdout", out, sizeof out);
+    cr_assert_null(strstr(out, "bias"), "stdout '%s' should run without a bias", out);
+    snprintf(cmd, sizeof cmd, "%s --bias 2,2,5,6", sizes);
+    cr_assert_eq(run_ladder(cmd), 2, "Sk = 7: 6 is neither 7 nor 1");
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "--bias 2,2,5,6") && strstr(err, "2,2,5,7"), "stderr '%s' should name the flag and the sizes", err);
+    snprintf(cmd, sizeof cmd, "%s --bias 2,2,5", sizes);
+    cr_assert_eq(run_ladder(cmd), 2, "three sizes for a rank-4 bias");
+    cr_assert_eq(run_ladder("run memeff --rung cpu --varlen 3,0,4 --Hq 2 --Hkv 1 --D 8 --Dv 8 --bias 1,2,7,7"), 0,
+                 "packed sequences: B = 1, Sq = Sk = 7");
+    cr_assert_eq(run_ladder("run flash --rung cpu --bias 1,2,1,7"), 2, "flash has no bias");
+    snprintf(cmd, sizeof cmd, "run memeff --in %s --bias none", dir);
+    cr_assert_eq(run_ladder(cmd), 2, "with --in the files say whether there is a bias");
+}

@@ -82,7 +82,10 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
     if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return TOOL_USAGE;
-    if (!o->with) co.with = with; /* the bench problem's optional tensors, unless --with gives others */
+    if (!o->with) { /* the bench problem's optional tensors, unless --with gives others; --bias applies to them */
+        co.with = with;
+        if (tool_broadcast_flag(algo, o, problem, &co) != TOOL_OK) return TOOL_USAGE;
+    }
     char shape[320];
     ladder_problem_str(algo, problem, shape, sizeof shape);
     with_str(algo, co.with, shape, sizeof shape);
@@ -183,7 +186,13 @@ static bool resolved(const ladder_algo *algo, const tool_opts *o, int i, unsigne
     ladder_case_opts co;
     memset(problem, 0, LADDER_PROBLEM_MAX);
     if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return false;
-    *with = o->with ? co.with : algo->bench_with ? algo->bench_with[i] : 0;
+    if (o->with) {
+        *with = co.with;
+        return true;
+    }
+    co.with = algo->bench_with ? algo->bench_with[i] : 0;
+    if (tool_broadcast_flag(algo, o, problem, &co) != TOOL_OK) return false;
+    *with = co.with;
     return true;
 }
 

@@ -62,6 +62,13 @@ static void algo_usage(FILE *f, const ladder_algo *a) {
             first = 0;
         }
     if (a->run_with) fprintf(f, "\n");
+    for (int i = 0; i < a->n_tensors; i++) /* a broadcast input's own flag */
+        if (a->tensors[i].role & LADDER_BROADCAST) {
+            char flag[32];
+            snprintf(flag, sizeof flag, "--%s %s", a->tensors[i].name, a->tensors[i].dims);
+            fprintf(f, "  %-17s the %s's shape with 1 on each broadcast axis (1 for %s: one for all), or none [full]\n", flag,
+                    a->tensors[i].name, a->varlen_batch ? a->varlen_batch : "the first");
+        }
     for (int out = 0; out < 2; out++) {
         fprintf(f, out ? "  writes:" : "  --in DIR reads:");
         for (int i = 0; i < a->n_tensors; i++) {
@@ -135,6 +142,16 @@ static bool some_algo_has(const ladder_algo *chosen, const char *name) {
     return false;
 }
 
+/* Does the chosen algorithm (or any, with none chosen) have a broadcast input called @p name (memeff's bias)? */
+static bool some_algo_broadcasts(const ladder_algo *chosen, const char *name) {
+    for (int i = 0; i < ladder_n_algos; i++) {
+        const int t = ladder_algo_tensor(ladder_algos[i], name);
+        if ((!chosen || chosen == ladder_algos[i]) && t >= 0 && ladder_algos[i]->tensors[t].role & LADDER_BROADCAST)
+            return true;
+    }
+    return false;
+}
+
 static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opts *o) {
     memset(o, 0, sizeof *o);
     o->dtype = LADDER_BF16;
@@ -201,6 +218,9 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
                 return TOOL_USAGE;
             }
             *(a[2] == 'i' ? &o->in_dir : &o->out_dir) = v;
+        } else if (some_algo_broadcasts(chosen, a + 2)) {
+            o->bcast_name = a + 2, o->bcast = v;
+            o->not_with_in = a;
         } else if (some_algo_has(chosen, a + 2) && o->n_flags < TOOL_MAX_FLAGS) {
             o->flag[o->n_flags][0] = a + 2;
             o->flag[o->n_flags++][1] = v;

@@ -187,6 +187,23 @@ ladder_dtype ladder_rung_dtype(ladder_rung rung, ladder_dtype tc_dtype) {
     return rung == LADDER_RUNG_GPU_TENSORCORE ? tc_dtype : LADDER_F32;
 }
 
+ladder_status ladder_algo_takes(const ladder_algo *algo, ladder_rung rung, ladder_dtype dtype) {
+    const bool tc = rung == LADDER_RUNG_GPU_TENSORCORE;
+    if (tc ? dtype == LADDER_BF16 || dtype == LADDER_F16 || (dtype == LADDER_F32 && algo->tc_f32) : dtype == LADDER_F32)
+        return LADDER_OK;
+    return ladder_fail(LADDER_ERR_UNSUPPORTED, "%s has no %s inputs at rung %s: it takes %s there", algo->name,
+                       ladder_dtype_name(dtype), ladder_rung_name(rung),
+                       !tc ? "f32" : algo->tc_f32 ? "bf16, f16 or f32" : "bf16 or f16");
+}
+
+double ladder_run_tolerance(const ladder_case *c, ladder_rung rung, ladder_dtype tc_dtype) {
+    const ladder_dtype dt = ladder_rung_dtype(rung, tc_dtype);
+    const int i = ladder_algo_param(c->algo, "allow_tf32");
+    if (rung == LADDER_RUNG_GPU_TENSORCORE && dt == LADDER_F32 && i >= 0 && ladder_param_get(c->algo, c->problem, i))
+        return LADDER_TOL_TF32;
+    return ladder_tolerance(dt);
+}
+
 static bool is_input(const ladder_tensor_spec *s) { return s->role & (LADDER_IN_FWD | LADDER_IN_BWD | LADDER_INDEX); }
 static bool is_output(const ladder_tensor_spec *s) { return s->role & (LADDER_OUT_FWD | LADDER_OUT_BWD); }
 static bool has(uint32_t set, int i) { return (set >> i) & 1u; }
@@ -536,6 +553,7 @@ ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_c
     const ladder_algo *algo = c->algo;
     const ladder_dtype dt = ladder_rung_dtype(rung, tc_dtype);
     memset(r, 0, sizeof *r);
+    LADDER_TRY(ladder_algo_takes(algo, rung, dt));
     void *args = calloc(1, algo->args_size);
     if (!args) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate the args struct");
     ladder_tensor conv[LADDER_MAX_TENSORS] = {{0}};

@@ -152,6 +152,9 @@ typedef struct ladder_algo {
     const uint32_t *bench_rungs;
     const uint32_t *bench_with; /**< per bench problem, the optional tensors it includes (bit i: tensor i), or NULL */
     uint32_t run_with;          /**< the optional tensors `ladder run` includes when --with is not given */
+    /** The tensor-core rung takes f32 inputs too (TF32 products: memeff), beside bf16 and f16. Its problem may then
+     *  have a bool param "allow_tf32": set, one TF32 product per multiply (ladder_run_tolerance()). */
+    bool tc_f32;
 } ladder_algo;
 
 /** Every algorithm, in chapter order. */
@@ -210,8 +213,14 @@ int ladder_tensor_shape_of(const ladder_algo *algo, const void *problem, const l
                            int64_t *shape);
 /** The dtype tensor @p i has at a rung whose float inputs are @p dtype (index: i32, ::LADDER_KEEP_F32: f32). */
 ladder_dtype ladder_tensor_dtype_at(const ladder_algo *algo, int i, ladder_dtype dtype);
-/** The float dtype the rung takes: bf16 or fp16 (@p tc_dtype) for gpu_tensorcore, f32 for the others. */
+/** The float dtype the rung takes: bf16, fp16 or f32 (@p tc_dtype) for gpu_tensorcore, f32 for the others. */
 ladder_dtype ladder_rung_dtype(ladder_rung rung, ladder_dtype tc_dtype);
+/**
+ * LADDER_OK when @p algo's rung @p rung takes float inputs of @p dtype (ladder_rung_dtype()): the fp32 rungs f32,
+ * the tensor-core rung bf16 and f16, and f32 where ladder_algo::tc_f32 says so; LADDER_ERR_UNSUPPORTED naming the
+ * algorithm, the rung and the dtype otherwise, so that no caller silently runs another precision.
+ */
+ladder_status ladder_algo_takes(const ladder_algo *algo, ladder_rung rung, ladder_dtype dtype);
 
 /** How ladder_case_make() builds a case. Zero-initialised: seed 0, contiguous, no varlen, no optional inputs. */
 typedef struct ladder_case_opts {
@@ -293,6 +302,13 @@ ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_c
 ladder_status ladder_run_tc_reference(const ladder_case *c, ladder_dtype dtype, ladder_result *r);
 /** Free a result (safe on a zeroed one). */
 void ladder_result_free(ladder_result *r);
+/**
+ * The tolerance @p rung's outputs on case @p c are checked at against their reference: ladder_tolerance() of the
+ * dtype the rung takes (ladder_rung_dtype(@p rung, @p tc_dtype)), except LADDER_TOL_TF32 for the tensor-core rung
+ * on f32 inputs when the problem has a param "allow_tf32" that is set (one TF32 product per multiply). Its
+ * reference is the cpu rung on the same f32 inputs: no rounding to emulate.
+ */
+double ladder_run_tolerance(const ladder_case *c, ladder_rung rung, ladder_dtype tc_dtype);
 
 /** What ladder_result_check() found. */
 typedef struct ladder_check {

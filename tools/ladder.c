@@ -2,8 +2,8 @@
  * ladder: list the rungs, run and check them, run one on .npy files, benchmark them.
  *
  *   ladder list
- *   ladder run ALGO|all [--rung R]... [the algorithm's flags] [--dtype bf16|fp16] [--seed N]
- *   ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16]
+ *   ladder run ALGO|all [--rung R]... [the algorithm's flags] [--dtype bf16|fp16|fp32] [--seed N]
+ *   ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16|fp32]
  *   ladder bench ALGO|all [--rung R]... [flags] [--reps N] [--warmup N] [--out DIR] [--gemm-tflops X]
  *
  * Everything algorithm-specific (flags, file names, shapes) comes from the descriptors in common/ (engine.h).
@@ -88,15 +88,16 @@ static void algo_usage(FILE *f, const ladder_algo *a) {
 static void run_usage(FILE *f, const ladder_algo *only) {
     fprintf(f,
             "usage: ladder run ALGO|all [options]\n"
-            "       ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16]\n"
+            "       ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16|fp32]\n"
             "       ladder bench ALGO|all [options]\n"
             "\n"
             "options:\n"
             "  --rung R          cpu, gpu_naive, gpu_tiled or gpu_tensorcore; repeat to pick several\n"
             "                    (default: every available rung; with --in: cpu)\n"
-            "  --dtype bf16|fp16 input precision of the gpu_tensorcore rung (default bf16; bench: both unless\n"
-            "                    given); the fp32 rungs ignore it. With --in, the inputs are rounded to it\n"
-            "                    for that rung\n"
+            "  --dtype bf16|fp16|fp32  input precision of the gpu_tensorcore rung (default bf16; bench: bf16\n"
+            "                    and fp16 unless given); the fp32 rungs ignore it. fp32 (TF32 products) only\n"
+            "                    where the algorithm has it (memeff: --allow_tf32 1 for one TF32 product\n"
+            "                    instead of three). With --in, the inputs are rounded to it for that rung\n"
             "  --seed N          seed of the input generator (default 1)\n"
             "  --with A,B        include these optional tensors (inputs, or outputs asked for)\n"
             "  --in DIR          read the inputs from DIR/<name>.npy: float tensors as float32 or float16,\n"
@@ -181,8 +182,9 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
         } else if (!strcmp(a, "--dtype")) {
             if (!strcmp(v, "bf16")) o->dtype = LADDER_BF16;
             else if (!strcmp(v, "fp16") || !strcmp(v, "f16")) o->dtype = LADDER_F16;
+            else if (!strcmp(v, "fp32") || !strcmp(v, "f32")) o->dtype = LADDER_F32;
             else {
-                fprintf(stderr, "ladder: --dtype must be bf16 or fp16, not '%s'\n", v);
+                fprintf(stderr, "ladder: --dtype must be bf16, fp16 or fp32, not '%s'\n", v);
                 return TOOL_USAGE;
             }
             o->dtype_chosen = true;
@@ -291,6 +293,14 @@ int main(int argc, char **argv) {
     }
     tool_opts o;
     if (parse_opts(argc - 3, argv + 3, algo, &o) != TOOL_OK) return TOOL_USAGE;
+    /* a precision the tensor-core rung of a chosen algorithm has no kernels for is refused, never replaced */
+    for (int i = 0; tool_rung_wanted(&o, LADDER_RUNG_GPU_TENSORCORE) && i < ladder_n_algos; i++)
+        if ((!algo || algo == ladder_algos[i]) &&
+            ladder_algo_takes(ladder_algos[i], LADDER_RUNG_GPU_TENSORCORE, o.dtype) != LADDER_OK) {
+            fprintf(stderr, "ladder: --dtype %s: %s (pick --rung, or another --dtype)\n", ladder_dtype_name(o.dtype),
+                    ladder_last_error());
+            return TOOL_USAGE;
+        }
     if (!strcmp(cmd, "bench")) return bench(algo, &o);
     if (o.in_dir) {
         if (!algo) {

@@ -239,7 +239,7 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
             continue;
         }
         ladder_check k = {.ok = true};
-        if (rung != LADDER_RUNG_CPU) k = ladder_result_check(&c, &got, want, ladder_tolerance(dt));
+        if (rung != LADDER_RUNG_CPU) k = ladder_result_check(&c, &got, want, ladder_run_tolerance(&c, rung, o->dtype));
         char err[16];
         snprintf(err, sizeof err, rung == LADDER_RUNG_CPU ? "reference" : "%.1e", k.worst);
         printf("%-15s %-5s %9.3f %9.3f %9.1f %9.1f %8.1f %8.1f %11s  %s\n", ladder_rung_name(rung),

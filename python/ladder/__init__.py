@@ -20,8 +20,10 @@ Tensors:
   may be int32 or int64 (checked to fit int32). Outputs are float32, of the inputs' kind.
 - rung="gpu_naive", "gpu_tiled", "gpu_tensorcore" take CUDA PyTorch tensors on device 0 (ladder's C API has no
   device argument: set CUDA_VISIBLE_DEVICES to pick the GPU), passed by data pointer and strides, never copied.
-  gpu_naive and gpu_tiled take float32; gpu_tensorcore bfloat16 or float16 (all float inputs alike), with the
-  tensors ladder keeps in float32 (lse, dlse, recurrent's gates and states) in float32. Index tensors are int32.
+  gpu_naive and gpu_tiled take float32; gpu_tensorcore bfloat16 or float16 (all float inputs alike), or float32
+  where the algorithm has TF32 kernels (memeff: three TF32 products per multiply, fp32-level error, or one with
+  allow_tf32=1; the others refuse float32 there with the library's message), with the tensors ladder keeps in
+  float32 (lse, dlse, recurrent's gates and states) in float32. Index tensors are int32.
   A tensor of another dtype or device is refused, not converted. Outputs are new CUDA tensors.
 - Streams: ladder launches its kernels on the CUDA default stream. A call first waits for the caller's current
   stream (so inputs written there are complete) and returns only when ladder's kernels are done, so its outputs
@@ -311,8 +313,8 @@ class _Call:
         elif spec.role & _KEEP_F32:
             want = _F32
         elif _RUNGS[self.rung] == "gpu_tensorcore":
-            if self.float_dtype is None and code in (_F16, _BF16):
-                self.float_dtype = code
+            if self.float_dtype is None and code in (_F16, _BF16, _F32):
+                self.float_dtype = code  # float32: the library refuses it where the algorithm has no TF32 kernels
             want = self.float_dtype if self.float_dtype is not None else _BF16
         else:
             want = _F32

@@ -35,17 +35,18 @@ static ladder_status check_mods(const ladder_flex_problem *p) {
         return ladder_fail(LADDER_ERR_ARG, "score_mod is %d but must be a registered score mod, 0..%d",
                            p->score_mod, LADDER_FLEX_SCORE_COUNT - 1);
     if (p->mask_mods < 0 || p->mask_mods >= (1 << LADDER_FLEX_MASK_COUNT))
-        return ladder_fail(LADDER_ERR_ARG, "mask_mods is %d but must be a set of registered mask mods, 0..%d",
+        return ladder_fail(LADDER_ERR_ARG, "mask_mod is %d but must be a set of registered mask mods, 0..%d",
                            p->mask_mods, (1 << LADDER_FLEX_MASK_COUNT) - 1);
     const float cap = (float)p->softcap;
     if (p->score_mod == LADDER_FLEX_SOFTCAP && !(cap > 0 && cap <= 1e30f))
         return ladder_fail(LADDER_ERR_ARG, "softcap is %g but the softcap score_mod needs it in (0, 1e30]", p->softcap);
-    if (((p->mask_mods >> LADDER_FLEX_WINDOW) & 1) && p->window_left < 0)
-        return ladder_fail(LADDER_ERR_ARG, "window_left is %lld but the window mask_mod needs it >= 0",
-                           (long long)p->window_left);
-    if (p->score_mod == LADDER_FLEX_T5_BIAS && (p->num_buckets < 2 || p->num_buckets > INT32_MAX))
-        return ladder_fail(LADDER_ERR_ARG, "num_buckets is %lld but the t5_bias score_mod needs it in 2..%d",
-                           (long long)p->num_buckets, INT32_MAX);
+    const bool window = (p->mask_mods >> LADDER_FLEX_WINDOW) & 1, t5 = p->score_mod == LADDER_FLEX_T5_BIAS;
+    if (p->window_left < (window ? 0 : -1))
+        return ladder_fail(LADDER_ERR_ARG, "window_left is %lld but must be >= %d%s", (long long)p->window_left,
+                           window ? 0 : -1, window ? " with the window mask_mod" : "");
+    if (p->num_buckets < (t5 ? 2 : 0) || p->num_buckets > INT32_MAX)
+        return ladder_fail(LADDER_ERR_ARG, "num_buckets is %lld but must be in %d..%d%s", (long long)p->num_buckets,
+                           t5 ? 2 : 0, INT32_MAX, t5 ? " with the t5_bias score_mod" : " (0: no t5_bias)");
     return LADDER_OK;
 }
 
@@ -71,16 +72,15 @@ static ladder_status check_buffers(ladder_rung rung, const ladder_flex_problem *
         if (!t->data) continue;
         int64_t shape[2];
         const int rank = ladder_flex_buffer_shape(p, s, shape);
-        const ladder_dtype want = s->dtype == LADDER_I32 ? LADDER_I32 : LADDER_F32;
         char dims[48];
         snprintf(dims, sizeof dims, "[%s]", s->dims);
         LADDER_TRY(ladder_check_tensor(t, s->name, rank, shape, dims));
-        LADDER_TRY(ladder_check_dtype(t, s->name, want, rung));
+        /* an index buffer is i32 at every rung; a float one takes the rung's dtype (check_dtypes() sees it) */
+        if (s->dtype == LADDER_I32) LADDER_TRY(ladder_check_dtype(t, s->name, LADDER_I32, rung));
         if (!backward || !g || !g->data) continue;
         char name[48];
         snprintf(name, sizeof name, "d%s", s->name);
         LADDER_TRY(ladder_check_tensor(g, name, rank, shape, dims));
-        LADDER_TRY(ladder_check_dtype(g, name, LADDER_F32, rung));
         LADDER_TRY(ladder_check_contiguous(g, name));
     }
     return LADDER_OK;
@@ -176,6 +176,27 @@ static int inputs_of(const ladder_flex_args *a, const ladder_tensor **ins, const
     return n;
 }
 
+/* The float tensors take the rung's dtype (the float buffers and, in the backward, their gradients too); lse and
+ * dlse stay f32. */
+static ladder_status check_dtypes(ladder_rung rung, const ladder_flex_args *a, bool backward) {
+    const ladder_tensor *ts[8 + 2 * LADDER_FLEX_MAX_BUFFERS] = {&a->q, &a->k, &a->v, &a->o, &a->dout, &a->dq, &a->dk,
+                                                                &a->dv};
+    const char *names[8 + 2 * LADDER_FLEX_MAX_BUFFERS] = {"q", "k", "v", "o", "do", "dq", "dk", "dv"};
+    char grad_names[LADDER_FLEX_MAX_BUFFERS][48];
+    int n = backward ? 8 : 4;
+    for (int i = 0; i < ladder_flex_n_buffers; i++) {
+        const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
+        if (s->dtype != LADDER_F32 || !field(a, s->arg)->data) continue;
+        ts[n] = field(a, s->arg), names[n++] = s->name;
+        if (!backward || !field(a, s->grad)->data) continue;
+        snprintf(grad_names[i], sizeof grad_names[i], "d%s", s->name);
+        ts[n] = field(a, s->grad), names[n++] = grad_names[i];
+    }
+    const ladder_tensor *f32s[] = {&a->lse, &a->dlse};
+    const char *f32_names[] = {"lse", "dlse"};
+    return ladder_attention_check_dtypes(rung, ts, names, n, f32s, f32_names, backward ? 2 : 1);
+}
+
 /* Last, once the arguments are sound: the GPU grid limits, whether the rung exists and runs here, the lists. */
 static ladder_status check_rung(ladder_rung rung, const ladder_flex_problem *p, const ladder_flex_args *a,
                                 const flex_fn *table) {
@@ -192,9 +213,7 @@ static ladder_status check_fwd(ladder_rung rung, const ladder_flex_problem *p, c
     const ladder_tensor *outs[] = {&a->o, &a->lse};
     const char *out_names[] = {"o", "lse"};
     LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, 2, ins, in_names, n_in));
-    const ladder_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o}, *f32s[] = {&a->lse};
-    const char *names[] = {"q", "k", "v", "o"}, *f32_names[] = {"lse"};
-    LADDER_TRY(ladder_attention_check_dtypes(rung, ts, names, 4, f32s, f32_names, 1));
+    LADDER_TRY(check_dtypes(rung, a, false));
     LADDER_TRY(check_rung(rung, p, a, flex_fwd_rungs));
     ladder_clear_error();
     return LADDER_OK;
@@ -224,10 +243,7 @@ static ladder_status check_bwd(ladder_rung rung, const ladder_flex_problem *p, c
         outs[n_out] = field(a, ladder_flex_buffers[i].grad), out_names[n_out] = grad_names[n_out - 3], n_out++;
     }
     LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, n_out, ins, in_names, n_in));
-    const ladder_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->dout, &a->dq, &a->dk, &a->dv};
-    const ladder_tensor *f32s[] = {&a->lse, &a->dlse};
-    const char *names[] = {"q", "k", "v", "o", "do", "dq", "dk", "dv"}, *f32_names[] = {"lse", "dlse"};
-    LADDER_TRY(ladder_attention_check_dtypes(rung, ts, names, 8, f32s, f32_names, 2));
+    LADDER_TRY(check_dtypes(rung, a, true));
     LADDER_TRY(check_rung(rung, p, a, flex_bwd_rungs));
     ladder_clear_error();
     return LADDER_OK;

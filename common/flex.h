@@ -76,8 +76,8 @@ typedef struct ladder_flex_problem {
     int score_mod;                 /**< a ::ladder_flex_score_id (0: none) */
     int mask_mods;                 /**< a set of (1 << ::ladder_flex_mask_id), ANDed together (0: none) */
     double softcap;                /**< the softcap mod's cap, > 0 with it (and ignored without) */
-    int64_t window_left;           /**< the window mask's reach left of the diagonal, >= 0 with it */
-    int64_t num_buckets;           /**< t5_bias's buckets, >= 2 with it */
+    int64_t window_left;           /**< the window mask's reach left of the diagonal: >= 0 with it, else -1 or more */
+    int64_t num_buckets;           /**< t5_bias's buckets: >= 2 with it, else 0 or more */
 } ladder_flex_problem;
 
 /** The tensors of one flex call. Unused ones stay absent (data NULL). */

@@ -56,7 +56,7 @@ static const ladder_param params[] = {
      "the mask mods, by name, joined with '+'"},
     {"softcap", LADDER_PARAM_DOUBLE, P(softcap), 0, 1e6, 30, "the softcap score_mod's cap"},
     {"window_left", LADDER_PARAM_I64, P(window_left), -1, HUGE_SIZE, 64, "the window mask_mod's reach to the left"},
-    {"num_buckets", LADDER_PARAM_I64, P(num_buckets), 2, INT32_MAX, 32, "t5_bias's buckets"},
+    {"num_buckets", LADDER_PARAM_I64, P(num_buckets), 0, INT32_MAX, 32, "t5_bias's buckets (at least 2 with it)"},
 };
 
 #define LIST (LADDER_INDEX | LADDER_OPTIONAL | LADDER_BROADCAST)

@@ -16,7 +16,8 @@
  *     ladder_flex_grad  ladder_flex_NAME_grad(the same arguments)
  *
  * where the second returns dS/ds and, for each buffer read r (at most ::LADDER_FLEX_MAX_READS), the element it
- * read as a flat index into that buffer's gradient (contiguous, the buffer's shape) and dS/d(that element). The
+ * read as a flat index into that buffer's gradient (contiguous, the buffer's shape) and dS/d(that element). Which
+ * element a score reads depends on its position (b, h, i, j) alone, never on s (a rung may look it up first). The
  * switch in ladder_flex_score() and ladder_flex_score_grad() names each mod by its ::ladder_flex_score_id; with the
  * id a compile-time constant (a kernel's template parameter), the switch folds away and the mod inlines.
  *

@@ -50,8 +50,8 @@ static ladder_status check_mods(const ladder_flex_problem *p) {
     return LADDER_OK;
 }
 
-/* Each buffer: present exactly when a mod of the problem reads it, of its shape and dtype; its gradient (optional)
- * only with it, of its shape, contiguous, in the rung's dtype. */
+/* Each buffer: present when a mod of the problem reads it (one no mod reads may be given too: its gradient is 0), of
+ * its shape and dtype; its gradient (optional) only with it, of its shape, contiguous, in the rung's dtype. */
 static ladder_status check_buffers(ladder_rung rung, const ladder_flex_problem *p, const ladder_flex_args *a,
                                    bool backward) {
     char mods[96];
@@ -60,9 +60,6 @@ static ladder_status check_buffers(ladder_rung rung, const ladder_flex_problem *
         const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
         const ladder_tensor *t = field(a, s->arg), *g = s->grad ? field(a, s->grad) : NULL;
         const bool read = ladder_flex_reads(p, s->name);
-        if (!read && t->data)
-            return ladder_fail(LADDER_ERR_ARG, "%s is given but no mod of this problem reads it (score_mod %s, "
-                               "mask_mod %s)", s->name, ladder_flex_score_mods[p->score_mod].name, mods);
         if (read && !t->data)
             return ladder_fail(LADDER_ERR_ARG, "%s [%s] is missing: the problem's mods (score_mod %s, mask_mod %s) "
                                "read it", s->name, s->dims, ladder_flex_score_mods[p->score_mod].name, mods);

@@ -39,8 +39,9 @@
  *
  * Tensors: q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] (any strides); the mods' buffers (any strides):
  * slopes [Hq], rel_bias [Hq,Sq+Sk-1], t5_bias [Hq,num_buckets], bq [Hq,Sq], bk [Hq,Sk] (f32: the rung's dtype),
- * prefix [B], doc_q [Sq], doc_k [Sk] (i32). Outputs o [B,Hq,Sq,Dv], lse [B,Hq,Sq] (f32), dq, dk, dv and, for each
- * float buffer given, its gradient d<buffer> (optional: computed when given; contiguous, the buffer's shape).
+ * prefix [B], doc_q [Sq], doc_k [Sk] (i32). A buffer the problem's mods read must be given; one they do not read may
+ * be given too (its gradient is then 0). Outputs o [B,Hq,Sq,Dv], lse [B,Hq,Sq] (f32), dq, dk, dv and, for each float
+ * buffer given, its gradient d<buffer> (optional: computed when given; contiguous, the buffer's shape).
  *
  * | rung           | float tensors | lse, dlse | head dims |
  * |----------------|---------------|-----------|-----------|

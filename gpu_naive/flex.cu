@@ -281,6 +281,12 @@ extern "C" ladder_status flex_bwd_gpu_naive(const ladder_flex_problem *fp, const
         flex_dbuf_naive_kernel<<<ladder_blocks(numel, THREADS), THREADS>>>(n, reads, (float *)g->data, numel);
         LADDER_LAUNCH_CHECK("flex_dbuf_naive_kernel");
     }
+    for (int i = 0; i < ladder_flex_n_buffers; i++) { /* a buffer no mod reads: S does not move with it */
+        const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
+        const ladder_tensor *g = s->grad ? (const ladder_tensor *)((const char *)a + s->grad) : nullptr;
+        if (g && g->data && !ladder_flex_reads(fp, s->name))
+            LADDER_CUDA_TRY(cudaMemsetAsync(g->data, 0, (size_t)ladder_tensor_numel(g) * sizeof(float)));
+    }
     return LADDER_OK;
 }
 

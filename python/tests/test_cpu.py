@@ -20,6 +20,7 @@ SIZES = {
     "dynconv": dict(B=2, T=19, D=5, W=4),
     "recurrent": dict(B=2, T=11, H=3, K=8, V=6, N=2),  # N: the sequences, B without cu_seqlens
     "flash": dict(B=2, Hq=4, Hkv=2, Sq=13, Sk=17, D=16, Dv=8),
+    "flex": dict(B=2, Hq=4, Hkv=2, Sq=13, Sk=17, D=16, Dv=8, R=29, num_buckets=8),  # R = Sq + Sk - 1 (rel_bias)
 }
 
 

@@ -302,7 +302,8 @@ ladder_status flex_bwd_cpu(const ladder_flex_problem *fp, const ladder_flex_args
     for (int i = 0; i < ladder_flex_n_buffers; i++) { /* a buffer no mod reads: S does not move with it */
         const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
         ladder_tensor *g = s->grad ? (ladder_tensor *)((const char *)a + s->grad) : NULL;
-        if (g && g->data && !ladder_flex_reads(fp, s->name)) memset(g->data, 0, (size_t)ladder_tensor_numel(g) * sizeof(float));
+        if (g && g->data && !ladder_flex_reads(fp, s->name))
+            memset(g->data, 0, (size_t)ladder_tensor_numel(g) * sizeof(float));
     }
     free(c.delta);
     return st;

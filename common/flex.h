@@ -157,12 +157,17 @@ typedef struct ladder_flex_mask_spec {
 /** Most buffers the registry holds. */
 #define LADDER_FLEX_MAX_BUFFERS 16
 
-/** Every buffer, score mod and mask mod, in id order. */
+/** Every buffer a mod may read. */
 extern const ladder_flex_buffer_spec ladder_flex_buffers[];
+/** How many. */
 extern const int ladder_flex_n_buffers;
+/** Every score mod, in id order. */
 extern const ladder_flex_score_spec ladder_flex_score_mods[];
+/** How many (::LADDER_FLEX_SCORE_COUNT). */
 extern const int ladder_flex_n_score_mods;
+/** Every mask mod, in id order. */
 extern const ladder_flex_mask_spec ladder_flex_mask_mods[];
+/** How many (::LADDER_FLEX_MASK_COUNT). */
 extern const int ladder_flex_n_mask_mods;
 
 /** The buffer called @p name, or NULL. */

@@ -39,8 +39,15 @@ static void algo_usage(FILE *f, const ladder_algo *a) {
     fprintf(f, "\n%s flags (defaults in brackets; with --in every option not given is off):\n", a->name);
     for (int i = 0; i < a->n_params; i++) {
         const ladder_param *p = &a->params[i];
+        const ladder_param_names *names = ladder_param_names_of(a, i);
         char flag[32];
-        snprintf(flag, sizeof flag, "--%s %s", p->name, p->type == LADDER_PARAM_BOOL ? "0|1" : "N");
+        snprintf(flag, sizeof flag, "--%s %s", p->name, names ? "NAME" : p->type == LADDER_PARAM_BOOL ? "0|1" : "N");
+        if (names) {
+            char def[128];
+            names->format(p->run_default, def, sizeof def);
+            fprintf(f, "  %-17s %s: %s [%s; with --in none]\n", flag, p->help, names->list, def);
+            continue;
+        }
         double neutral = ladder_param_neutral(p);
         char with_in[32] = ""; /* an option whose run default is not neutral takes the neutral value with --in */
         if (!ladder_param_is_size(a, i) && neutral != p->run_default)
@@ -118,6 +125,13 @@ static int list(void) {
     for (int r = 0; r < LADDER_RUNG_COUNT; r++) {
         ladder_status st = ladder_rung_available((ladder_rung)r);
         printf("  %-15s %s\n", ladder_rung_name((ladder_rung)r), st == LADDER_OK ? "available" : ladder_last_error());
+    }
+    for (int i = 0; i < ladder_n_algos; i++) { /* what an algorithm lacks, and what it takes by name */
+        const ladder_algo *a = ladder_algos[i];
+        for (int r = 0; r < LADDER_RUNG_COUNT; r++)
+            if ((a->rungs_missing >> r) & 1u) printf("  %s has no %s rung yet\n", a->name, ladder_rung_name((ladder_rung)r));
+        for (int k = 0; k < a->n_named_params; k++)
+            printf("%s --%s: %s\n", a->name, a->named_params[k].param, a->named_params[k].list);
     }
     char name[128];
     if (ladder_gpu_count() > 0 && ladder_gpu_name(name, sizeof name) == LADDER_OK) printf("gpu: %s\n", name);

@@ -75,10 +75,16 @@ int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, 
         int i = ladder_algo_param(algo, o->flag[f][0]);
         if (i < 0) continue; /* another algorithm's flag (main() checked that some algorithm has it) */
         const ladder_param *p = &algo->params[i];
+        const ladder_param_names *names = ladder_param_names_of(algo, i);
         char *end;
-        double v = strtod(o->flag[f][1], &end);
+        double v = 0;
+        if (names && names->parse(o->flag[f][1], &v) != LADDER_OK) {
+            fprintf(stderr, "ladder: --%s: %s\n", p->name, ladder_last_error());
+            return TOOL_USAGE;
+        }
+        if (!names) v = strtod(o->flag[f][1], &end);
         bool whole = p->type != LADDER_PARAM_DOUBLE;
-        if (end == o->flag[f][1] || *end || !(v >= p->lo && v <= p->hi) || (whole && v != floor(v))) {
+        if (!names && (end == o->flag[f][1] || *end || !(v >= p->lo && v <= p->hi) || (whole && v != floor(v)))) {
             fprintf(stderr, "ladder: --%s needs %s in %g..%g, got '%s'\n", p->name, whole ? "a whole number" : "a number",
                     p->lo, p->hi, o->flag[f][1]);
             return TOOL_USAGE;

@@ -96,6 +96,7 @@ _sig("ladder_py_n_params", ctypes.c_int, _P)
 _dbl = ctypes.POINTER(ctypes.c_double)
 _int = ctypes.POINTER(ctypes.c_int)
 _sig("ladder_py_param", _c, _P, ctypes.c_int, _int, _dbl, _dbl, _dbl, _int, ctypes.POINTER(_c))
+_sig("ladder_py_param_parse", ctypes.c_int, _P, ctypes.c_int, _c, _dbl)
 _sig("ladder_py_n_tensors", ctypes.c_int, _P)
 _sig("ladder_py_tensor", _c, _P, ctypes.c_int, ctypes.POINTER(_c), ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(_c))
 _sig("ladder_py_set_tensor", None, _P, _P, ctypes.c_int, ctypes.POINTER(_Tensor))
@@ -439,6 +440,10 @@ def run(algo, pass_="fwd", rung="cpu", *, want=(), **kwargs):
 
 
 def _set_option(a, problem, p, value):
+    if isinstance(value, str):  # a param given by name (flex's score_mod="alibi", mask_mod="causal+document")
+        named = ctypes.c_double()
+        _check(_lib.ladder_py_param_parse(a.ptr, p.index, value.encode(), ctypes.byref(named)))
+        value = named.value
     try:
         v = float(value)
     except (TypeError, ValueError):

@@ -191,7 +191,7 @@ static ladder_status check_dtypes(ladder_rung rung, const ladder_flex_args *a, b
     }
     const ladder_tensor *f32s[] = {&a->lse, &a->dlse};
     const char *f32_names[] = {"lse", "dlse"};
-    return ladder_attention_check_dtypes(rung, ts, names, n, f32s, f32_names, backward ? 2 : 1);
+    return ladder_attention_check_dtypes("flex", false, rung, ts, names, n, f32s, f32_names, backward ? 2 : 1);
 }
 
 /* Last, once the arguments are sound: the GPU grid limits, whether the rung exists and runs here, the lists. */

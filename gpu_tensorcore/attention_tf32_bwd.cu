@@ -62,7 +62,14 @@ __device__ __forceinline__ void p_and_ds_tf32(const args &a, const tf32_bwd_smem
     const int g = lane / 4, t = lane % 4;
     const ladder_attn_hooks &hk = a.hooks;
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+    for (int mt = 0; mt < MT; mt++) {
+        /* dropout's kept bits of the warp's 16 rows (all kept without dropout: then keep_scale is 1) */
+        uint32_t kept[2] = {~0u, ~0u};
+        if (hk.dropout_p > 0.0f) {
+            const uint64_t n0 = ladder_dropout_counter(hk.offset, pos.b, pos.h, pos.q0 + r0 + mt * 16 + g,
+                                                       pos.k0 + c0, a.Hq, a.Sq, a.Sk);
+            ladder_attn_kept_frag<NT>(hk, n0, n0 + 8 * (uint64_t)a.Sk, lane, kept);
+        }
 #pragma unroll
         for (int k = 0; k < 2; k++) {
             const int r = r0 + mt * 16 + g + 8 * k;
@@ -73,19 +80,14 @@ __device__ __forceinline__ void p_and_ds_tf32(const args &a, const tf32_bwd_smem
             const bool row_in = r < pos.rows;
             const int64_t bias_row = pos.b * hk.sbias[0] + pos.h * hk.sbias[1] + qi * hk.sbias[2];
             const int64_t sink_row = pos.b * hk.dbias.s[0] + pos.h * hk.dbias.s[1] + qi * hk.dbias.s[2];
-            const uint64_t draw_row = ladder_dropout_counter(hk.offset, pos.b, pos.h, qi, 0, a.Hq, a.Sq, a.Sk);
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 const int c = c0 + nt * 8 + 2 * t;
                 const int64_t kj = pos.k0 + c;
-                float P[2] = {0.0f, 0.0f}, dS[2] = {0.0f, 0.0f}, f[2] = {1.0f, 1.0f};
-                bool kept[2] = {true, true};
-                if (hk.dropout_p > 0.0f) {
-                    ladder_attn_kept2_at(hk, draw_row + (uint64_t)kj, &kept[0], &kept[1]);
-                    f[0] = kept[0] ? hk.keep_scale : 0.0f, f[1] = kept[1] ? hk.keep_scale : 0.0f;
-                }
+                float P[2] = {0.0f, 0.0f}, dS[2] = {0.0f, 0.0f};
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
+                    const bool keep = (kept[k] >> (2 * nt + e)) & 1u;
                     if (!(c + e >= lo && c + e < hi && row_in && c + e < pos.keys)) continue;
                     float S = a.scale * s[mt][nt][2 * k + e], slope = 1.0f;
                     if (a.softcap > 0.0f) {
@@ -94,8 +96,8 @@ __device__ __forceinline__ void p_and_ds_tf32(const args &a, const tf32_bwd_smem
                     }
                     if (hk.bias) S += ladder_attn_elem<float>(hk.bias, bias_row + (kj + e) * hk.sbias[3]);
                     const float p = __expf(S - L);
-                    const float ds = p * (dp[mt][nt][2 * k + e] * f[e] - Delta);
-                    P[e] = kept[e] ? p : 0.0f;
+                    const float ds = p * (dp[mt][nt][2 * k + e] * (keep ? hk.keep_scale : 0.0f) - Delta);
+                    P[e] = keep ? p : 0.0f;
                     dS[e] = ds * slope;
                     if (pos.sink && hk.dbias.p) ((float *)hk.dbias.p)[sink_row + (kj + e) * hk.dbias.s[3]] = ds;
                 }
@@ -103,6 +105,7 @@ __device__ __forceinline__ void p_and_ds_tf32(const args &a, const tf32_bwd_smem
                 *reinterpret_cast<float2 *>(sm.dS + r * C::LDP + c) = make_float2(dS[0], dS[1]);
             }
         }
+    }
 }
 
 /* S = Q K^T and dP = dO V^T for this warp's part of the BR x BC tile, then P and dS into shared memory. */

@@ -45,30 +45,21 @@ __device__ __forceinline__ void bias_scores_f32(float (&s)[BC / 8][4], const flo
 
 /*
  * Dropout on P in its C fragments: the lane's keys nb*8 + 2t (+1) of rows q0 + g (+8), from key position k0 on,
- * are zeroed where dropped. The kept bits of a row are drawn in a rolled loop first (unrolled, the Philox rounds
- * of every pair would be interleaved), then applied in an unrolled one (P's registers indexed by a run-time nb
- * would live in local memory).
+ * are zeroed where dropped, by the keep bits of ladder_attn_kept_frag() (common/attention_gpu.cuh).
  */
 template <int BC>
 __device__ __forceinline__ void drop_p_f32(const args &a, float (&p)[BC / 8][4], int64_t b, int64_t h, int64_t q0,
                                            int64_t k0, int lane) {
-    static_assert(BC / 4 <= 32, "a row's kept bits fit one word");
+    const uint64_t n0 = ladder_dropout_counter(a.hooks.offset, b, h, q0 + lane / 4, k0, a.Hq, a.Sq, a.Sk);
+    uint32_t kept[2];
+    ladder_attn_kept_frag<BC / 8>(a.hooks, n0, n0 + 8 * (uint64_t)a.Sk, lane, kept);
 #pragma unroll
-    for (int k = 0; k < 2; k++) {
-        uint32_t bits = 0;
-        const int64_t qi = q0 + lane / 4 + 8 * k;
-#pragma unroll 1
-        for (int nb = 0; nb < BC / 8; nb++) {
-            bool keep0, keep1;
-            ladder_attn_kept2(a.hooks, a, b, h, qi, k0 + nb * 8 + 2 * (lane % 4), &keep0, &keep1);
-            bits |= (uint32_t)keep0 << (2 * nb) | (uint32_t)keep1 << (2 * nb + 1);
-        }
+    for (int k = 0; k < 2; k++)
 #pragma unroll
         for (int nb = 0; nb < BC / 8; nb++) {
-            if (!((bits >> (2 * nb)) & 1u)) p[nb][2 * k] = 0.0f;
-            if (!((bits >> (2 * nb + 1)) & 1u)) p[nb][2 * k + 1] = 0.0f;
+            if (!((kept[k] >> (2 * nb)) & 1u)) p[nb][2 * k] = 0.0f;
+            if (!((kept[k] >> (2 * nb + 1)) & 1u)) p[nb][2 * k + 1] = 0.0f;
         }
-    }
 }
 
 template <int HD, bool THREE>

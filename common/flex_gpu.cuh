@@ -82,25 +82,41 @@ __device__ __forceinline__ void flex_line_first(ladder_flex_line line, int64_t n
 }
 
 /**
- * 1. One thread per (head h, line n): the sum of read r's shares @p c [B, Hq, Sq, Sk] along the line, batch rows
- * outer, positions in order, into lines[h * N + n].
+ * 1. One thread per (head h, line n) of kind LINE: the sum of read r's shares @p c [B, Hq, Sq, Sk] along the line,
+ * batch rows outer, positions in order, into lines[h * N + n]. Neighbouring threads take neighbouring diagonals or
+ * columns, so their reads are coalesced (rows are not: a row's thread walks it alone).
  */
-__global__ void ladder_flex_line_sum_kernel(const float *c, int64_t B, int64_t Hq, int64_t Sq, int64_t Sk,
-                                            ladder_flex_line line, int64_t N, float *lines) {
+template <ladder_flex_line LINE>
+__global__ void ladder_flex_line_sum_kernel(const float *c, int64_t B, int64_t Hq, int64_t Sq, int64_t Sk, int64_t N,
+                                            float *lines) {
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= Hq * N) return;
     const int64_t h = t / N, n = t % N;
     int64_t i0, i1, dj;
-    flex_line_first(line, n, Sq, Sk, &i0, &i1, &dj);
+    flex_line_first(LINE, n, Sq, Sk, &i0, &i1, &dj);
     float acc = 0.0f;
     for (int64_t b = 0; b < B; b++) {
         const float *plane = c + (b * Hq + h) * Sq * Sk;
-        if (line == LADDER_FLEX_ROW)
+        if constexpr (LINE == LADDER_FLEX_ROW)
             for (int64_t j = 0; j < Sk; j++) acc += plane[n * Sk + j];
         else
-            for (int64_t i = i0; i < i1; i++) acc += plane[i * Sk + (line == LADDER_FLEX_COLUMN ? n : i + dj)];
+            for (int64_t i = i0; i < i1; i++) acc += plane[i * Sk + (LINE == LADDER_FLEX_COLUMN ? n : i + dj)];
     }
     lines[t] = acc;
+}
+
+/** Launch ladder_flex_line_sum_kernel for lines of kind @p line. */
+inline ladder_status ladder_flex_line_sum(ladder_flex_line line, const float *c, int64_t B, int64_t Hq, int64_t Sq,
+                                          int64_t Sk, int64_t N, float *lines) {
+    const unsigned blocks = ladder_blocks(Hq * N, 256);
+    if (line == LADDER_FLEX_DIAGONAL)
+        ladder_flex_line_sum_kernel<LADDER_FLEX_DIAGONAL><<<blocks, 256>>>(c, B, Hq, Sq, Sk, N, lines);
+    else if (line == LADDER_FLEX_ROW)
+        ladder_flex_line_sum_kernel<LADDER_FLEX_ROW><<<blocks, 256>>>(c, B, Hq, Sq, Sk, N, lines);
+    else
+        ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN><<<blocks, 256>>>(c, B, Hq, Sq, Sk, N, lines);
+    LADDER_LAUNCH_CHECK("ladder_flex_line_sum_kernel");
+    return LADDER_OK;
 }
 
 /**
@@ -155,9 +171,8 @@ ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladd
         const ladder_flex_line line = flex_read_line(MOD, r);
         const int64_t N = flex_lines(line, t->Sq, t->Sk);
         LADDER_TRY(lines[r].alloc(sizeof(float) * (size_t)(t->Hq * N)));
-        ladder_flex_line_sum_kernel<<<ladder_blocks(t->Hq * N, 256), 256>>>(
-            (const float *)share[r].ptr, t->B, t->Hq, t->Sq, t->Sk, line, N, (float *)lines[r].ptr);
-        LADDER_LAUNCH_CHECK("ladder_flex_line_sum_kernel");
+        LADDER_TRY(ladder_flex_line_sum(line, (const float *)share[r].ptr, t->B, t->Hq, t->Sq, t->Sk, N,
+                                        (float *)lines[r].ptr));
         ladder_flex_line_scatter_kernel<MOD><<<ladder_blocks(t->Hq, 64), 64>>>(
             (const float *)lines[r].ptr, t->Hq, line, N, k.env, r, (float *)grad[r]->data);
         LADDER_LAUNCH_CHECK("ladder_flex_line_scatter_kernel");

@@ -105,20 +105,6 @@ __global__ void ladder_flex_line_sum_kernel(const float *c, int64_t B, int64_t H
     lines[t] = acc;
 }
 
-/** Launch ladder_flex_line_sum_kernel for lines of kind @p line. */
-inline ladder_status ladder_flex_line_sum(ladder_flex_line line, const float *c, int64_t B, int64_t Hq, int64_t Sq,
-                                          int64_t Sk, int64_t N, float *lines) {
-    const unsigned blocks = ladder_blocks(Hq * N, 256);
-    if (line == LADDER_FLEX_DIAGONAL)
-        ladder_flex_line_sum_kernel<LADDER_FLEX_DIAGONAL><<<blocks, 256>>>(c, B, Hq, Sq, Sk, N, lines);
-    else if (line == LADDER_FLEX_ROW)
-        ladder_flex_line_sum_kernel<LADDER_FLEX_ROW><<<blocks, 256>>>(c, B, Hq, Sq, Sk, N, lines);
-    else
-        ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN><<<blocks, 256>>>(c, B, Hq, Sq, Sk, N, lines);
-    LADDER_LAUNCH_CHECK("ladder_flex_line_sum_kernel");
-    return LADDER_OK;
-}
-
 /**
  * 2. One thread per head h: each of its lines' sums, in order, added into the element of @p grad that read @p r of
  * score mod MOD takes on that line (asked of the mod at the line's first position; the buffer derivative is
@@ -171,8 +157,16 @@ ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladd
         const ladder_flex_line line = flex_read_line(MOD, r);
         const int64_t N = flex_lines(line, t->Sq, t->Sk);
         LADDER_TRY(lines[r].alloc(sizeof(float) * (size_t)(t->Hq * N)));
-        LADDER_TRY(ladder_flex_line_sum(line, (const float *)share[r].ptr, t->B, t->Hq, t->Sq, t->Sk, N,
-                                        (float *)lines[r].ptr));
+        const float *c = (const float *)share[r].ptr;
+        float *sums = (float *)lines[r].ptr;
+        const unsigned blocks = ladder_blocks(t->Hq * N, 256);
+        if (line == LADDER_FLEX_DIAGONAL)
+            ladder_flex_line_sum_kernel<LADDER_FLEX_DIAGONAL><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, N, sums);
+        else if (line == LADDER_FLEX_ROW)
+            ladder_flex_line_sum_kernel<LADDER_FLEX_ROW><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, N, sums);
+        else
+            ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, N, sums);
+        LADDER_LAUNCH_CHECK("ladder_flex_line_sum_kernel");
         ladder_flex_line_scatter_kernel<MOD><<<ladder_blocks(t->Hq, 64), 64>>>(
             (const float *)lines[r].ptr, t->Hq, line, N, k.env, r, (float *)grad[r]->data);
         LADDER_LAUNCH_CHECK("ladder_flex_line_scatter_kernel");

@@ -47,7 +47,7 @@
  * |----------------|---------------|-----------|-----------|
  * | cpu            | f32           | f32       | 1..256    |
  * | gpu_naive      | f32           | f32       | 1..256    |
- * | gpu_tiled      | not yet       |           |           |
+ * | gpu_tiled      | f32           | f32       | 1..256    |
  * | gpu_tensorcore | not yet       |           |           |
  *
  * The CPU rung takes host pointers, the GPU rungs device pointers (buffers and block lists included). Every rung is

@@ -34,6 +34,8 @@ ladder_status flex_build_cpu(const ladder_flex_problem *p, const ladder_flex_arg
 ladder_status flex_fwd_gpu_naive(const ladder_flex_problem *p, const ladder_flex_args *a);
 ladder_status flex_bwd_gpu_naive(const ladder_flex_problem *p, const ladder_flex_args *a);
 ladder_status flex_build_gpu(const ladder_flex_problem *p, const ladder_flex_args *a);
+ladder_status flex_fwd_gpu_tiled(const ladder_flex_problem *p, const ladder_flex_args *a);
+ladder_status flex_bwd_gpu_tiled(const ladder_flex_problem *p, const ladder_flex_args *a);
 
 /**
  * Run pass @p backward of @p rung on validated input: with no block lists in @p a, build them first (in the rung's

@@ -12,12 +12,13 @@
  *    the tiles; hand-made lists (a query tile with no tile, every tile full, a single partial tile, Sq != Sk and
  *    lengths that are not multiples of the block) run as the oracle reads them; every tile full with no mask is
  *    plain attention.
- * 4. Buffer gradients are the same bits at every thread count and every run.
+ * 4. Buffer gradients are the same bits at every thread count and every run, and over 20 runs at each GPU rung.
  * 5. Bad input: unknown mod names, buffers of the wrong shape or dtype, missing buffers, lists unsorted,
  *    out of range, inconsistent between forward and backward, or given in part.
  */
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,7 +157,7 @@ Test(flex, every_registered_score_mod_matches_finite_differences) {
 
 /* ---- 2. flex = flash causal, = memeff with the ALiBi bias, document = flash varlen ---------------------------- */
 
-/* Each of @p n flex problems at the cpu and gpu_naive rungs (the ones flex has; the others skip). */
+/* Each of @p n flex problems at every rung (those flex lacks, or that cannot run here, skip). */
 static struct criterion_test_params every_rung(const ladder_flex_problem *ps, int n) {
     const ladder_rung rungs[] = {LADDER_RUNG_CPU, LADDER_RUNG_GPU_NAIVE, LADDER_RUNG_GPU_TILED,
                                  LADDER_RUNG_GPU_TENSORCORE};
@@ -446,6 +447,53 @@ Test(flex, buffer_gradients_are_the_same_bits_at_every_thread_count) {
         ladder_result_free(&first);
         ladder_case_free(&c);
     }
+}
+
+/* At each GPU rung flex has, every buffer-gradient mod (with dq, dk, dv) repeats bit for bit over 20 runs: the rung
+ * sums every buffer gradient in a fixed order (PyTorch's atomics do not). */
+ParameterizedTestParameters(flex, gpu_buffer_gradients_repeat_bitwise_over_20_runs) {
+    static const int mods[] = {LADDER_FLEX_ALIBI, LADDER_FLEX_REL_BIAS, LADDER_FLEX_T5_BIAS, LADDER_FLEX_BIAS_QK};
+    const ladder_rung rungs[] = {LADDER_RUNG_GPU_NAIVE, LADDER_RUNG_GPU_TILED};
+    test_case cases[8];
+    int k = 0;
+    for (size_t r = 0; r < sizeof rungs / sizeof rungs[0]; r++)
+        for (size_t m = 0; m < sizeof mods / sizeof mods[0]; m++) {
+            ladder_flex_problem p = FLEX(2, 4, 2, 200, 260, 16, mods[m], 1 << LADDER_FLEX_CAUSAL);
+            p.num_buckets = 16;
+            cases[k] = test_case_of(&ladder_flex_algo, &p);
+            cases[k].opts.with |= 1u << T(&ladder_flex_algo, "dlse");
+            cases[k].rung = rungs[r], cases[k++].dtype = LADDER_F32;
+        }
+    return test_params(cases, k);
+}
+
+ParameterizedTest(const test_case *t, flex, gpu_buffer_gradients_repeat_bitwise_over_20_runs) {
+    harness_require_rung(t);
+    const int mod = ((const ladder_flex_problem *)t->problem)->score_mod;
+    ladder_case c;
+    test_make(t, &c);
+    ladder_result first;
+    test_run(t, t->rung, t->dtype, &c, &first);
+    const ladder_flex_score_spec *spec = &ladder_flex_score_mods[mod];
+    for (int r = 0; r < spec->n_reads; r++) {
+        char grad[48];
+        snprintf(grad, sizeof grad, "d%s", spec->reads[r]);
+        cr_assert(first.t[T(&ladder_flex_algo, grad)].data, "score mod %s: %s was not written", spec->name, grad);
+    }
+    for (int rep = 2; rep <= 20; rep++) {
+        ladder_result again;
+        test_run(t, t->rung, t->dtype, &c, &again);
+        for (int i = 0; i < ladder_flex_algo.n_tensors; i++) {
+            if (!first.t[i].data) continue;
+            const size_t bytes = (size_t)ladder_tensor_numel(&first.t[i]) * ladder_dtype_size(first.t[i].dtype);
+            cr_expect(memcmp(first.t[i].data, again.t[i].data, bytes) == 0, "rung %s, score mod %s: %s of run %d "
+                      "differs bitwise from run 1", ladder_rung_name(t->rung), spec->name,
+                      ladder_flex_algo.tensors[i].name, rep);
+        }
+        ladder_result_free(&again);
+    }
+    ladder_result_free(&first);
+    ladder_case_free(&c);
 }
 
 /* ---- 5. bad input ---------------------------------------------------------------------------------------------- */

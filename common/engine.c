@@ -215,8 +215,8 @@ ladder_status ladder_algo_takes(const ladder_algo *algo, ladder_rung rung, ladde
 double ladder_run_tolerance(const ladder_case *c, ladder_rung rung, ladder_dtype tc_dtype) {
     const ladder_dtype dt = ladder_rung_dtype(rung, tc_dtype);
     const int i = ladder_algo_param(c->algo, "allow_tf32");
-    if (rung == LADDER_RUNG_GPU_TENSORCORE && dt == LADDER_F32 && i >= 0 && ladder_param_get(c->algo, c->problem, i))
-        return LADDER_TOL_TF32;
+    if (rung == LADDER_RUNG_GPU_TENSORCORE && dt == LADDER_F32 && i >= 0)
+        return ladder_param_get(c->algo, c->problem, i) ? LADDER_TOL_TF32 : LADDER_TOL_3XTF32;
     return ladder_tolerance(dt);
 }
 

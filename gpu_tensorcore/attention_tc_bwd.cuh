@@ -196,9 +196,10 @@ __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Po
             for (int nt = 0; nt < NT; nt++) {
                 const int c = c0 + nt * 8 + 2 * t;
                 const int64_t kj = pos.k0 + c;
-                const bool second = c + 1 < pos.keys; /* is key c + 1 the tile's too? */
+                /* are keys c and c + 1 the tile's? Past its keys lie another sequence's, or the tensor's end */
+                const bool first = row_in && c < pos.keys, second = c + 1 < pos.keys;
                 float bias[2] = {0.0f, 0.0f};
-                if (hk.bias && row_in) ladder_attn_bias_pair<T>(hk, bias_row + kj * hk.sbias[3], second, bias);
+                if (hk.bias && first) ladder_attn_bias_pair<T>(hk, bias_row + kj * hk.sbias[3], second, bias);
                 float P[2], dS[2], sunk[2]; /* sunk: dS before the softcap's slope, the bias's gradient */
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
@@ -211,7 +212,7 @@ __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Po
                     P[e] = keep ? p : 0.0f; /* dV's 1 / (1 - p) is applied once, to the sum */
                     dS[e] = CAPPED ? sunk[e] * ladder_attn_softcap_grad(x, a.softcap) : sunk[e];
                 }
-                if (pos.sink && hk.dbias.p && row_in) ladder_attn_sink_pair<T>(hk.dbias, sink_row + kj * hk.dbias.s[3], second, sunk);
+                if (pos.sink && hk.dbias.p && first) ladder_attn_sink_pair<T>(hk.dbias, sink_row + kj * hk.dbias.s[3], second, sunk);
                 *(uint32_t *)(sm.P + r * LDP + c) = ladder_pack2_float<T>(P[0], P[1]);
                 *(uint32_t *)(sm.dS + r * LDP + c) = ladder_pack2_float<T>(dS[0], dS[1]);
             }

@@ -94,7 +94,7 @@ __global__ void ladder_flex_line_sum_kernel(const float *c, int64_t B, int64_t H
     const int64_t h = t / N, n = t % N;
     int64_t i0, i1, dj;
     flex_line_first(LINE, n, Sq, Sk, &i0, &i1, &dj);
-    float acc = 0.0f;
+    double acc = 0.0; /* the shares cancel (a row's dS sums to zero): in double, as the cpu and naive rungs sum */
     for (int64_t b = 0; b < B; b++) {
         const float *plane = c + (b * Hq + h) * Sq * Sk;
         if constexpr (LINE == LADDER_FLEX_ROW)
@@ -102,7 +102,7 @@ __global__ void ladder_flex_line_sum_kernel(const float *c, int64_t B, int64_t H
         else
             for (int64_t i = i0; i < i1; i++) acc += plane[i * Sk + (LINE == LADDER_FLEX_COLUMN ? n : i + dj)];
     }
-    lines[t] = acc;
+    lines[t] = (float)acc;
 }
 
 /**

@@ -192,14 +192,16 @@ static dbufs dbufs_of(const ladder_flex_problem *fp, const ladder_flex_args *a) 
 /*
  * d<buffer>[x] = sum over every (b, h, i, j) whose score read x of dS_ij * dS_ij/dx. Task (b, h) sums its scores
  * into partial[(b*Hq + h)] (rows ascending, keys in visiting order); then element x adds the tasks' partials in
- * (b, h) order: the same bits at any thread count.
+ * (b, h) order: the same bits at any thread count. The sums are kept in double: a buffer element gathers up to
+ * Sq * Sk terms, and since a row's dS sums to zero they cancel (in float, the difference of two orders of summing
+ * reached 5e-5 of the result at Sq = Sk = 256).
  */
 static ladder_status buffer_grads(const ctx *c, const dbufs *d) {
     const ladder_attention_problem *p = c->p;
     const int64_t tasks = p->B * p->Hq;
     int64_t width = 0, off[LADDER_FLEX_MAX_READS];
     for (int s = 0; s < d->n; s++) off[s] = width, width += d->numel[s];
-    float *partial = calloc((size_t)(tasks * width), sizeof *partial);
+    double *partial = calloc((size_t)(tasks * width), sizeof *partial);
     if (!partial) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %lld partial buffer gradients of %lld elements",
                                      (long long)tasks, (long long)width);
     ladder_status st = LADDER_OK;
@@ -214,13 +216,13 @@ static ladder_status buffer_grads(const ctx *c, const dbufs *d) {
         for (int64_t t = 0; t < tasks; t++) {
             if (!keys) continue;
             const int64_t b = t / p->Hq, h = t % p->Hq;
-            float *mine = partial + t * width;
+            double *mine = partial + t * width;
             for (int64_t i = 0; i < p->Sq; i++) {
                 const int64_t n = keys_of(c, b, h, i, keys);
                 for (int64_t e = 0; e < n; e++) {
                     const grads g = element(c, b, h, i, keys[e]);
                     for (int r = 0; r < LADDER_FLEX_MAX_READS; r++)
-                        if (d->slot[r] >= 0) mine[off[d->slot[r]] + g.g.at[r]] += g.dS * g.g.d[r];
+                        if (d->slot[r] >= 0) mine[off[d->slot[r]] + g.g.at[r]] += (double)g.dS * g.g.d[r];
                 }
             }
         }
@@ -230,9 +232,9 @@ static ladder_status buffer_grads(const ctx *c, const dbufs *d) {
         float *out = d->grad[s]->data;
 #pragma omp parallel for schedule(static)
         for (int64_t x = 0; x < d->numel[s]; x++) {
-            float acc = 0.0f;
+            double acc = 0.0;
             for (int64_t t = 0; t < tasks; t++) acc += partial[t * width + off[s] + x];
-            out[x] = acc;
+            out[x] = (float)acc;
         }
     }
     free(partial);

@@ -180,7 +180,7 @@ __global__ void flex_dkdv_naive_kernel(naive_args a, bool want_dv) {
 __global__ void flex_dbuf_naive_kernel(naive_args a, unsigned reads, float *grad, int64_t numel) {
     const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= numel) return;
-    float acc = 0.0f;
+    double acc = 0.0; /* up to Sq * Sk terms that cancel (a row's dS sums to zero): float lost 5e-5 of the result */
     for (int64_t b = 0; b < a.B; b++)
         for (int64_t h = 0; h < a.Hq; h++)
             for (int64_t i = 0; i < a.Sq; i++)
@@ -192,9 +192,9 @@ __global__ void flex_dbuf_naive_kernel(naive_args a, unsigned reads, float *grad
                     if (!hit) return;
                     const grads e = element(a, b, h, i, j);
                     for (int r = 0; r < LADDER_FLEX_MAX_READS; r++)
-                        if (((reads >> r) & 1u) && e.g.at[r] == x) acc += e.dS * e.g.d[r];
+                        if (((reads >> r) & 1u) && e.g.at[r] == x) acc += (double)e.dS * e.g.d[r];
                 });
-    grad[x] = acc;
+    grad[x] = (float)acc;
 }
 
 /* ---- the block-mask builder of every GPU rung ---- */

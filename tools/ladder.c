@@ -25,7 +25,8 @@ static void usage(FILE *f) {
             "                            (exit 1 on any failed check)\n"
             "  run ALGO --in DIR         run one rung on DIR/<name>.npy, write its outputs as float32 .npy\n"
             "  bench ALGO|all            warmed-up timings (median), GB/s and TFLOP/s beside the copy bandwidth\n"
-            "                            measured in the same run; writes CSV, Markdown and SVG into --out DIR\n"
+            "                            (the device's, and the host's for the cpu rung) measured in the same\n"
+            "                            run; writes CSV, Markdown and SVG into --out DIR\n"
             "  help                      this text (also --help; `ladder run --help` for the flags)\n"
             "\n"
             "algorithms:\n");
@@ -230,8 +231,13 @@ static int bench(const ladder_algo *chosen, const tool_opts *o) {
         fprintf(stderr, "bench: %s, device-to-device copy %.0f GB/s (read + write)\n", env.gpu, env.copy_gbps);
     } else {
         snprintf(env.gpu, sizeof env.gpu, "cpu-only");
-        fprintf(stderr, "bench: %s: only the cpu rung is timed; the copy and GEMM ceilings are n/a\n",
+        fprintf(stderr, "bench: %s: only the cpu rung is timed; the device copy and GEMM ceilings are n/a\n",
                 ladder_gpu_absent_reason());
+    }
+    if (tool_rung_wanted(o, LADDER_RUNG_CPU)) {
+        if (tool_cpu_copy_gbps(&env.cpu_copy_gbps, &env.cpu_threads) != TOOL_OK) return TOOL_FAIL;
+        fprintf(stderr, "bench: host copy %.0f GB/s (read + write) at %d thread%s\n", env.cpu_copy_gbps,
+                env.cpu_threads, env.cpu_threads == 1 ? "" : "s");
     }
     enum { MAX_ROWS = 512 };
     static bench_row rows[MAX_ROWS];

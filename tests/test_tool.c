@@ -333,6 +333,14 @@ Test(tool, bench_measures_the_host_copy_ceiling_for_the_cpu_rung) {
     cr_assert_str_eq(field[20], "2", "the row should name 2 threads: %s", row);
 }
 
+/* --cpu-reps times the cpu rung that many times (the median reported); below 1 it is a usage error. */
+Test(tool, bench_cpu_reps) {
+    char out[8192];
+    run_bench("recurrent --rung cpu --B 1 --T 64 --H 2 --cpu-reps 3", out, sizeof out);
+    cr_assert_not_null(strstr(out, "| recurrent | bwd | cpu |"), "stdout: %s", out);
+    cr_assert_eq(run_ladder("bench recurrent --rung cpu --cpu-reps 0"), 2);
+}
+
 /* Size flags that make the small problem the same as one of the sweep's take the sweep's rungs there: flash's first
  * problem at B=16 Hq=32 (the sweep's D=64 S=1024 size) must not run the cpu rung, which would take minutes. */
 Test(tool, bench_flags_that_merge_problems_keep_the_narrower_rung_set) {

@@ -7,16 +7,15 @@
  * rung function alone, timed: --warmup untimed runs, then --reps runs, each bracketed by CUDA events with L2
  * flushed before it, median reported. Each bench problem runs the rungs of its set (ladder_algo::bench_rungs), and
  * the lowest of them that is available is the reference. Where that is the cpu rung, its one validated call per
- * pass is also its timing (it is the reference, not the subject), and the other rungs get their speedup over it; a
- * problem too large for the cpu rung has a GPU rung as its reference, timed like the others, and no speedup.
+ * pass is also its timing (it is the reference, not the subject; --cpu-reps N times it N times after one untimed
+ * run, for when it is the subject), and the other rungs get their speedup over it; a problem too large for the cpu
+ * rung has a GPU rung as its reference, timed like the others, and no speedup.
  */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tool.h"
-
-enum { CPU_REPS = 1 };
 
 /* The rungs and dtypes a sweep times, in report order. */
 static const struct {
@@ -116,7 +115,8 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     char what[64];
     snprintf(what, sizeof what, "%s f32 (the reference)", ladder_rung_name(ref));
     progress(algo->name, shape, ++step, steps, what, t0);
-    const ladder_run_opts cpu_opts = {.reps = CPU_REPS};
+    /* one timed run is the validated call itself (ladder_run_opts::reps); more get one untimed run first */
+    const ladder_run_opts cpu_opts = {.warmup = o->cpu_reps > 1, .reps = o->cpu_reps};
     const ladder_run_opts gpu_opts = {.warmup = o->warmup, .reps = o->reps, .flush_l2 = true};
     ladder_result ref_res;
     const ladder_run_opts once = {0}; /* a reference that is not itself asked for is run, not timed */

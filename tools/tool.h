@@ -33,6 +33,7 @@ typedef struct tool_opts {
     const char *not_with_in;             /* the last flag given that makes a random case (--seed, --varlen, --with):
                                             with --in the files are the case, so it is refused there */
     int warmup, reps;                    /* --warmup N, --reps N (bench) */
+    int cpu_reps;                        /* --cpu-reps N (bench): timed runs of the cpu rung */
     double gemm_tflops;                  /* --gemm-tflops X: measured bf16 GEMM rate (bench) */
 } tool_opts;
 

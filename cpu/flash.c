@@ -54,36 +54,47 @@ static void gather_t(const ladder_tensor *t, int64_t b, int64_t h, int64_t s0, i
     }
 }
 
+/* c[j] += a * b[j] for j < m: one multiple of a row of B into a row of C. */
+static void axpy(int64_t m, float a, const float *restrict b, float *restrict c) {
+#pragma omp simd
+    for (int64_t j = 0; j < m; j++) c[j] += a * b[j];
+}
+
 /*
  * C += A B, for an n x k matrix A read as A[r * ar + e * ae] (so a transposed A costs nothing: its elements are
  * read one at a time) and a k x m matrix B whose rows are contiguous (row e at B + e * ldb); row r of C is at
- * C + r * ldc. Row r of C collects A(r, e) times row e of B for e = 0, 1, ...: the inner loop runs along a row of
- * B and rows of C, all contiguous, so it vectorises, and every element sums over e in that order. Four rows of C
- * at a time, so that each element of B, once loaded, feeds four multiply-adds: the loop is bound by the loads and
- * stores around each one, not by the arithmetic.
+ * C + r * ldc. Row r of C collects A(r, e) times row e of B for e = 0, 1, ... in that order, each element's sum
+ * one chain of multiply-adds. The loops along a row of B and of C are contiguous, so they vectorise; what bounds
+ * them is loading and storing C, so the main loop takes four rows of C and four rows of B at a time: each element
+ * of C is loaded and stored once per four multiply-adds, and each element of B loaded once for four rows. (The
+ * compiler keeps these spelled-out statements in registers; a loop over the four rows it would not.)
  */
 static void matmul_acc(int64_t n, int64_t k, int64_t m, const float *A, int64_t ar, int64_t ae,
                        const float *restrict B, int64_t ldb, float *restrict C, int64_t ldc) {
     int64_t r = 0;
-    for (; r + 4 <= n; r += 4)
-        for (int64_t e = 0; e < k; e++) {
-            const float *a = A + r * ar + e * ae, a0 = a[0], a1 = a[ar], a2 = a[2 * ar], a3 = a[3 * ar];
-            const float *restrict b = B + e * ldb;
-            float *restrict c = C + r * ldc;
+    for (; r + 4 <= n; r += 4) {
+        float *restrict c0 = C + r * ldc, *restrict c1 = c0 + ldc, *restrict c2 = c1 + ldc, *restrict c3 = c2 + ldc;
+        int64_t e = 0;
+        for (; e + 4 <= k; e += 4) {
+            float a[4][4]; /* a[i][q] = A(r + i, e + q) */
+            for (int i = 0; i < 4; i++)
+                for (int q = 0; q < 4; q++) a[i][q] = A[(r + i) * ar + (e + q) * ae];
+            const float *restrict b0 = B + e * ldb, *restrict b1 = b0 + ldb, *restrict b2 = b1 + ldb,
+                                  *restrict b3 = b2 + ldb;
 #pragma omp simd
             for (int64_t j = 0; j < m; j++) {
-                const float bj = b[j];
-                c[j] += a0 * bj, c[ldc + j] += a1 * bj, c[2 * ldc + j] += a2 * bj, c[3 * ldc + j] += a3 * bj;
+                const float x0 = b0[j], x1 = b1[j], x2 = b2[j], x3 = b3[j];
+                c0[j] = c0[j] + a[0][0] * x0 + a[0][1] * x1 + a[0][2] * x2 + a[0][3] * x3;
+                c1[j] = c1[j] + a[1][0] * x0 + a[1][1] * x1 + a[1][2] * x2 + a[1][3] * x3;
+                c2[j] = c2[j] + a[2][0] * x0 + a[2][1] * x1 + a[2][2] * x2 + a[2][3] * x3;
+                c3[j] = c3[j] + a[3][0] * x0 + a[3][1] * x1 + a[3][2] * x2 + a[3][3] * x3;
             }
         }
-    for (; r < n; r++) /* the last n % 4 rows */
-        for (int64_t e = 0; e < k; e++) {
-            const float a = A[r * ar + e * ae];
-            const float *restrict b = B + e * ldb;
-            float *restrict c = C + r * ldc;
-#pragma omp simd
-            for (int64_t j = 0; j < m; j++) c[j] += a * b[j];
-        }
+        for (; e < k; e++) /* the last k % 4 rows of B */
+            for (int i = 0; i < 4; i++) axpy(m, A[(r + i) * ar + e * ae], B + e * ldb, C + (r + i) * ldc);
+    }
+    for (; r < n; r++) /* the last n % 4 rows of C */
+        for (int64_t e = 0; e < k; e++) axpy(m, A[r * ar + e * ae], B + e * ldb, C + r * ldc);
 }
 
 /* How a task finds its sequence: units are batch rows, or packed sequences (then the batch row is 0). */

@@ -86,9 +86,11 @@ for step in $steps; do
             "$(lscpu 2>/dev/null | grep -E '^(Thread|Core|Socket)' | tr -s ' ' | paste -sd ';')"
         for t in 1 "$n"; do
             start=$SECONDS
-            OMP_NUM_THREADS=$t build/bin/ladder bench all --rung cpu --cpu-reps "${CPU_REPS:-5}" \
+            LADDER_COMMIT=$(cat build/COMMIT) OMP_NUM_THREADS=$t build/bin/ladder bench all --rung cpu \
+                --cpu-reps "${CPU_REPS:-5}" \
                 --out "$out/bench/cpu-$t" >/tmp/logs/cpu-$t.log 2>&1
-            say "cpu bench at $t threads: exit $? in $((SECONDS - start)) s | $(grep -a -m1 'host copy' /tmp/logs/cpu-$t.log)"
+            rc=$?
+            say "cpu bench at $t threads: exit $rc in $((SECONDS - start)) s | $(grep -a -m1 'host copy' /tmp/logs/cpu-$t.log)"
         done
         python3 tools/gpu/peers_cpu.py "$out/bench/cpu-peers.csv" --threads "1,$n" >/tmp/logs/cpu-peers.log 2>&1
         say "peers_cpu: exit $?"

@@ -28,15 +28,21 @@ ladder_status ladder_attention_check_grads(const ladder_attention_problem *t, co
     return ladder_check_contiguous(dv, "dv");
 }
 
-ladder_status ladder_attention_check_dtypes(ladder_rung rung, const ladder_tensor *const *ts, const char *const *names,
-                                            int n, const ladder_tensor *const *f32s, const char *const *f32_names,
+ladder_status ladder_attention_check_dtypes(const char *algo, bool tc_f32, ladder_rung rung,
+                                            const ladder_tensor *const *ts, const char *const *names, int n,
+                                            const ladder_tensor *const *f32s, const char *const *f32_names,
                                             int n_f32) {
     ladder_dtype want = LADDER_F32;
     if (rung == LADDER_RUNG_GPU_TENSORCORE) {
         want = ts[0]->dtype;
-        if (want != LADDER_BF16 && want != LADDER_F16)
-            return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes %s as bf16 or f16, not %s", names[0],
-                               ladder_dtype_name(want));
+        if (want == LADDER_F32 && !tc_f32)
+            return ladder_fail(LADDER_ERR_UNSUPPORTED,
+                               "rung gpu_tensorcore takes %s as bf16 or f16, not f32: %s has no f32 (TF32) kernels "
+                               "at that rung",
+                               names[0], algo);
+        if (want != LADDER_BF16 && want != LADDER_F16 && want != LADDER_F32)
+            return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes %s as %s, not %s", names[0],
+                               tc_f32 ? "bf16, f16 or f32" : "bf16 or f16", ladder_dtype_name(want));
     }
     for (int i = 0; i < n; i++) LADDER_TRY(ladder_check_dtype(ts[i], names[i], want, rung));
     for (int i = 0; i < n_f32; i++)

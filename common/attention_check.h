@@ -34,9 +34,11 @@ ladder_status ladder_attention_check_grads(const ladder_attention_problem *t, co
 
 /**
  * The float tensors @p ts (named @p names) take the rung's dtype: f32, or at gpu_tensorcore the dtype of ts[0],
- * bf16 or f16 (LADDER_ERR_UNSUPPORTED otherwise); the @p n_f32 tensors @p f32s stay f32 where present (lse, dlse).
+ * bf16 or f16, or f32 where the algorithm @p algo has TF32 kernels (@p tc_f32) (LADDER_ERR_UNSUPPORTED otherwise,
+ * naming @p algo); the @p n_f32 tensors @p f32s stay f32 where present (lse, dlse).
  */
-ladder_status ladder_attention_check_dtypes(ladder_rung rung, const ladder_tensor *const *ts, const char *const *names,
+ladder_status ladder_attention_check_dtypes(const char *algo, bool tc_f32, ladder_rung rung,
+                                            const ladder_tensor *const *ts, const char *const *names,
                                             int n, const ladder_tensor *const *f32s, const char *const *f32_names,
                                             int n_f32);
 

@@ -52,6 +52,7 @@ struct ladder_attn_hooks {
     ladder_attn_ds_sink dbias; /**< where dS goes (the bias's gradient), when asked for */
     float dropout_p;          /**< 0: no dropout */
     float keep_scale;         /**< 1 / (1 - p) */
+    uint32_t keep_min;        /**< the smallest kept Philox output (ladder_dropout_keep_min()) */
     uint64_t seed, offset;    /**< Philox key and the element counter's start */
 };
 
@@ -67,9 +68,9 @@ __device__ __forceinline__ uint32_t ladder_philox_word(const ladder_philox4 &x, 
     return w == 0 ? x.w[0] : w == 1 ? x.w[1] : w == 2 ? x.w[2] : x.w[3];
 }
 
-/* Dropout's factor for a Philox output: 1 / (1 - p) where uniform(x) > p (kept), else 0 (common/philox.h). */
+/* Dropout's factor for a Philox output: 1 / (1 - p) where it is kept (x >= keep_min: uniform(x) > p), else 0. */
 __device__ __forceinline__ float ladder_attn_factor(const ladder_attn_hooks &k, uint32_t x) {
-    return ladder_philox_uniform(x) > k.dropout_p ? k.keep_scale : 0.0f;
+    return x >= k.keep_min ? k.keep_scale : 0.0f;
 }
 
 /**
@@ -84,22 +85,53 @@ __device__ __forceinline__ float ladder_attn_keep(const ladder_attn_hooks &k, co
 }
 
 /**
- * Are the elements drawing Philox outputs @p n and n + 1 (keys j and j + 1 of one row: a lane's pair of an mma
- * fragment) kept? One Philox block serves both: the two draws are consecutive, so they share a block of four
- * outputs unless the first is its last word.
+ * Which of a lane's elements of an mma C fragment dropout keeps, for a warp's 16 rows by 8 * NB keys (the layout
+ * of common/mma.cuh: lane 4g + t holds keys 8nb + 2t and 8nb + 2t + 1 of rows g and g + 8). @p n0 and @p n8 are
+ * the Philox outputs that rows g and g + 8 draw at the tile's first key; bit 2nb + e of kept[k] is key 8nb + 2t + e
+ * of row g + 8k.
+ *
+ * One Philox block gives four consecutive outputs, and lanes t = 2u and 2u + 1 hold the four consecutive keys
+ * 8nb + 4u .. 8nb + 4u + 3 of each row. When every row's draws start on a multiple of four (the usual case: Sk and
+ * the offset multiples of four), each block is drawn once: the even lane draws row g's, the odd lane row g + 8's,
+ * and one shuffle trades the halves the partner holds. Otherwise each lane draws its own pairs, a block per pair.
  */
-__device__ __forceinline__ void ladder_attn_kept2_at(const ladder_attn_hooks &k, uint64_t n, bool *k0, bool *k1) {
-    const ladder_philox4 x = ladder_philox_block(k.seed, n / 4);
-    const int w = (int)(n % 4);
-    *k0 = ladder_philox_uniform(ladder_philox_word(x, w)) > k.dropout_p;
-    *k1 = ladder_philox_uniform(w < 3 ? ladder_philox_word(x, w + 1) : ladder_philox_block(k.seed, n / 4 + 1).w[0]) >
-          k.dropout_p;
-}
-
-/** ladder_attn_kept2_at() for keys @p j and j + 1 of query row @p i of head @p h, batch row @p b. */
-__device__ __forceinline__ void ladder_attn_kept2(const ladder_attn_hooks &k, const ladder_attn_call &a, int64_t b,
-                                                  int64_t h, int64_t i, int64_t j, bool *k0, bool *k1) {
-    ladder_attn_kept2_at(k, ladder_dropout_counter(k.offset, b, h, i, j, a.Hq, a.Sq, a.Sk), k0, k1);
+template <int NB>
+__device__ __forceinline__ void ladder_attn_kept_frag(const ladder_attn_hooks &k, uint64_t n0, uint64_t n8, int lane,
+                                                      uint32_t (&kept)[2]) {
+    static_assert(NB <= 8, "a lane's four draws per n8 block fit one word");
+    const int t = lane % 4;
+    kept[0] = kept[1] = 0;
+    if (__all_sync(0xffffffffu, n0 % 4 == 0 && n8 % 4 == 0)) {
+        const bool odd = t & 1;
+        const uint64_t first = (odd ? n8 : n0) + 4 * (t / 2); /* this lane's row, its first quad */
+        uint32_t drawn = 0;                                     /* bit 4nb + w: word w of block nb */
+#pragma unroll 1 /* unrolled, the Philox rounds of every block interleave and spill */
+        for (int nb = 0; nb < NB; nb++) {
+            const ladder_philox4 x = ladder_philox_block(k.seed, (first + 8 * nb) / 4);
+#pragma unroll
+            for (int w = 0; w < 4; w++) drawn |= (uint32_t)(x.w[w] >= k.keep_min) << (4 * nb + w);
+        }
+        const uint32_t partner = __shfl_xor_sync(0xffffffffu, drawn, 1);
+        /* row g: words 0-1 of the even lane's blocks, 2-3 of them for the odd lane; row g + 8 likewise */
+        const uint32_t row0 = odd ? partner : drawn, row8 = odd ? drawn : partner, shift = odd ? 2 : 0;
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) {
+            kept[0] |= ((row0 >> (4 * nb + shift)) & 3u) << (2 * nb);
+            kept[1] |= ((row8 >> (4 * nb + shift)) & 3u) << (2 * nb);
+        }
+        return;
+    }
+#pragma unroll 1
+    for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const uint64_t n = (r ? n8 : n0) + 8 * nb + 2 * t;
+            const ladder_philox4 x = ladder_philox_block(k.seed, n / 4);
+            const int w = (int)(n % 4);
+            const uint32_t second = w < 3 ? ladder_philox_word(x, w + 1) : ladder_philox_block(k.seed, n / 4 + 1).w[0];
+            kept[r] |= ((uint32_t)(ladder_philox_word(x, w) >= k.keep_min) | (uint32_t)(second >= k.keep_min) << 1)
+                       << (2 * nb);
+        }
 }
 
 /** dS[b, h, i, j] into the sink (the bias's gradient), rounded to T unless the sink is an f32 scratch. */
@@ -109,6 +141,53 @@ __device__ __forceinline__ void ladder_attn_sink_ds(const ladder_attn_ds_sink &d
     const int64_t at = b * d.s[0] + h * d.s[1] + i * d.s[2] + j * d.s[3];
     if (d.f32) ((float *)d.p)[at] = dS;
     else ladder_attn_store<T>(d.p, at, dS);
+}
+
+/**
+ * The bias at elements @p at and, when @p second, at + sbias[3] (keys j and j + 1 of one row: a lane's pair of an
+ * mma fragment), as floats in @p x. Where the row is contiguous and the pair 4-byte aligned, one load reads both.
+ */
+template <class T>
+__device__ __forceinline__ void ladder_attn_bias_pair(const ladder_attn_hooks &k, int64_t at, bool second,
+                                                      float (&x)[2]) {
+    if constexpr (sizeof(T) == 2) {
+        const uint16_t *p = (const uint16_t *)k.bias + at;
+        if (second && k.sbias[3] == 1 && ((uintptr_t)p & 3) == 0) {
+            const uint32_t w = *(const uint32_t *)p;
+            x[0] = ladder_to_float<T>((uint16_t)w), x[1] = ladder_to_float<T>((uint16_t)(w >> 16));
+            return;
+        }
+    }
+    x[0] = ladder_attn_elem<T>(k.bias, at);
+    if (second) x[1] = ladder_attn_elem<T>(k.bias, at + k.sbias[3]);
+}
+
+/**
+ * dS of a lane's pair, @p ds[0] at element @p at of the sink and, when @p second, ds[1] at at + s[3]; one 8-byte
+ * (f32 scratch) or 4-byte (16-bit storage) store where the pair is contiguous and aligned.
+ */
+template <class T>
+__device__ __forceinline__ void ladder_attn_sink_pair(const ladder_attn_ds_sink &d, int64_t at, bool second,
+                                                      const float (&ds)[2]) {
+    const bool contiguous = second && d.s[3] == 1;
+    if (d.f32) {
+        float *p = (float *)d.p + at;
+        if (contiguous && ((uintptr_t)p & 7) == 0) *(float2 *)p = make_float2(ds[0], ds[1]);
+        else {
+            p[0] = ds[0];
+            if (second) p[d.s[3]] = ds[1];
+        }
+        return;
+    }
+    if constexpr (sizeof(T) == 2) {
+        uint16_t *p = (uint16_t *)d.p + at;
+        if (contiguous && ((uintptr_t)p & 3) == 0) {
+            *(uint32_t *)p = ladder_pack2_float<T>(ds[0], ds[1]);
+            return;
+        }
+    }
+    ladder_attn_store<T>(d.p, at, ds[0]);
+    if (second) ladder_attn_store<T>(d.p, at + d.s[3], ds[1]);
 }
 
 /**

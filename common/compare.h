@@ -27,6 +27,14 @@ extern "C" {
 #define LADDER_TOL_F16 2e-3
 /** bf16 inputs (rounded the same way on both sides), fp32 accumulation, bf16 outputs. */
 #define LADDER_TOL_BF16 1e-2
+/**
+ * fp32 inputs and outputs, each product of the pass one TF32 product (memeff's allow_tf32 at the tensor-core rung),
+ * against the cpu rung on the unrounded inputs. Derived, not measured: TF32 keeps 10 explicit mantissa bits, so
+ * rounding an operand costs up to u = 2^-11 (4.9e-4) of it; the deepest chain of the attention backward (dQ, dK:
+ * dS = P (dP - Delta) from the products q.k and dO.v, then dS times k or q) rounds four operands on the way, a
+ * first-order bound of 4u = 2.0e-3 on each term's error relative to its size. fp16 has the same mantissa.
+ */
+#define LADDER_TOL_TF32 2e-3
 
 /** The named tolerance for results computed from inputs of @p dtype. */
 double ladder_tolerance(ladder_dtype dtype);

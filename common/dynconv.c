@@ -32,8 +32,9 @@ static ladder_status check_dtypes(ladder_rung rung, const ladder_tensor *const *
     if (rung == LADDER_RUNG_GPU_TENSORCORE) {
         want = ts[0]->dtype;
         if (want != LADDER_BF16 && want != LADDER_F16)
-            return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes %s as bf16 or f16, not %s", names[0],
-                               ladder_dtype_name(want));
+            return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes %s as bf16 or f16, not %s%s",
+                               names[0], ladder_dtype_name(want),
+                               want == LADDER_F32 ? ": dynconv has no f32 (TF32) kernels at that rung" : "");
     }
     for (int i = 0; i < n; i++) LADDER_TRY(ladder_check_dtype(ts[i], names[i], want, rung));
     return LADDER_OK;

@@ -112,6 +112,22 @@ bool ladder_param_is_size(const ladder_algo *algo, int i) {
     return false;
 }
 
+const ladder_param_names *ladder_param_names_of(const ladder_algo *algo, int i) {
+    for (int k = 0; k < algo->n_named_params; k++)
+        if (strcmp(algo->named_params[k].param, algo->params[i].name) == 0) return &algo->named_params[k];
+    return NULL;
+}
+
+/* A whole-number param @p i as NAME=VALUE, or NAME=its names (score_mod=alibi); snprintf's count. */
+static int param_str(const ladder_algo *algo, int i, double v, const char *sep, char *buf, size_t n) {
+    const ladder_param *p = &algo->params[i];
+    const ladder_param_names *names_of = ladder_param_names_of(algo, i);
+    if (!names_of) return snprintf(buf, n, "%s%s=%.0f", sep, p->name, v);
+    char names[128];
+    names_of->format(v, names, sizeof names);
+    return snprintf(buf, n, "%s%s=%s", sep, p->name, names);
+}
+
 void ladder_problem_describe(const ladder_algo *algo, const void *problem, char *buf, size_t n) {
     size_t used = 0;
     buf[0] = '\0';
@@ -127,7 +143,7 @@ void ladder_problem_describe(const ladder_algo *algo, const void *problem, char 
             k = snprintf(buf + used, n - used, "%sscale=%.9g (1/sqrt(%s))", sep,
                          1.0 / sqrt(ladder_param_get(algo, problem, head_dim)), algo->params[head_dim].name);
         else if (p->type == LADDER_PARAM_DOUBLE) k = snprintf(buf + used, n - used, "%s%s=%.9g", sep, p->name, v);
-        else k = snprintf(buf + used, n - used, "%s%s=%.0f", sep, p->name, v);
+        else k = param_str(algo, i, v, sep, buf + used, n - used);
         used += k > 0 ? (size_t)k : 0;
     }
 }
@@ -142,7 +158,7 @@ void ladder_problem_str(const ladder_algo *algo, const void *problem, char *buf,
         /* a flag reads name=0 or name=1, as its command-line flag takes it: a shape is NAME=VALUE pairs, every
          * param named, so that a filter of tools/bench_tables.py can pick either value */
         int k = p->type == LADDER_PARAM_DOUBLE ? snprintf(buf + used, n - used, "%s%s=%g", sep, p->name, v)
-                                               : snprintf(buf + used, n - used, "%s%s=%.0f", sep, p->name, v);
+                                               : param_str(algo, i, v, sep, buf + used, n - used);
         used += k > 0 ? (size_t)k : 0;
     }
 }
@@ -185,6 +201,23 @@ ladder_dtype ladder_tensor_dtype_at(const ladder_algo *algo, int i, ladder_dtype
 
 ladder_dtype ladder_rung_dtype(ladder_rung rung, ladder_dtype tc_dtype) {
     return rung == LADDER_RUNG_GPU_TENSORCORE ? tc_dtype : LADDER_F32;
+}
+
+ladder_status ladder_algo_takes(const ladder_algo *algo, ladder_rung rung, ladder_dtype dtype) {
+    const bool tc = rung == LADDER_RUNG_GPU_TENSORCORE;
+    if (tc ? dtype == LADDER_BF16 || dtype == LADDER_F16 || (dtype == LADDER_F32 && algo->tc_f32) : dtype == LADDER_F32)
+        return LADDER_OK;
+    return ladder_fail(LADDER_ERR_UNSUPPORTED, "%s has no %s inputs at rung %s: it takes %s there", algo->name,
+                       ladder_dtype_name(dtype), ladder_rung_name(rung),
+                       !tc ? "f32" : algo->tc_f32 ? "bf16, f16 or f32" : "bf16 or f16");
+}
+
+double ladder_run_tolerance(const ladder_case *c, ladder_rung rung, ladder_dtype tc_dtype) {
+    const ladder_dtype dt = ladder_rung_dtype(rung, tc_dtype);
+    const int i = ladder_algo_param(c->algo, "allow_tf32");
+    if (rung == LADDER_RUNG_GPU_TENSORCORE && dt == LADDER_F32 && i >= 0 && ladder_param_get(c->algo, c->problem, i))
+        return LADDER_TOL_TF32;
+    return ladder_tolerance(dt);
 }
 
 static bool is_input(const ladder_tensor_spec *s) { return s->role & (LADDER_IN_FWD | LADDER_IN_BWD | LADDER_INDEX); }
@@ -376,11 +409,22 @@ ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const vo
                                LADDER_MAX_SEQS);
     }
     const ladder_tensor *index_t = case_index(c);
+    const uint32_t with = opts->with | (algo->needs ? algo->needs(c->problem) : 0);
     int k = 0;
     for (int i = 0; i < algo->n_tensors; i++) {
         const ladder_tensor_spec *s = &algo->tensors[i];
-        if (!is_input(s) || (s->role & LADDER_INDEX)) continue;
-        if ((s->role & LADDER_OPTIONAL) && !has(opts->with, i)) continue;
+        if (!is_input(s) || ((s->role & LADDER_OPTIONAL) && !has(with, i))) continue;
+        if (s->role & LADDER_INDEX) { /* cu_seqlens were made above; an algorithm draws its other index tensors */
+            ladder_status st = c->t[i].data || !algo->draw_index
+                                   ? LADDER_OK
+                                   : algo->draw_index(c->problem, i, opts->seed, &c->buf[i]);
+            if (st != LADDER_OK) {
+                ladder_case_free(c);
+                return st;
+            }
+            if (!c->t[i].data && c->buf[i].data) c->t[i] = c->buf[i], c->present |= 1u << i;
+            continue;
+        }
         int64_t shape[LADDER_MAX_RANK], full[LADDER_MAX_RANK];
         int rank = ladder_tensor_shape_of(algo, c->problem, index_t, i, shape);
         const bool broadcast = s->role & LADDER_BROADCAST;
@@ -402,7 +446,7 @@ ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const vo
             if (full[d] != shape[d]) c->t[i].shape[d] = full[d], c->t[i].strides[d] = 0;
         c->present |= 1u << i;
     }
-    c->present = outputs_present(algo, c->present, opts->with);
+    c->present = outputs_present(algo, c->present, with);
     c->backward = true;
     return LADDER_OK;
 }
@@ -536,6 +580,7 @@ ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_c
     const ladder_algo *algo = c->algo;
     const ladder_dtype dt = ladder_rung_dtype(rung, tc_dtype);
     memset(r, 0, sizeof *r);
+    LADDER_TRY(ladder_algo_takes(algo, rung, dt));
     void *args = calloc(1, algo->args_size);
     if (!args) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate the args struct");
     ladder_tensor conv[LADDER_MAX_TENSORS] = {{0}};
@@ -699,7 +744,9 @@ ladder_status ladder_case_read_dir(ladder_case *c, const ladder_algo *algo, cons
         }
         st = ladder_npy_read(path, &c->buf[i]);
         if (st == LADDER_OK) st = to_case_dtype(&c->buf[i], s->role & LADDER_INDEX, s->name);
-        if (st == LADDER_OK && (s->role & LADDER_INDEX) && (c->buf[i].rank != 1 || c->buf[i].shape[0] < 2)) {
+        if (st == LADDER_OK && (s->role & LADDER_INDEX) && algo->varlen_dim &&
+            (c->buf[i].rank != 1 || c->buf[i].shape[0] < 2)) { /* cu_seqlens: an algorithm's other index tensors
+                                                                   are checked by its dispatcher */
             char got[96];
             ladder_tensor_shape_str(&c->buf[i], got, sizeof got);
             st = ladder_fail(LADDER_ERR_ARG, "%s.npy has shape %s but %s is [N+1]: 0, then where each of N >= 1 "

@@ -40,8 +40,8 @@
 extern "C" {
 #endif
 
-/** Most named tensors one algorithm has (recurrent has 20). */
-#define LADDER_MAX_TENSORS 24
+/** Most named tensors one algorithm has (flex has 31): a set of them is a uint32_t. */
+#define LADDER_MAX_TENSORS 32
 /** Most sizes and options one problem has. */
 #define LADDER_MAX_PARAMS 24
 /** Largest problem struct, in bytes. */
@@ -96,6 +96,20 @@ typedef enum ladder_param_type {
     LADDER_PARAM_DOUBLE,  /**< double */
     LADDER_PARAM_U64      /**< uint64_t (a seed, a counter offset): exact through the double-valued helpers up to 2^53 */
 } ladder_param_type;
+
+/**
+ * How a param chosen by name is written (flex's --score_mod alibi, --mask_mod causal+document): the value stays a
+ * number in the problem struct (an id, a set of ids), and these turn it into text and back.
+ */
+typedef struct ladder_param_names {
+    const char *param; /**< the param's name ("score_mod") */
+    /** @p text into the value; LADDER_ERR_ARG naming every accepted name otherwise. */
+    ladder_status (*parse)(const char *text, double *v);
+    /** The value as text ("causal+document"). */
+    void (*format)(double v, char *buf, size_t n);
+    /** Every accepted name, separated by spaces (for ladder list and --help). */
+    const char *list;
+} ladder_param_names;
 
 /** One field of the problem struct; also the command-line flag --NAME and, for sizes, a dimension name. */
 typedef struct ladder_param {
@@ -152,6 +166,21 @@ typedef struct ladder_algo {
     const uint32_t *bench_rungs;
     const uint32_t *bench_with; /**< per bench problem, the optional tensors it includes (bit i: tensor i), or NULL */
     uint32_t run_with;          /**< the optional tensors `ladder run` includes when --with is not given */
+    /** The tensor-core rung takes f32 inputs too (TF32 products: memeff), beside bf16 and f16. Its problem may then
+     *  have a bool param "allow_tf32": set, one TF32 product per multiply (ladder_run_tolerance()). */
+    bool tc_f32;
+    /**
+     * The optional inputs @p problem cannot run without (bit i: tensor i; flex: the buffers its mods read), which
+     * ladder_case_make() includes as if asked for. NULL: none.
+     */
+    uint32_t (*needs)(const void *problem);
+    const ladder_param_names *named_params; /**< the params given by name (INT params holding an id or a set) */
+    int n_named_params;                     /**< how many */
+    /**
+     * Draw index tensor @p i (one that packs no sequences: flex's document ids, prefix lengths, block lists) for
+     * @p problem into @p t (allocated here, i32), from @p seed. NULL: the algorithm has no such tensor.
+     */
+    ladder_status (*draw_index)(const void *problem, int i, uint64_t seed, ladder_tensor *t);
 } ladder_algo;
 
 /** Every algorithm, in chapter order. */
@@ -169,6 +198,8 @@ ladder_status ladder_algo_rung_available(const ladder_algo *algo, ladder_rung ru
 
 /** Index of the tensor called @p name, or -1. */
 int ladder_algo_tensor(const ladder_algo *algo, const char *name);
+/** How param @p i is given by name (ladder_algo::named_params), or NULL: it is a number. */
+const ladder_param_names *ladder_param_names_of(const ladder_algo *algo, int i);
 /** Index of the param called @p name, or -1. */
 int ladder_algo_param(const ladder_algo *algo, const char *name);
 /**
@@ -200,7 +231,8 @@ bool ladder_param_is_size(const ladder_algo *algo, int i);
  * written "scale=0.125 (1/sqrt(D))". This is the line that says which problem ran.
  */
 void ladder_problem_describe(const ladder_algo *algo, const void *problem, char *buf, size_t n);
-/** "B=2 T=1024 D=512 W=4" (every size and option, in param order; a bool as NAME=0 or NAME=1). */
+/** "B=2 T=1024 D=512 W=4" (every size and option, in param order; a bool as NAME=0 or NAME=1; a named param as its
+ *  names: score_mod=alibi). */
 void ladder_problem_str(const ladder_algo *algo, const void *problem, char *buf, size_t n);
 /**
  * The shape of tensor @p i for @p problem (@p index: the case's index tensor, for derived dims).
@@ -210,8 +242,14 @@ int ladder_tensor_shape_of(const ladder_algo *algo, const void *problem, const l
                            int64_t *shape);
 /** The dtype tensor @p i has at a rung whose float inputs are @p dtype (index: i32, ::LADDER_KEEP_F32: f32). */
 ladder_dtype ladder_tensor_dtype_at(const ladder_algo *algo, int i, ladder_dtype dtype);
-/** The float dtype the rung takes: bf16 or fp16 (@p tc_dtype) for gpu_tensorcore, f32 for the others. */
+/** The float dtype the rung takes: bf16, fp16 or f32 (@p tc_dtype) for gpu_tensorcore, f32 for the others. */
 ladder_dtype ladder_rung_dtype(ladder_rung rung, ladder_dtype tc_dtype);
+/**
+ * LADDER_OK when @p algo's rung @p rung takes float inputs of @p dtype (ladder_rung_dtype()): the fp32 rungs f32,
+ * the tensor-core rung bf16 and f16, and f32 where ladder_algo::tc_f32 says so; LADDER_ERR_UNSUPPORTED naming the
+ * algorithm, the rung and the dtype otherwise, so that no caller silently runs another precision.
+ */
+ladder_status ladder_algo_takes(const ladder_algo *algo, ladder_rung rung, ladder_dtype dtype);
 
 /** How ladder_case_make() builds a case. Zero-initialised: seed 0, contiguous, no varlen, no optional inputs. */
 typedef struct ladder_case_opts {
@@ -293,6 +331,13 @@ ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_c
 ladder_status ladder_run_tc_reference(const ladder_case *c, ladder_dtype dtype, ladder_result *r);
 /** Free a result (safe on a zeroed one). */
 void ladder_result_free(ladder_result *r);
+/**
+ * The tolerance @p rung's outputs on case @p c are checked at against their reference: ladder_tolerance() of the
+ * dtype the rung takes (ladder_rung_dtype(@p rung, @p tc_dtype)), except LADDER_TOL_TF32 for the tensor-core rung
+ * on f32 inputs when the problem has a param "allow_tf32" that is set (one TF32 product per multiply). Its
+ * reference is the cpu rung on the same f32 inputs: no rounding to emulate.
+ */
+double ladder_run_tolerance(const ladder_case *c, ladder_rung rung, ladder_dtype tc_dtype);
 
 /** What ladder_result_check() found. */
 typedef struct ladder_check {

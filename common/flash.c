@@ -29,7 +29,7 @@ static ladder_status check_fwd(ladder_rung rung, const ladder_flash_problem *p, 
     LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, 2, ins, in_names, 5));
     const ladder_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o}, *f32s[] = {&a->lse};
     const char *names[] = {"q", "k", "v", "o"}, *f32_names[] = {"lse"};
-    LADDER_TRY(ladder_attention_check_dtypes(rung, ts, names, 4, f32s, f32_names, 1));
+    LADDER_TRY(ladder_attention_check_dtypes("flash", false, rung, ts, names, 4, f32s, f32_names, 1));
     LADDER_TRY(check_rung(rung, p, a, flash_fwd_rungs));
     ladder_clear_error();
     return LADDER_OK;
@@ -64,7 +64,7 @@ static ladder_status check_bwd(ladder_rung rung, const ladder_flash_problem *p, 
     const ladder_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->dout, &a->dq, &a->dk, &a->dv};
     const ladder_tensor *f32s[] = {&a->lse, &a->dlse};
     const char *names[] = {"q", "k", "v", "o", "do", "dq", "dk", "dv"}, *f32_names[] = {"lse", "dlse"};
-    LADDER_TRY(ladder_attention_check_dtypes(rung, ts, names, 8, f32s, f32_names, 2));
+    LADDER_TRY(ladder_attention_check_dtypes("flash", false, rung, ts, names, 8, f32s, f32_names, 2));
     LADDER_TRY(check_rung(rung, p, a, flash_bwd_rungs));
     ladder_clear_error();
     return LADDER_OK;

@@ -81,6 +81,17 @@ static ladder_status check_problem(const ladder_memeff_problem *p, const ladder_
     return check_bias(&p->attn, &a->bias);
 }
 
+/* The tensor-core rung's TF32 kernels (f32 inputs) are compiled for head dims up to LADDER_MEMEFF_TF32_MAX_HEAD_DIM. */
+static ladder_status check_tf32_head_dims(ladder_rung rung, const ladder_attention_problem *t, const ladder_tensor *q) {
+    if (rung != LADDER_RUNG_GPU_TENSORCORE || q->dtype != LADDER_F32 ||
+        (t->D <= LADDER_MEMEFF_TF32_MAX_HEAD_DIM && t->Dv <= LADDER_MEMEFF_TF32_MAX_HEAD_DIM))
+        return LADDER_OK;
+    return ladder_fail(LADDER_ERR_UNSUPPORTED,
+                       "D = %lld and Dv = %lld, but rung gpu_tensorcore takes f32 inputs (its TF32 kernels) at head "
+                       "dims up to %d; bf16 or f16 there, or rung gpu_tiled in f32, take up to %d",
+                       (long long)t->D, (long long)t->Dv, LADDER_MEMEFF_TF32_MAX_HEAD_DIM, LADDER_ATTN_MAX_HEAD_DIM);
+}
+
 static ladder_status check_rung(ladder_rung rung, const ladder_memeff_problem *p, const ladder_memeff_args *a,
                                 const memeff_fn *table) {
     return ladder_attention_check_rung(rung, &p->attn, table[rung] != NULL, &a->cu_seqlens_q, &a->cu_seqlens_k);
@@ -98,7 +109,9 @@ static ladder_status check_fwd(ladder_rung rung, const ladder_memeff_problem *p,
     LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, 2, ins, in_names, 6));
     const ladder_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->bias}, *f32s[] = {&a->lse};
     const char *names[] = {"q", "k", "v", "o", "bias"}, *f32_names[] = {"lse"};
-    LADDER_TRY(ladder_attention_check_dtypes(rung, ts, names, a->bias.data ? 5 : 4, f32s, f32_names, 1));
+    LADDER_TRY(ladder_attention_check_dtypes("memeff", true, rung, ts, names, a->bias.data ? 5 : 4, f32s, f32_names,
+                                             1));
+    LADDER_TRY(check_tf32_head_dims(rung, &p->attn, &a->q));
     LADDER_TRY(check_rung(rung, p, a, memeff_fwd_rungs));
     ladder_clear_error();
     return LADDER_OK;
@@ -145,8 +158,9 @@ static ladder_status check_bwd(ladder_rung rung, const ladder_memeff_problem *p,
     const ladder_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->dout, &a->dq, &a->dk, &a->dv, &a->bias, &a->dbias};
     const ladder_tensor *f32s[] = {&a->lse, &a->dlse};
     const char *names[] = {"q", "k", "v", "o", "do", "dq", "dk", "dv", "bias", "dbias"}, *f32_names[] = {"lse", "dlse"};
-    LADDER_TRY(ladder_attention_check_dtypes(rung, ts, names, 8 + (a->bias.data != NULL) + (a->dbias.data != NULL),
-                                             f32s, f32_names, 2));
+    LADDER_TRY(ladder_attention_check_dtypes("memeff", true, rung, ts, names,
+                                             8 + (a->bias.data != NULL) + (a->dbias.data != NULL), f32s, f32_names, 2));
+    LADDER_TRY(check_tf32_head_dims(rung, t, &a->q));
     LADDER_TRY(check_rung(rung, p, a, memeff_bwd_rungs));
     ladder_clear_error();
     return LADDER_OK;

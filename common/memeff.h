@@ -39,6 +39,13 @@
  * | gpu_naive      | f32                                     | f32       | 1..256    |
  * | gpu_tiled      | f32                                     | f32       | 1..256    |
  * | gpu_tensorcore | bf16 or f16 (all the same)              | f32       | 1..256    |
+ * | gpu_tensorcore | f32 (all): TF32 products, see allow_tf32 | f32       | 1..128    |
+ *
+ * With f32 inputs the tensor-core rung multiplies on the TF32 matrix units: by default each product is three TF32
+ * products (x = big + small, a b ~ big big + big small + small big, as CUTLASS's 3xTF32 "fast accurate" fp32 GEMM
+ * does), fp32-level error; with allow_tf32 one TF32 product, about 2^-11 relative error per operand and roughly
+ * three times fewer matrix instructions. Head dims above ::LADDER_MEMEFF_TF32_MAX_HEAD_DIM are refused there
+ * (LADDER_ERR_UNSUPPORTED); bf16, f16 or the gpu_tiled rung take them.
  *
  * The CPU rung takes host pointers, the GPU rungs device pointers (cu_seqlens included). The cpu and gpu_naive
  * rungs are always deterministic, dbias included (a broadcast bias's gradient is a sum in a fixed order, never
@@ -69,7 +76,13 @@ typedef struct ladder_memeff_problem {
     int64_t splits;                /**< split-key forward: 0 automatic, 1 none, N (at most Sk): N blocks share a query
                                         tile's keys (the cpu and gpu_naive rungs need none) */
     bool deterministic;            /**< no atomics in the backward: bitwise-repeatable results (dbias included) */
+    bool allow_tf32;               /**< f32 inputs at the tensor-core rung: one TF32 product per multiply (PyTorch's
+                                        allow_tf32) instead of three (fp32-level error, the default); ignored
+                                        elsewhere */
 } ladder_memeff_problem;
+
+/** The largest D and Dv the tensor-core rung takes with f32 inputs (its TF32 kernels: 64 and 128). */
+#define LADDER_MEMEFF_TF32_MAX_HEAD_DIM 128
 
 /** The tensors of one memeff call. Unused ones stay absent (data NULL). */
 typedef struct ladder_memeff_args {

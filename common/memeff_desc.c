@@ -30,6 +30,8 @@ static const ladder_param params[] = {
     {"philox_offset", LADDER_PARAM_U64, P(philox_offset), 0, EXACT_U64, 0, "the Philox output element 0 draws"},
     {"splits", LADDER_PARAM_I64, P(splits), 0, HUGE_SIZE, 0, "split-key forward: 0 automatic, 1 none, N blocks"},
     {"deterministic", LADDER_PARAM_BOOL, P(deterministic), 0, 1, 0, "no atomics in the backward"},
+    {"allow_tf32", LADDER_PARAM_BOOL, P(allow_tf32), 0, 1, 0,
+     "--dtype fp32 at gpu_tensorcore: one TF32 product per multiply, not three (fp32-level)"},
 };
 
 static const ladder_tensor_spec tensors[] = {
@@ -135,4 +137,5 @@ const ladder_algo ladder_memeff_algo = {
     .bench_rungs = bench_rungs,
     .bench_with = bench_with,
     .run_with = 1u << BIAS,
+    .tc_f32 = true,
 };

@@ -18,6 +18,7 @@ inline ladder_attn_hooks memeff_hooks(const ladder_memeff_problem *p, const ladd
     for (int d = 0; d < 4; d++) k.sbias[d] = b.s[d];
     k.dropout_p = (float)p->dropout_p;
     k.keep_scale = ladder_dropout_scale(k.dropout_p);
+    k.keep_min = ladder_dropout_keep_min(k.dropout_p);
     k.seed = p->philox_seed, k.offset = p->philox_offset;
     return k;
 }

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /** Most tensors one call can mirror. */
-#define LADDER_MIRROR_MAX 24
+#define LADDER_MIRROR_MAX 32
 
 /** The swapped descriptors and the host originals. */
 typedef struct ladder_mirror {

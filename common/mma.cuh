@@ -3,8 +3,9 @@
  * @brief Tensor-core helpers shared by the gpu_tensorcore rungs: the warp-wide
  *        mma.sync m16n8k8 and m16n8k16 (bf16 or fp16 in, fp32 accumulate) and
  *        their fragment layouts, ldmatrix (x1, x4, plain and transposed), and the
- *        16-bit packing and conversion helpers around them. The cp.async copies that stage
- *        the tiles are in cp_async.cuh, included here.
+ *        16-bit packing and conversion helpers around them; then the TF32 m16n8k8
+ *        (fp32 data, rounded to TF32 or split into three TF32 products) with its own
+ *        layout. The cp.async copies that stage the tiles are in cp_async.cuh, included here.
  *
  * Elements travel as raw 16-bit patterns (uint16_t) so that loads, stores and
  * shared-memory tiles need no knowledge of the format; only the two places
@@ -240,6 +241,157 @@ template <int MT, int NT> __device__ __forceinline__ void ladder_zero_tile(float
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+}
+
+// clang-format off
+/*
+ * Fragment layout of mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, from the PTX ISA, section "Matrix
+ * Fragments for mma.m16n8k8", .tf32 type
+ * (docs.nvidia.com/cuda/parallel-thread-execution/index.html#warp-level-matrix-fragment-mma-1688).
+ * lane = 4*g + t as above. A register holds ONE element here (TF32 lives in 32 bits: fp32's sign and 8-bit
+ * exponent, 10 of its 23 mantissa bits, the other 13 zero), so the same 16 x 8 A takes four registers, and k
+ * runs down the lanes' t and then jumps by 4, where the 16-bit layout packs k 2t, 2t+1 into one register:
+ *
+ *   A (16 x 8, row-major), four registers:  a[0]: row g,   k t      a[2]: row g,   k t+4
+ *                                           a[1]: row g+8, k t      a[3]: row g+8, k t+4
+ *   B (8 x 8, k x n), two registers:        b[0]: k t, column g     b[1]: k t+4, column g
+ *   C and D (16 x 8, fp32), four floats:    as for the 16-bit m16n8k8: c[0], c[1] row g; c[2], c[3] row g+8;
+ *                                           columns 2t, 2t+1
+ *
+ * So a C tile is NOT an A fragment as it is (C holds columns 2t, 2t+1; A wants k t and t+4). Since an mma sums
+ * over k, any order of k serves if A and B agree on it: read slot t as k 2t and slot t+4 as k 2t+1, and the C
+ * registers c[0], c[2], c[1], c[3] are the A registers a[0..3] of the permuted k; B must then be read at rows 2t
+ * and 2t+1 (ladder_lds_b_tf32_pairs()).
+ *
+ * ldmatrix moves 16-byte rows whatever they hold: on fp32 data, matrix row r is 4 floats and lane 4g+t receives
+ * float t of row g (its 16-bit elements 2t, 2t+1). An x4 over a [row][k] tile, lane l passing row l % 16 and k
+ * 4 * (l / 16), gives exactly a[0..3] above; over a [n][k] tile (K's rows for K^T), lane l passing n l % 8 + 8 *
+ * (l / 16) and k 4 * (l / 8 % 2), the b[0], b[1] of two n8 blocks. There is no .trans for 32-bit elements: an
+ * operand stored [k][m] or [k][n] (P^T, V for P V) is read with plain 32-bit shared loads.
+ */
+// clang-format on
+
+/** @p x rounded to TF32 (cvt.rna: to nearest, ties away from zero), as the 32-bit pattern the mma reads. */
+__device__ __forceinline__ uint32_t ladder_tf32(float x) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+
+/**
+ * The operand registers @p x (fp32 bit patterns) made ready for the TF32 mma. One product (THREE false): each
+ * rounded to TF32 in place, a relative error up to 2^-11. Three products: x = big + small, big = tf32(x) in place
+ * and small = tf32(x - big) into @p small; x - big is exact in fp32 (it has at most 13 significant bits), and
+ * rounding it leaves an error of at most 2^-22 |x|, so that big + small carries x to about fp32's precision.
+ * (An infinite x gives small = NaN: attention's operands are finite, or NaN already.)
+ */
+template <bool THREE, int N>
+__device__ __forceinline__ void ladder_tf32_prepare(uint32_t (&x)[N], uint32_t (&small)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const float f = __uint_as_float(x[i]);
+        x[i] = ladder_tf32(f);
+        if (THREE) small[i] = ladder_tf32(f - __uint_as_float(x[i]));
+    }
+}
+
+/** D = A * B + D, one warp-wide TF32 m16n8k8 step with fp32 accumulation (layout above). */
+__device__ __forceinline__ void ladder_mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                        uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/**
+ * D += A B for fp32 A and B prepared by ladder_tf32_prepare(): one TF32 product (big alone), or three, as
+ * CUTLASS's 3xTF32 "fast accurate" fp32 GEMM does: a b = (a_big + a_small)(b_big + b_small) ~ a_big b_big +
+ * a_big b_small + a_small b_big, the dropped a_small b_small being at most 2^-22 |a b|. The two small products go
+ * first, so that they meet the accumulator while it is still small.
+ */
+template <bool THREE>
+__device__ __forceinline__ void ladder_mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&a_small)[4],
+                                                uint32_t b0, uint32_t b1, uint32_t b0_small, uint32_t b1_small) {
+    if (THREE) {
+        ladder_mma_m16n8k8_tf32(d, a_small, b0, b1);
+        ladder_mma_m16n8k8_tf32(d, a, b0_small, b1_small);
+    }
+    ladder_mma_m16n8k8_tf32(d, a, b0, b1);
+}
+
+/**
+ * The A fragment (16 rows by k 8, layout above) of fp32 data in shared memory, as raw bits: stored [m][k] (row
+ * stride @p ld, 16-byte aligned rows) through one ldmatrix.x4, or, with KM, stored [k][m] (A = X^T of a stored
+ * X) through four 32-bit loads.
+ */
+template <bool KM>
+__device__ __forceinline__ void ladder_lds_a_tf32(uint32_t (&a)[4], const float *A, int ld, int lane) {
+    const int g = lane / 4, t = lane % 4;
+    if (KM) {
+        a[0] = __float_as_uint(A[t * ld + g]), a[1] = __float_as_uint(A[t * ld + g + 8]);
+        a[2] = __float_as_uint(A[(t + 4) * ld + g]), a[3] = __float_as_uint(A[(t + 4) * ld + g + 8]);
+    } else {
+        ladder_ldsm_x4(a, reinterpret_cast<const uint16_t *>(A + (lane % 16) * ld + (lane / 16) * 4));
+    }
+}
+
+/**
+ * The B fragments of two n8 blocks (k 8 by n 16) of fp32 data, as raw bits: b[0], b[1] for columns 0-7, b[2],
+ * b[3] for 8-15. Stored [n][k] (K's rows for K^T) through one ldmatrix.x4, or, with KN, stored [k][n] through
+ * four 32-bit loads.
+ */
+template <bool KN>
+__device__ __forceinline__ void ladder_lds_b2_tf32(uint32_t (&b)[4], const float *B, int ld, int lane) {
+    const int g = lane / 4, t = lane % 4;
+    if (KN) {
+        b[0] = __float_as_uint(B[t * ld + g]), b[1] = __float_as_uint(B[(t + 4) * ld + g]);
+        b[2] = __float_as_uint(B[t * ld + 8 + g]), b[3] = __float_as_uint(B[(t + 4) * ld + 8 + g]);
+    } else {
+        const float *row = B + (lane % 8 + (lane / 16) * 8) * ld + (lane / 8 % 2) * 4;
+        ladder_ldsm_x4(b, reinterpret_cast<const uint16_t *>(row));
+    }
+}
+
+/**
+ * The B fragment of one n8 block, stored [k][n], in the permuted k order of a C tile used as A (slot t = k 2t,
+ * slot t + 4 = k 2t + 1; see the layout above): rows 2t and 2t + 1 of column g.
+ */
+__device__ __forceinline__ void ladder_lds_b_tf32_pairs(uint32_t (&b)[2], const float *B, int ld, int lane) {
+    const int g = lane / 4, t = lane % 4;
+    b[0] = __float_as_uint(B[2 * t * ld + g]), b[1] = __float_as_uint(B[(2 * t + 1) * ld + g]);
+}
+
+/**
+ * acc += A B for one warp over a tile of MT*16 rows, NT*8 columns (NT even) and K8*8 k's of fp32 data in shared
+ * memory, with one TF32 product per step or three (THREE). As ladder_mma_warp_tile: @p A points at the tile's
+ * first (row, k), stored [m][k] or, with A_KM, [k][m]; @p B at its first (k, column), stored [n][k] or, with B_KN,
+ * [k][n]. Each fragment is split (or rounded) once, after its load, and feeds NT or 2 * MT mmas.
+ */
+template <int MT, int NT, int K8, bool A_KM, bool B_KN, bool THREE>
+__device__ __forceinline__ void ladder_mma_warp_tile_tf32(float (&acc)[MT][NT][4], const float *A, int lda,
+                                                          const float *B, int ldb, int lane) {
+    static_assert(NT % 2 == 0, "B fragments come in pairs of 8-column tiles");
+#pragma unroll
+    for (int kk = 0; kk < K8; kk++) {
+        uint32_t a[MT][4], a_small[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            ladder_lds_a_tf32<A_KM>(a[mt], A_KM ? A + kk * 8 * lda + mt * 16 : A + mt * 16 * lda + kk * 8, lda, lane);
+            ladder_tf32_prepare<THREE>(a[mt], a_small[mt]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; nt += 2) {
+            uint32_t b[4], b_small[4];
+            ladder_lds_b2_tf32<B_KN>(b, B_KN ? B + kk * 8 * ldb + nt * 8 : B + nt * 8 * ldb + kk * 8, ldb, lane);
+            ladder_tf32_prepare<THREE>(b, b_small);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                ladder_mma_tf32<THREE>(acc[mt][nt], a[mt], a_small[mt], b[0], b[1], b_small[0], b_small[1]);
+                ladder_mma_tf32<THREE>(acc[mt][nt + 1], a[mt], a_small[mt], b[2], b[3], b_small[2], b_small[3]);
+            }
+        }
+    }
 }
 
 #endif

@@ -101,6 +101,22 @@ LADDER_HOST_DEVICE bool ladder_dropout_keep(uint64_t seed, uint64_t n, float p) 
     return ladder_philox_uniform(ladder_philox_output(seed, n)) > p;
 }
 
+/**
+ * The smallest 32-bit output that is kept under dropout probability @p p (0 <= p < 1): uniform(x) rises with x,
+ * so uniform(x) > p exactly when x >= this threshold, and a kernel tests each element with one integer compare
+ * instead of a conversion, a multiply-add and a float compare. Found by bisection on ladder_philox_uniform itself,
+ * so that the two tests agree bit for bit (test_memeff_args.c checks them on both sides of the threshold).
+ */
+LADDER_HOST_DEVICE uint32_t ladder_dropout_keep_min(float p) {
+    uint64_t lo = 0, hi = 0xFFFFFFFFu; /* uniform(hi) = 1 > p: the answer lies in [lo, hi] */
+    while (lo < hi) {
+        const uint64_t mid = (lo + hi) / 2;
+        if (ladder_philox_uniform((uint32_t)mid) > p) hi = mid;
+        else lo = mid + 1;
+    }
+    return (uint32_t)lo;
+}
+
 /** What a kept element is multiplied by: 1 / (1 - p), in float as the kernels compute it (p < 1). */
 LADDER_HOST_DEVICE float ladder_dropout_scale(float p) { return 1.0f / (1.0f - p); }
 

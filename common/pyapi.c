@@ -32,6 +32,13 @@ const char *ladder_py_param(const ladder_algo *a, int i, int *type, double *lo, 
     return p->name;
 }
 
+ladder_status ladder_py_param_parse(const ladder_algo *a, int i, const char *text, double *v) {
+    if (i < 0 || i >= a->n_params) return ladder_fail(LADDER_ERR_ARG, "%s has no param %d", a->name, i);
+    const ladder_param_names *names = ladder_param_names_of(a, i);
+    if (!names) return ladder_fail(LADDER_ERR_ARG, "%s is '%s' but must be a number", a->params[i].name, text);
+    return names->parse(text, v);
+}
+
 int ladder_py_n_tensors(const ladder_algo *a) { return a->n_tensors; }
 
 const char *ladder_py_tensor(const ladder_algo *a, int i, const char **dims, unsigned *role, const char **grad_of) {

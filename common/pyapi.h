@@ -41,6 +41,11 @@ int ladder_py_n_params(const ladder_algo *a);
  */
 const char *ladder_py_param(const ladder_algo *a, int i, int *type, double *lo, double *hi, double *neutral,
                             int *is_size, const char **help);
+/**
+ * Param @p i given by name (flex's score_mod="alibi", mask_mod="causal+document": ladder_param_names_of()): its value
+ * into *@p v. LADDER_ERR_ARG naming the accepted names, or saying that the param takes a number.
+ */
+ladder_status ladder_py_param_parse(const ladder_algo *a, int i, const char *text, double *v);
 /** How many named tensors it has. */
 int ladder_py_n_tensors(const ladder_algo *a);
 /**

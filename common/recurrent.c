@@ -141,8 +141,9 @@ static ladder_status check_dtypes(ladder_rung rung, const tensor_list *ins, cons
     if (rung == LADDER_RUNG_GPU_TENSORCORE) {
         half = ins->t[0]->dtype;
         if (half != LADDER_BF16 && half != LADDER_F16)
-            return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes q as bf16 or f16, not %s",
-                               ladder_dtype_name(half));
+            return ladder_fail(LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes q as bf16 or f16, not %s%s",
+                               ladder_dtype_name(half),
+                               half == LADDER_F32 ? ": recurrent has no f32 (TF32) kernels at that rung" : "");
     }
     const tensor_list *lists[2] = {ins, outs};
     for (int l = 0; l < 2; l++)

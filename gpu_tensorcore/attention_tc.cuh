@@ -95,6 +95,29 @@ inline args pack(const ladder_attention_problem *p, const ladder_tensor &q, cons
     return n;
 }
 
+/*
+ * Decoding with grouped heads: one query row (Sq = 1) per head, and the G = Hq / Hkv query heads of a key/value
+ * head read the same keys. Seen as G rows of one head (q [B,Hq,1,D] as [B,Hkv,G,D], and o, lse and the bias
+ * alike), they share a block and its key tiles, which are loaded once instead of G times and multiplied as one
+ * tile. The memory is the same, only sizes and strides change, and the dropout counter of element (b, h, 0, j),
+ * ((b*Hq + h)*1 + 0)*Sk + j, is the view's ((b*Hkv + h / G)*G + h % G)*Sk + j. It applies where the mask leaves
+ * the row every key, so that the view's rows need no mask (a decoding step under bottom-right causal masking);
+ * the forward only. Returns whether @p a was changed.
+ */
+inline bool pack_gqa_rows(args &a) {
+    if (a.Sq != 1 || a.Hq == a.Hkv || a.cu_q) return false;
+    int64_t lo, hi;
+    ladder_attn_key_range(&a.mask, 0, 1, a.Sk, &lo, &hi);
+    if (lo != 0 || hi != a.Sk) return false;
+    const int64_t G = a.Hq / a.Hkv;
+    a.Hq = a.Hkv, a.Sq = G;
+    a.mask.causal = LADDER_CAUSAL_NONE, a.mask.window_left = a.mask.window_right = -1;
+    a.q.s[2] = a.q.s[1], a.q.s[1] *= G; /* rows16 holds still: the head stride was checked (Hq > 1) */
+    a.bias.s[2] = a.hooks.sbias[2] = a.hooks.sbias[1];
+    a.bias.s[1] = a.hooks.sbias[1] *= G;
+    return true;
+}
+
 /* The forward of policy Pol (attention_tc.cu): o and lse, in @p dtype (bf16 or f16). */
 template <class Pol> ladder_status fwd(const args &a, ladder_dtype dtype);
 /* The backward of policy Pol (attention_tc.cu): dq, dk, dv, and dS into a.hooks.dbias when set. */

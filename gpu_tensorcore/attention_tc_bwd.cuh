@@ -158,8 +158,11 @@ __device__ __forceinline__ void p_and_ds(const args &a, const bwd_smem<Pol, HD, 
 /*
  * p_and_ds with the hooks, element by element in natural units: S = scale q.k (softcapped with CAPPED, x being
  * the capped S then) plus the bias; P = exp(S - lse); the stored P is P where kept and 0 where dropped (the
- * kept elements' 1 / (1 - p) multiplies dV once, at the end) and dS = P (dP f - Delta), f dropout's factor; dS before the softcap's slope goes to the bias's gradient when this pass writes it. Elements outside
- * the row's range (MASKED) or the tile (past @p pos's rows and keys) get P = dS = 0 and no hook looks there.
+ * kept elements' 1 / (1 - p) multiplies dV once, at the end) and dS = P (dP f - Delta), f dropout's factor. dS
+ * before the softcap's slope goes to the bias's gradient when this pass writes it. Elements outside the row's
+ * range (MASKED) get P = dS = 0, and 0 in the bias's gradient, which was cleared anyway; past @p pos's rows and
+ * keys (another sequence's or the tensor's end) nothing is read or written. The bias and its gradient move a key
+ * pair at a time, and dropout's bits come for the warp's rows at once (ladder_attn_kept_frag).
  */
 template <class Pol, class T, int HD, int HDV, bool MASKED, bool CAPPED, int MT, int NT>
 __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Pol, HD, HDV> &sm,
@@ -170,7 +173,14 @@ __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Po
     const int g = lane / 4, t = lane % 4;
     const ladder_attn_hooks &hk = a.hooks;
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+    for (int mt = 0; mt < MT; mt++) {
+        /* dropout's kept bits of the warp's 16 rows (all kept without dropout: then keep_scale is 1) */
+        uint32_t kept[2] = {~0u, ~0u};
+        if (hk.dropout_p > 0.0f) {
+            const uint64_t n0 = ladder_dropout_counter(hk.offset, pos.b, pos.h, pos.q0 + r0 + mt * 16 + g,
+                                                       pos.k0 + c0, a.Hq, a.Sq, a.Sk);
+            ladder_attn_kept_frag<NT>(hk, n0, n0 + 8 * (uint64_t)a.Sk, lane, kept);
+        }
 #pragma unroll
         for (int k = 0; k < 2; k++) {
             const int r = r0 + mt * 16 + g + 8 * k;
@@ -182,38 +192,31 @@ __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Po
             const bool row_in = r < pos.rows;
             const int64_t bias_row = pos.b * hk.sbias[0] + pos.h * hk.sbias[1] + qi * hk.sbias[2];
             const int64_t sink_row = pos.b * hk.dbias.s[0] + pos.h * hk.dbias.s[1] + qi * hk.dbias.s[2];
-            const uint64_t draw_row = ladder_dropout_counter(hk.offset, pos.b, pos.h, qi, 0, a.Hq, a.Sq, a.Sk);
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 const int c = c0 + nt * 8 + 2 * t;
                 const int64_t kj = pos.k0 + c;
-                float P[2], dS[2], f[2] = {1.0f, 1.0f};
-                bool kept[2] = {true, true};
-                if (hk.dropout_p > 0.0f) {
-                    ladder_attn_kept2_at(hk, draw_row + (uint64_t)kj, &kept[0], &kept[1]);
-                    f[0] = kept[0] ? hk.keep_scale : 0.0f, f[1] = kept[1] ? hk.keep_scale : 0.0f;
-                }
+                const bool second = c + 1 < pos.keys; /* is key c + 1 the tile's too? */
+                float bias[2] = {0.0f, 0.0f};
+                if (hk.bias && row_in) ladder_attn_bias_pair<T>(hk, bias_row + kj * hk.sbias[3], second, bias);
+                float P[2], dS[2], sunk[2]; /* sunk: dS before the softcap's slope, the bias's gradient */
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
-                    P[e] = dS[e] = 0.0f;
+                    P[e] = dS[e] = sunk[e] = 0.0f;
                     if (!(c + e >= lo && c + e < hi && row_in && c + e < pos.keys)) continue;
                     const float x = s[mt][nt][2 * k + e];
-                    float S = CAPPED ? x : a.scale * x;
-                    if (hk.bias) S += ladder_attn_elem<T>(hk.bias, bias_row + (kj + e) * hk.sbias[3]);
-                    const float p = __expf(S - L);
-                    const float ds = p * (dp[mt][nt][2 * k + e] * f[e] - Delta);
-                    P[e] = kept[e] ? p : 0.0f; /* dV's 1 / (1 - p) is applied once, to the sum */
-                    dS[e] = CAPPED ? ds * ladder_attn_softcap_grad(x, a.softcap) : ds;
-                    if (pos.sink && hk.dbias.p) {
-                        const int64_t at = sink_row + (kj + e) * hk.dbias.s[3];
-                        if (hk.dbias.f32) ((float *)hk.dbias.p)[at] = ds;
-                        else ((uint16_t *)hk.dbias.p)[at] = ladder_from_float<T>(ds);
-                    }
+                    const float p = __expf((CAPPED ? x : a.scale * x) + bias[e] - L);
+                    const bool keep = (kept[k] >> (2 * nt + e)) & 1u;
+                    sunk[e] = p * (dp[mt][nt][2 * k + e] * (keep ? hk.keep_scale : 0.0f) - Delta);
+                    P[e] = keep ? p : 0.0f; /* dV's 1 / (1 - p) is applied once, to the sum */
+                    dS[e] = CAPPED ? sunk[e] * ladder_attn_softcap_grad(x, a.softcap) : sunk[e];
                 }
+                if (pos.sink && hk.dbias.p && row_in) ladder_attn_sink_pair<T>(hk.dbias, sink_row + kj * hk.dbias.s[3], second, sunk);
                 *(uint32_t *)(sm.P + r * LDP + c) = ladder_pack2_float<T>(P[0], P[1]);
                 *(uint32_t *)(sm.dS + r * LDP + c) = ladder_pack2_float<T>(dS[0], dS[1]);
             }
         }
+    }
 }
 
 /*

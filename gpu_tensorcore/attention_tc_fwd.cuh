@@ -96,26 +96,18 @@ __device__ __forceinline__ void bias_scores(float (&s)[MT][BC / 8][4], const uin
 template <int MT, int BC>
 __device__ __forceinline__ void drop_p(const args &a, uint32_t (&pa)[MT][BC / 16][4], int64_t b, int64_t h,
                                        int64_t q0, int64_t k0, int lane) {
-    static_assert(BC / 4 <= 32, "a row's kept bits fit one word");
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+    for (int mt = 0; mt < MT; mt++) {
+        const uint64_t n0 = ladder_dropout_counter(a.hooks.offset, b, h, q0 + mt * 16 + lane / 4, k0, a.Hq, a.Sq, a.Sk);
+        uint32_t kept[2];
+        ladder_attn_kept_frag<BC / 8>(a.hooks, n0, n0 + 8 * (uint64_t)a.Sk, lane, kept);
 #pragma unroll
-        for (int k = 0; k < 2; k++) {
-            /* the row's bits first, in a loop kept rolled: unrolled, the Philox rounds of every pair were
-             * interleaved and spilled registers */
-            uint32_t bits = 0;
-            const int64_t qi = q0 + mt * 16 + lane / 4 + 8 * k;
-#pragma unroll 1
-            for (int nb = 0; nb < BC / 8; nb++) {
-                bool keep0, keep1;
-                ladder_attn_kept2(a.hooks, a, b, h, qi, k0 + nb * 8 + 2 * (lane % 4), &keep0, &keep1);
-                bits |= (uint32_t)keep0 << (2 * nb) | (uint32_t)keep1 << (2 * nb + 1);
-            }
+        for (int k = 0; k < 2; k++)
 #pragma unroll
             for (int nb = 0; nb < BC / 8; nb++)
-                pa[mt][nb / 2][2 * (nb % 2) + k] &= ((bits >> (2 * nb)) & 1u ? 0x0000ffffu : 0u) |
-                                                    ((bits >> (2 * nb + 1)) & 1u ? 0xffff0000u : 0u);
-        }
+                pa[mt][nb / 2][2 * (nb % 2) + k] &= ((kept[k] >> (2 * nb)) & 1u ? 0x0000ffffu : 0u) |
+                                                    ((kept[k] >> (2 * nb + 1)) & 1u ? 0xffff0000u : 0u);
+    }
 }
 
 /*

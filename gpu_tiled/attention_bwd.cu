@@ -1,6 +1,6 @@
 /*
  * gpu_tiled/attention_bwd.cu: the FlashAttention-2 backward, tiled rung (fp32), for every attention algorithm
- * (flash, memeff: the hooks of attention_tiled.cuh).
+ * (flash, memeff, flex: the policies of attention_tiled.cuh).
  *
  * What changed since gpu_naive/: the backward is FlashAttention-2's three kernels.
  *   1. Preprocess: Delta_i = rowsum(dO_i * O_i) - dlse_i, one warp per row, into a scratch vector, so that
@@ -20,6 +20,10 @@
  * the bias's gradient (the bias enters S after the scale, so no scale multiplies it), written once per element
  * by the dK/dV pass.
  *
+ * With flex's: S is the score mod of s = scale * q.k and dS' = dS * dS/ds (the mod's derivative); the dK/dV pass
+ * walks its key tile's query lists (the transposed block mask) and writes each buffer read's share dS * dS/dx once
+ * per element (common/flex_gpu.cuh sums them); the dQ pass, always the deterministic one, walks the forward's lists.
+ *
  * Preconditions: validated by the dispatchers (f32, device pointers, any input strides, contiguous outputs,
  * D and Dv <= 256, Hq and B at most 65535).
  * Run it:  build/bin/ladder run flash --rung gpu_tiled [--deterministic 1]   (or memeff)
@@ -35,11 +39,11 @@ namespace {
  * end and for fully masked rows, so P = 0 there. MASKED: 0 outside the row's key range too, where the hooks
  * are not called (they would look outside the sequence). @p sink: this pass writes dS to the bias's gradient.
  */
-template <bool HOOKS, bool MASKED>
+template <class POL, bool MASKED>
 __device__ __forceinline__ void p_and_ds(const args &a, const float *Qrow, const float *Krow, const float *dOrow,
                                          const float *Vrow, float L, float Delta, bool seen, int64_t b, int64_t h,
                                          int64_t qi, int64_t kj, bool sink, float *P, float *dS) {
-    if constexpr (!HOOKS) { /* flash: no branch around the element */
+    if constexpr (!POL::HOOKS) { /* flash: no branch around the element */
         const float S = ladder_attn_softcap(a.scale * dot(Qrow, Krow, a.D), a.softcap);
         const float p = MASKED && !seen ? 0.0f : expf(S - L);
         *P = p;
@@ -50,9 +54,22 @@ __device__ __forceinline__ void p_and_ds(const args &a, const float *Qrow, const
         *P = *dS = 0.0f;
         return;
     }
+    if constexpr (POL::FLEX) { /* the mod and its derivatives, at s: dS' = dS dS/ds, a buffer's share dS dS/dx */
+        const float s = a.scale * dot(Qrow, Krow, a.D);
+        const float p = expf(ladder_flex_score(POL::MOD, s, &a.flex.env, b, h, qi, kj) - L);
+        const ladder_flex_grad g = ladder_flex_score_grad(POL::MOD, s, &a.flex.env, b, h, qi, kj);
+        const float ds = p * (dot(dOrow, Vrow, a.Dv) - Delta);
+        *P = p;
+        *dS = ds * g.dscore;
+        const int64_t at = ((b * a.Hq + h) * a.Sq + qi) * a.Sk + kj;
+#pragma unroll
+        for (int r = 0; r < LADDER_FLEX_MAX_READS; r++)
+            if (sink && a.flex.dbuf[r]) a.flex.dbuf[r][at] = ds * g.d[r];
+        return;
+    }
     float slope;
-    const float S = score<HOOKS>(a, dot(Qrow, Krow, a.D), b, h, qi, kj, &slope);
-    const float p = expf(S - L), f = keep<HOOKS>(a, b, h, qi, kj);
+    const float S = score<POL>(a, dot(Qrow, Krow, a.D), b, h, qi, kj, &slope);
+    const float p = expf(S - L), f = keep<POL>(a, b, h, qi, kj);
     const float ds = p * (dot(dOrow, Vrow, a.Dv) * f - Delta);
     *P = p * f;
     *dS = ds * slope;
@@ -74,7 +91,7 @@ __device__ void load_stats(const args &a, float *Ls, float *Ds, int64_t b, int64
  * t8, t8+8, ... in registers. With atomic_dq (a uniform branch, so one compiled kernel serves both modes) the
  * block also adds scale * dS^T K into dQ.
  */
-template <bool HOOKS, int NC>
+template <class POL, int NC>
 __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bool atomic_dq) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
@@ -96,11 +113,17 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
     for (int k = 0; k < NC; k++) dk[k] = dv[k] = 0.0f;
 
     for (int h = hk * group; h < (hk + 1) * group; h++)
-        for (int64_t i0 = 0; i0 < seq.Lq; i0 += BR) {
+        for (auto tiles = query_tiles<POL>(a, b, h, j0, seq.Lq); tiles.more(); tiles.next()) {
+            const int64_t i0 = tiles.at;
             const int rows = (int)(seq.Lq - i0 < BR ? seq.Lq - i0 : BR);
-            const ladder_attn_block kb = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
-            if (kb.hi <= j0 || kb.lo >= j0 + keys) continue; /* the ranges move right: no row sees this tile */
-            const bool full = j0 >= kb.all_lo && j0 + BC <= kb.all_hi && rows == BR;
+            bool full; /* no element of the tile masked: it skips the mask */
+            if constexpr (POL::FLEX) {
+                full = tiles.full() && keys == BC;
+            } else {
+                const ladder_attn_block kb = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
+                if (kb.hi <= j0 || kb.lo >= j0 + keys) continue; /* the ranges move right: no row sees this tile */
+                full = j0 >= kb.all_lo && j0 + BC <= kb.all_hi && rows == BR;
+            }
             __syncthreads(); /* every thread is done with the previous Q, dO, P and dS tiles */
             load_rows<BR>(Qs, ld, a.q, b, h, seq.q0 + i0, rows, a.D);
             load_rows<BR>(dOs, ldv, a.dout, b, h, seq.q0 + i0, rows, a.Dv);
@@ -111,14 +134,16 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
 #pragma unroll 1
             for (int kk = 0; kk < BR / LANES; kk++) {
                 const int r = t8 + LANES * kk;
-                int64_t lo, hi;
-                ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
-                const bool seen = c < keys && r < rows && j0 + c >= lo && j0 + c < hi;
+                int64_t lo = 0, hi = seq.Lk; /* flex: the whole sequence, the lists cut it */
+                if constexpr (!POL::FLEX) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
+                bool seen = c < keys && r < rows && j0 + c >= lo && j0 + c < hi;
                 float *P = Ps + c * (BR + 1) + r, *dS = dSs + c * (BR + 1) + r;
                 const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
                 const int64_t qi = seq.q0 + i0 + r, kj = seq.k0 + j0 + c;
-                if (full) p_and_ds<HOOKS, false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
-                else p_and_ds<HOOKS, true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
+                if constexpr (POL::FLEX) /* a partial tile: the mask mods too */
+                    if (tiles.mods() && seen) seen = flex_allowed(a, b, h, qi, kj);
+                if (full) p_and_ds<POL, false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
+                else p_and_ds<POL, true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
             }
             __syncthreads(); /* dQ below reads other keys' dS */
             /* dV_c += sum_r P_rc dO_r and dK_c += sum_r dS'_rc Q_r (scale applied at the end) */
@@ -159,7 +184,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
  * 3. Deterministic dQ: one block per (query tile, head h, batch row b). Thread (r, t8) owns row r's dQ
  * columns t8, t8+8, ...; the key tiles stream past in order, so every sum runs in the same order every run.
  */
-template <bool HOOKS, int NC>
+template <class POL, int NC>
 __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
@@ -172,8 +197,8 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
     const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
     const int r = threadIdx.x / LANES, t8 = threadIdx.x % LANES;
     const ladder_attn_block kb = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
-    int64_t lo, hi;
-    ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
+    int64_t lo = 0, hi = seq.Lk; /* flex: the whole sequence, the lists cut it */
+    if constexpr (!POL::FLEX) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
 
     load_rows<BR>(Qs, ld, a.q, b, h, seq.q0 + i0, rows, a.D);
     load_rows<BR>(dOs, ldv, a.dout, b, h, seq.q0 + i0, rows, a.Dv);
@@ -182,22 +207,25 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
 #pragma unroll
     for (int k = 0; k < NC; k++) acc[k] = 0.0f;
 
-    for (int64_t j0 = kb.lo / BC * BC; j0 < kb.hi; j0 += BC) {
+    for (auto tiles = key_tiles<POL>(a, kb, b, h, i0); tiles.more(); tiles.next()) {
+        const int64_t j0 = tiles.at;
         __syncthreads(); /* every thread is done with the previous K, V tiles (and the first loads landed) */
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
         load_rows<BC>(Ks, ld, a.k, b, hk, seq.k0 + j0, keys, a.D);
         load_rows<BC>(Vs, ldv, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
         __syncthreads();
-        const bool full = j0 >= kb.all_lo && j0 + BC <= kb.all_hi;
+        const bool full = tiles.full();
 #pragma unroll
         for (int kk = 0; kk < BC / LANES; kk++) {
             const int c = t8 + LANES * kk;
-            const bool seen = r < rows && j0 + c >= lo && j0 + c < hi;
+            bool seen = r < rows && j0 + c >= lo && j0 + c < hi;
             float P, *dS = dSs + r * (BC + 1) + c;
             const float *Q = Qs + r * ld, *K = Ks + c * ld, *dO = dOs + r * ldv, *V = Vs + c * ldv;
             const int64_t qi = seq.q0 + i0 + r, kj = seq.k0 + j0 + c;
-            if (full) p_and_ds<HOOKS, false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
-            else p_and_ds<HOOKS, true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
+            if constexpr (POL::FLEX) /* a partial tile: the mask mods too */
+                if (tiles.mods() && seen) seen = flex_allowed(a, b, h, qi, kj);
+            if (full) p_and_ds<POL, false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
+            else p_and_ds<POL, true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
         }
         __syncwarp(); /* row r's dS was written by its 8 lanes, all in this warp */
 #pragma unroll
@@ -216,7 +244,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
         if (t8 + LANES * k < a.D) dq[t8 + LANES * k] = a.scale * acc[k];
 }
 
-template <bool HOOKS, int NC> ladder_status run(const args &a, bool deterministic) {
+template <class POL, int NC> ladder_status run(const args &a, bool deterministic) {
     const int64_t rows = a.B * a.Hq * a.Sq;
     LADDER_TRY(ladder_attn_delta<float>(a, a.dout.p, a.dout.s, a.o, a.delta));
     const size_t tiles = sizeof(float) * (size_t)((BR + BC) * (a.D + 1) + (BR + BC) * (a.Dv + 1) + 2 * BR);
@@ -224,29 +252,36 @@ template <bool HOOKS, int NC> ladder_status run(const args &a, bool deterministi
     const size_t kv_smem = tiles + sizeof(float) * 2 * BC * (BR + 1);
     /* atomics add into dQ: it starts at zero (fully masked rows stay so) */
     if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq, 0, sizeof(float) * (size_t)(rows * a.D)));
-    LADDER_TRY(ladder_allow_smem(attn_bwd_dkdv_tiled_kernel<HOOKS, NC>, kv_smem));
-    attn_bwd_dkdv_tiled_kernel<HOOKS, NC><<<kv_grid, THREADS, kv_smem>>>(a, !deterministic);
+    LADDER_TRY(ladder_allow_smem(attn_bwd_dkdv_tiled_kernel<POL, NC>, kv_smem));
+    attn_bwd_dkdv_tiled_kernel<POL, NC><<<kv_grid, THREADS, kv_smem>>>(a, !deterministic);
     LADDER_LAUNCH_CHECK("attn_bwd_dkdv_tiled_kernel");
     if (!deterministic) return LADDER_OK;
     const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
     const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1);
-    LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tiled_kernel<HOOKS, NC>, q_smem));
-    attn_bwd_dq_tiled_kernel<HOOKS, NC><<<q_grid, THREADS, q_smem>>>(a);
+    LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tiled_kernel<POL, NC>, q_smem));
+    attn_bwd_dq_tiled_kernel<POL, NC><<<q_grid, THREADS, q_smem>>>(a);
     LADDER_LAUNCH_CHECK("attn_bwd_dq_tiled_kernel");
     return LADDER_OK;
+}
+
+/* Policy POL's backward at the columns per thread that D and Dv need, with Delta's scratch from the stream-ordered
+ * pool (after the first call it costs no cudaMalloc). */
+template <class POL> ladder_status run_policy(args a, bool deterministic) {
+    ladder_scratch delta;
+    LADDER_TRY(delta.alloc(sizeof(float) * (size_t)(a.B * a.Hq * a.Sq)));
+    a.delta = (float *)delta.ptr;
+    const int cols = cols_per_thread(a.D, a.Dv);
+    return cols == 8 ? run<POL, 8>(a, deterministic) : cols == 16 ? run<POL, 16>(a, deterministic) : run<POL, 32>(a, deterministic);
 }
 
 } // namespace
 
 ladder_status bwd(args a, bool deterministic) {
-    /* Delta's scratch, from the stream-ordered pool: after the first call it costs no cudaMalloc */
-    ladder_scratch delta;
-    LADDER_TRY(delta.alloc(sizeof(float) * (size_t)(a.B * a.Hq * a.Sq)));
-    a.delta = (float *)delta.ptr;
-    const int cols = cols_per_thread(a.D, a.Dv);
-    if (hooks_on(a))
-        return cols == 8 ? run<true, 8>(a, deterministic) : cols == 16 ? run<true, 16>(a, deterministic) : run<true, 32>(a, deterministic);
-    return cols == 8 ? run<false, 8>(a, deterministic) : cols == 16 ? run<false, 16>(a, deterministic) : run<false, 32>(a, deterministic);
+    return hooks_on(a) ? run_policy<hooked>(a, deterministic) : run_policy<plain>(a, deterministic);
+}
+
+ladder_status bwd_flex(args a, int mod) {
+    return ladder_flex_with_mod(mod, [&](auto m) { return run_policy<flex<decltype(m)::value>>(a, true); });
 }
 
 } // namespace attn_tiled

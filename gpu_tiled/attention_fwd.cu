@@ -1,6 +1,6 @@
 /*
  * gpu_tiled/attention_fwd.cu: the FlashAttention-2 forward, tiled rung (fp32), for every attention algorithm
- * (flash, memeff: the hooks of attention_tiled.cuh).
+ * (flash, memeff, flex: the policies of attention_tiled.cuh).
  *
  * What changed since gpu_naive/: a block owns a tile of Br query rows and streams the keys past it in tiles of
  * Bc, each K and V tile staged once in shared memory and read by all Br rows (the naive rung read each key
@@ -12,6 +12,9 @@
  *
  * With memeff's hooks, S gains the bias and the P that meets V is P times the dropout factor (the row sum l
  * stays the undropped one, so lse is the softmax's).
+ *
+ * With flex's, S is the score mod of scale * q.k, and the key tiles come from the query tile's block lists: its
+ * partial tiles (the mask mods checked element by element) then its full ones (no mask but the sequence's end).
  *
  * Preconditions: validated by the dispatchers (f32, device pointers, any input strides, contiguous outputs,
  * D and Dv <= 256, Hq and B at most 65535).
@@ -27,24 +30,26 @@ namespace {
  * the score hook of S = scale * Q_r . K_c; with MASKED, -inf where row i may not see key j0 + c. A row past the
  * tile's end (not @p valid) gets plain q.k of its zero Q row: the hooks never look outside the sequence.
  */
-template <bool HOOKS, bool MASKED>
+template <class POL, bool MASKED>
 __device__ __forceinline__ void scores(const args &a, const float *Qs, const float *Ks, int ld, int r, int t8,
                                        bool valid, int64_t b, int64_t h, int64_t qi, int64_t k0, int64_t j0,
-                                       int64_t lo, int64_t hi, float (&S)[BC / LANES]) {
+                                       int64_t lo, int64_t hi, bool mods, float (&S)[BC / LANES]) {
 #pragma unroll
     for (int kk = 0; kk < BC / LANES; kk++) {
         const int c = t8 + LANES * kk;
         const float qk = dot(Qs + r * ld, Ks + c * ld, a.D);
-        const bool in = !MASKED || (j0 + c >= lo && j0 + c < hi);
+        bool in = !MASKED || (j0 + c >= lo && j0 + c < hi);
+        if constexpr (POL::FLEX) /* a partial tile: the mask mods too, for rows inside the sequence */
+            if (MASKED && mods && valid) in = in && flex_allowed(a, b, h, qi, k0 + j0 + c);
         float slope, x;
-        if constexpr (HOOKS) x = !in ? -INFINITY : valid ? score<HOOKS>(a, qk, b, h, qi, k0 + j0 + c, &slope) : qk;
+        if constexpr (POL::HOOKS) x = !in ? -INFINITY : valid ? score<POL>(a, qk, b, h, qi, k0 + j0 + c, &slope) : qk;
         else x = in ? ladder_attn_softcap(a.scale * qk, a.softcap) : -INFINITY;
         S[kk] = x;
     }
 }
 
 /* One block per (query tile, head h, batch row b); thread (r, t8) owns row r and O columns t8, t8+8, ... */
-template <bool HOOKS, int NV>
+template <class POL, int NV>
 __global__ void __launch_bounds__(THREADS, 1) attn_fwd_tiled_kernel(args a) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
@@ -57,10 +62,11 @@ __global__ void __launch_bounds__(THREADS, 1) attn_fwd_tiled_kernel(args a) {
     const int r = threadIdx.x / LANES, t8 = threadIdx.x % LANES;
     const bool valid = r < rows;
 
-    /* the keys of the whole block, and of this thread's row */
+    /* the keys of the whole block, and of this thread's row (flex: the whole sequence, its lists cut it) */
     const ladder_attn_block kb = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
     int64_t lo = 0, hi = 0;
-    if (valid) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
+    if constexpr (POL::FLEX) hi = seq.Lk;
+    else if (valid) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &lo, &hi);
     const int64_t qi = seq.q0 + i0 + r; /* this thread's row along Sq: where the bias and dropout look */
 
     load_rows<BR>(Qs, ld, a.q, b, h, seq.q0 + i0, rows, a.D);
@@ -68,17 +74,19 @@ __global__ void __launch_bounds__(THREADS, 1) attn_fwd_tiled_kernel(args a) {
 #pragma unroll
     for (int k = 0; k < NV; k++) acc[k] = 0.0f;
 
-    for (int64_t j0 = kb.lo / BC * BC; j0 < kb.hi; j0 += BC) {
+    for (auto tiles = key_tiles<POL>(a, kb, b, h, i0); tiles.more(); tiles.next()) {
+        const int64_t j0 = tiles.at;
         __syncthreads(); /* every thread is done with the previous K, V and P tiles */
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
         load_rows<BC>(Ks, ld, a.k, b, hk, seq.k0 + j0, keys, a.D);
         load_rows<BC>(Vs, ldv, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
         __syncthreads(); /* the tiles are in place */
 
-        /* a tile inside every row's range needs no mask: only the diagonal (and window-edge) tiles do */
+        /* a tile inside every row's range needs no mask: only the diagonal (and window-edge) tiles do; flex's full
+         * tiles skip the mask mods, its partial ones check them */
         float S[BC / LANES];
-        if (j0 >= kb.all_lo && j0 + BC <= kb.all_hi) scores<HOOKS, false>(a, Qs, Ks, ld, r, t8, valid, b, h, qi, seq.k0, j0, lo, hi, S);
-        else scores<HOOKS, true>(a, Qs, Ks, ld, r, t8, valid, b, h, qi, seq.k0, j0, lo, hi, S);
+        if (tiles.full()) scores<POL, false>(a, Qs, Ks, ld, r, t8, valid, b, h, qi, seq.k0, j0, lo, hi, false, S);
+        else scores<POL, true>(a, Qs, Ks, ld, r, t8, valid, b, h, qi, seq.k0, j0, lo, hi, tiles.mods(), S);
 
         /* online softmax: m_new = max(m, this tile's max); rescale what was summed under the old max by alpha */
         float tile_max = -INFINITY;
@@ -95,7 +103,7 @@ __global__ void __launch_bounds__(THREADS, 1) attn_fwd_tiled_kernel(args a) {
             const float P = expf(S[kk] - ms);
             const int c = t8 + LANES * kk;
             /* the row sum counts P; V meets P after dropout (the hook's factor, 1 without dropout) */
-            Ps[r * (BC + 1) + c] = P * keep<HOOKS>(a, b, h, qi, seq.k0 + j0 + c);
+            Ps[r * (BC + 1) + c] = P * keep<POL>(a, b, h, qi, seq.k0 + j0 + c);
             tile_sum += P;
         }
         l = alpha * l + row_sum(tile_sum);
@@ -123,21 +131,27 @@ __global__ void __launch_bounds__(THREADS, 1) attn_fwd_tiled_kernel(args a) {
     if (t8 == 0) a.lse[row] = ladder_attn_lse(m, l);
 }
 
-template <bool HOOKS, int NV> ladder_status launch(const args &a, dim3 grid) {
+template <class POL, int NV> ladder_status launch(const args &a, dim3 grid) {
     const size_t smem = sizeof(float) * (size_t)((BR + BC) * (a.D + 1) + BC * (a.Dv + 1) + BR * (BC + 1));
-    LADDER_TRY(ladder_allow_smem(attn_fwd_tiled_kernel<HOOKS, NV>, smem));
-    attn_fwd_tiled_kernel<HOOKS, NV><<<grid, THREADS, smem>>>(a);
+    LADDER_TRY(ladder_allow_smem(attn_fwd_tiled_kernel<POL, NV>, smem));
+    attn_fwd_tiled_kernel<POL, NV><<<grid, THREADS, smem>>>(a);
     LADDER_LAUNCH_CHECK("attn_fwd_tiled_kernel");
     return LADDER_OK;
 }
 
-} // namespace
-
-ladder_status fwd(const args &a) {
+/* The launch of policy POL at the columns per thread that D and Dv need. */
+template <class POL> ladder_status launch_policy(const args &a) {
     const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
     const int cols = cols_per_thread(a.D, a.Dv);
-    if (hooks_on(a)) return cols == 8 ? launch<true, 8>(a, grid) : cols == 16 ? launch<true, 16>(a, grid) : launch<true, 32>(a, grid);
-    return cols == 8 ? launch<false, 8>(a, grid) : cols == 16 ? launch<false, 16>(a, grid) : launch<false, 32>(a, grid);
+    return cols == 8 ? launch<POL, 8>(a, grid) : cols == 16 ? launch<POL, 16>(a, grid) : launch<POL, 32>(a, grid);
+}
+
+} // namespace
+
+ladder_status fwd(const args &a) { return hooks_on(a) ? launch_policy<hooked>(a) : launch_policy<plain>(a); }
+
+ladder_status fwd_flex(const args &a, int mod) {
+    return ladder_flex_with_mod(mod, [&](auto m) { return launch_policy<flex<decltype(m)::value>>(a); });
 }
 
 } // namespace attn_tiled

@@ -5,6 +5,8 @@ extern const test_algo dynconv_tests;
 extern const test_algo recurrent_tests;
 extern const test_algo flash_tests;
 extern const test_algo memeff_tests;
+extern const test_algo flex_tests;
 
-const test_algo *const test_algos[] = {&dynconv_tests, &recurrent_tests, &flash_tests, &memeff_tests};
+const test_algo *const test_algos[] = {&dynconv_tests, &recurrent_tests, &flash_tests, &memeff_tests,
+                                      &flex_tests};
 const int test_n_algos = sizeof test_algos / sizeof test_algos[0];

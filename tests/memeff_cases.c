@@ -29,6 +29,8 @@ typedef struct mc {
     bias_kind bias;
     double p; /* dropout */
     bool strided, dlse, deterministic;
+    bool aligned; /* the Philox offset a multiple of 4: with Sk one too, each row's draws start on a block's first
+                     word, and the tensor-core lanes share blocks; else each lane draws its own pairs */
 } mc;
 
 static test_case make(mc c) {
@@ -36,7 +38,8 @@ static test_case make(mc c) {
                                         .Dv = c.Dv, .softcap = c.softcap, .mask = {.causal = c.causal,
                                         .window_left = c.wl, .window_right = c.wr}},
                                .dropout_p = c.p, .philox_seed = 0x5eed0000u + (uint64_t)c.Sq * 31u + (uint64_t)c.Sk,
-                               .philox_offset = (uint64_t)c.D * 1000u + 3u, .deterministic = c.deterministic};
+                               .philox_offset = (uint64_t)c.D * 1000u + (c.aligned ? 0u : 3u),
+                               .deterministic = c.deterministic};
     test_case t = test_case_of(&ladder_memeff_algo, &p);
     t.opts.strided = c.strided;
     if (c.dlse) t.opts.with |= 1u << ladder_algo_tensor(&ladder_memeff_algo, "dlse");
@@ -64,10 +67,12 @@ enum { NONE = LADDER_CAUSAL_NONE, BR = LADDER_CAUSAL_BOTTOM_RIGHT, TL = LADDER_C
 static int grid(test_case *out, int max, bool small) {
     int n = 0;
     if (small) { /* the edges, cheap enough for compute-sanitizer: a broadcast bias, dropout, varlen with bias */
-        ADD(make((mc){2, 6, 2, 113, 203, 59, 59, BR, NO, NO, 0, BK, 0.1, true, true, false}));
-        ADD(make((mc){1, 6, 1, 130, 65, 192, 128, TL, 16, 4, 0, FULL, 0.5, false, false, true}));
-        ADD(make_varlen((mc){1, 6, 2, 0, 0, 40, 40, BR, NO, NO, 5, QK, 0.1, true, false, false},
+        ADD(make((mc){2, 6, 2, 113, 203, 59, 59, BR, NO, NO, 0, BK, 0.1, true, true, false, false}));
+        ADD(make((mc){1, 6, 1, 130, 65, 192, 128, TL, 16, 4, 0, FULL, 0.5, false, false, true, false}));
+        ADD(make_varlen((mc){1, 6, 2, 0, 0, 40, 40, BR, NO, NO, 5, QK, 0.1, true, false, false, false},
                         (const int64_t[]){1, 0, 70, 3}, (const int64_t[]){9, 4, 65, 0}, 4));
+        /* decoding: query heads packed as rows of a key/value head, split keys, lanes sharing Philox blocks */
+        ADD(make((mc){1, 8, 2, 1, 1100, 64, 64, NONE, NO, NO, 0, FULL, 0.1, false, false, false, true}));
         return n;
     }
     /*
@@ -76,33 +81,40 @@ static int grid(test_case *out, int max, bool small) {
      * shape and one dropout probability so that every shape meets p = 0, 0.1 and 0.5, and the sizes kept small
      * enough for the float64 oracle on 2 cores.
      */
-    ADD(make((mc){2, 6, 6, 1, 1, 32, 32, NONE, NO, NO, 0, FULL, 0, false, true, false}));
-    ADD(make((mc){1, 6, 2, 1, 239, 40, 40, BR, NO, NO, 0, BK, 0.1, true, true, false}));
-    ADD(make((mc){1, 6, 1, 113, 203, 59, 59, TL, NO, NO, 0, QK, 0.5, true, false, false}));
-    ADD(make((mc){1, 6, 6, 128, 217, 64, 64, NONE, 32, 8, 5, VEC, 0.1, false, false, false}));
-    ADD(make((mc){1, 6, 2, 256, 200, 96, 64, BR, 64, NO, 0, B1, 0, false, false, false}));
-    ADD(make((mc){1, 6, 1, 250, 128, 111, 111, BR, NO, NO, 0, FULL, 0.5, true, true, false})); /* rows see no key */
-    ADD(make((mc){2, 4, 2, 255, 256, 32, 32, NONE, NO, NO, 0, NOB, 0.1, false, false, false}));
-    ADD(make((mc){1, 6, 6, 113, 203, 128, 128, NONE, NO, NO, 30, BK, 0, false, true, false}));
-    ADD(make((mc){1, 6, 2, 128, 217, 192, 128, TL, NO, NO, 0, VEC, 0.5, false, false, false}));
-    ADD(make((mc){1, 3, 1, 100, 130, 256, 256, NONE, NO, 16, 0, QK, 0.1, false, false, false}));
-    ADD(make((mc){2, 6, 6, 1, 239, 256, 32, NONE, NO, NO, 2, B1, 0.5, true, false, false}));
-    ADD(make((mc){3, 6, 6, 128, 217, 32, 32, BR, NO, NO, 0, FULL, 0.1, true, false, true}));
-    ADD(make((mc){1, 6, 1, 217, 128, 64, 96, NONE, 0, 0, 0, NOB, 0, false, true, false})); /* the diagonal alone */
+    ADD(make((mc){2, 6, 6, 1, 1, 32, 32, NONE, NO, NO, 0, FULL, 0, false, true, false, false}));
+    ADD(make((mc){1, 6, 2, 1, 239, 40, 40, BR, NO, NO, 0, BK, 0.1, true, true, false, false}));
+    ADD(make((mc){1, 6, 1, 113, 203, 59, 59, TL, NO, NO, 0, QK, 0.5, true, false, false, false}));
+    ADD(make((mc){1, 6, 6, 128, 217, 64, 64, NONE, 32, 8, 5, VEC, 0.1, false, false, false, false}));
+    ADD(make((mc){1, 6, 2, 256, 200, 96, 64, BR, 64, NO, 0, B1, 0, false, false, false, false}));
+    ADD(make((mc){1, 6, 1, 250, 128, 111, 111, BR, NO, NO, 0, FULL, 0.5, true, true, false, false})); /* rows see no key */
+    ADD(make((mc){2, 4, 2, 255, 256, 32, 32, NONE, NO, NO, 0, NOB, 0.1, false, false, false, false}));
+    ADD(make((mc){1, 6, 6, 113, 203, 128, 128, NONE, NO, NO, 30, BK, 0, false, true, false, false}));
+    ADD(make((mc){1, 6, 2, 128, 217, 192, 128, TL, NO, NO, 0, VEC, 0.5, false, false, false, false}));
+    ADD(make((mc){1, 3, 1, 100, 130, 256, 256, NONE, NO, 16, 0, QK, 0.1, false, false, false, false}));
+    ADD(make((mc){2, 6, 6, 1, 239, 256, 32, NONE, NO, NO, 2, B1, 0.5, true, false, false, false}));
+    ADD(make((mc){3, 6, 6, 128, 217, 32, 32, BR, NO, NO, 0, FULL, 0.1, true, false, true, false}));
+    ADD(make((mc){1, 6, 1, 217, 128, 64, 96, NONE, 0, 0, 0, NOB, 0, false, true, false, false})); /* the diagonal alone */
+    /* decoding steps: the query heads of a key/value head packed as rows of one tile (no mask, or bottom-right
+     * causal, which leaves the row every key), with split keys where the keys are many; a window is not packed.
+     * Then lanes sharing Philox blocks with a full bias and its gradient */
+    ADD(make((mc){2, 8, 2, 1, 256, 64, 64, BR, NO, NO, 0, FULL, 0.1, false, false, false, true}));
+    ADD(make((mc){1, 8, 2, 1, 1100, 128, 128, NONE, NO, NO, 0, B1, 0.5, true, false, false, true}));
+    ADD(make((mc){2, 4, 1, 1, 300, 64, 64, BR, 100, NO, 0, BK, 0.1, false, false, false, true})); /* a window */
+    ADD(make((mc){2, 4, 2, 128, 256, 64, 64, BR, NO, NO, 0, FULL, 0.1, false, true, false, true}));
     /* packed sequences with a bias indexed by packed positions: empty ones, length 1, Lq != Lk, unseen rows */
-    ADD(make_varlen((mc){1, 6, 2, 0, 0, 64, 64, BR, NO, NO, 0, FULL, 0.1, false, false, false},
+    ADD(make_varlen((mc){1, 6, 2, 0, 0, 64, 64, BR, NO, NO, 0, FULL, 0.1, false, false, false, false},
                     (const int64_t[]){113, 0, 1, 100}, (const int64_t[]){103, 5, 1, 0}, 4));
-    ADD(make_varlen((mc){1, 6, 1, 0, 0, 40, 40, NONE, 16, 16, 0, VEC, 0.5, true, true, false},
+    ADD(make_varlen((mc){1, 6, 1, 0, 0, 40, 40, NONE, 16, 16, 0, VEC, 0.5, true, true, false, false},
                     (const int64_t[]){1, 128, 0, 31}, (const int64_t[]){139, 128, 7, 1}, 4));
-    ADD(make_varlen((mc){1, 6, 6, 0, 0, 111, 111, TL, NO, NO, 10, B1, 0, false, false, true},
+    ADD(make_varlen((mc){1, 6, 6, 0, 0, 111, 111, TL, NO, NO, 10, B1, 0, false, false, true, false},
                     (const int64_t[]){64, 0, 1, 100}, (const int64_t[]){64, 0, 1, 100}, 4));
     return n;
 }
 
 static int determinism(test_case *out, int max) {
     int n = 0;
-    ADD(make((mc){2, 6, 2, 128, 217, 64, 64, BR, NO, NO, 0, BK, 0.1, true, false, true}));
-    ADD(make_varlen((mc){1, 6, 1, 0, 0, 40, 32, NONE, 8, NO, 3, QK, 0.5, false, true, true},
+    ADD(make((mc){2, 6, 2, 128, 217, 64, 64, BR, NO, NO, 0, BK, 0.1, true, false, true, false}));
+    ADD(make_varlen((mc){1, 6, 1, 0, 0, 40, 32, NONE, 8, NO, 3, QK, 0.5, false, true, true, false},
                     (const int64_t[]){1, 0, 70, 3}, (const int64_t[]){9, 4, 65, 0}, 4));
     return n;
 }
@@ -111,19 +123,19 @@ static int determinism(test_case *out, int max) {
  * differences move), softcap, GQA, packed sequences with a bias. */
 static int fd_cases(test_case *out, int max) {
     int n = 0;
-    ADD(make((mc){1, 2, 1, 3, 4, 3, 2, NONE, NO, NO, 0, FULL, 0, false, true, false}));
-    ADD(make((mc){2, 2, 2, 4, 3, 2, 2, BR, NO, NO, 0, B1, 0.3, false, false, false})); /* row 0 sees no key */
-    ADD(make((mc){2, 2, 1, 3, 5, 2, 3, TL, NO, NO, 2, BK, 0.5, false, true, false}));
-    ADD(make((mc){2, 2, 2, 4, 4, 3, 2, NONE, 1, 0, 0, QK, 0.3, true, true, false}));
-    ADD(make((mc){1, 4, 2, 3, 3, 2, 2, NONE, NO, 1, 1.5, VEC, 0.3, false, false, false}));
-    ADD(make_varlen((mc){1, 2, 1, 0, 0, 2, 3, BR, NO, NO, 0, FULL, 0.3, false, false, false},
+    ADD(make((mc){1, 2, 1, 3, 4, 3, 2, NONE, NO, NO, 0, FULL, 0, false, true, false, false}));
+    ADD(make((mc){2, 2, 2, 4, 3, 2, 2, BR, NO, NO, 0, B1, 0.3, false, false, false, false})); /* row 0 sees no key */
+    ADD(make((mc){2, 2, 1, 3, 5, 2, 3, TL, NO, NO, 2, BK, 0.5, false, true, false, false}));
+    ADD(make((mc){2, 2, 2, 4, 4, 3, 2, NONE, 1, 0, 0, QK, 0.3, true, true, false, false}));
+    ADD(make((mc){1, 4, 2, 3, 3, 2, 2, NONE, NO, 1, 1.5, VEC, 0.3, false, false, false, false}));
+    ADD(make_varlen((mc){1, 2, 1, 0, 0, 2, 3, BR, NO, NO, 0, FULL, 0.3, false, false, false, false},
                     (const int64_t[]){2, 0, 3}, (const int64_t[]){3, 2, 1}, 3));
     return n;
 }
 
 static int args_case(test_case *out, int max) {
     int n = 0;
-    ADD(make((mc){2, 4, 2, 5, 7, 3, 4, BR, NO, NO, 0, FULL, 0.1, false, false, false}));
+    ADD(make((mc){2, 4, 2, 5, 7, 3, 4, BR, NO, NO, 0, FULL, 0.1, false, false, false, false}));
     return n;
 }
 #undef ADD

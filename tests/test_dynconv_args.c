@@ -165,7 +165,7 @@ static void relabel(ladder_dtype dtype) {
 }
 
 Test(dynconv_args, tensorcore_takes_bf16_or_f16_never_f32) {
-    fwd_fails(TC, LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes x as bf16 or f16, not f32");
+    fwd_fails(TC, LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes x as bf16 or f16, not f32: dynconv has no f32");
     bwd_fails(TC, LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes x as bf16 or f16, not f32");
     relabel(LADDER_I32);
     fwd_fails(TC, LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes x as bf16 or f16, not i32");

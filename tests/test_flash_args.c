@@ -158,7 +158,7 @@ Test(flash_args, cu_seqlens_count_the_same_sequences) {
 
 Test(flash_args, the_tensor_core_rung_refuses_f32) {
     both_fail(LADDER_RUNG_GPU_TENSORCORE, LADDER_ERR_UNSUPPORTED,
-              "rung gpu_tensorcore takes q as bf16 or f16, not f32");
+              "rung gpu_tensorcore takes q as bf16 or f16, not f32: flash has no f32 (TF32) kernels");
 }
 
 Test(flash_args, lse_stays_f32_at_every_rung) {

@@ -1,5 +1,6 @@
 /*
- * tests/test_memeff.c: what only memeff must show, at every rung (the GPU rungs skip where they cannot run):
+ * tests/test_memeff.c: what only memeff must show, at every rung (the GPU rungs skip where they cannot run; the
+ * tensor-core rung in bf16, and in f32 with its three TF32 products but where flash is the reference):
  *
  * 1. The dropout mask is Philox's, element by element: with V the identity (Dv = Sk), O = P~ exactly, so an
  *    element of O is 0 where dropout dropped it; it must be dropped exactly where ladder_dropout_keep() says, at
@@ -29,19 +30,23 @@ extern const ladder_algo ladder_flash_algo;
 
 static int T(const ladder_algo *a, const char *name) { return ladder_algo_tensor(a, name); }
 
-/* Every rung (the tensor-core one in bf16) for each of @p n problems. */
-static struct criterion_test_params every_rung(const ladder_memeff_problem *ps, const ladder_case_opts *opts, int n) {
+/* Every rung (the tensor-core one in bf16, and in f32 with its three TF32 products where @p tc_f32) for each of
+ * @p n problems. */
+static struct criterion_test_params rungs_of(const ladder_memeff_problem *ps, const ladder_case_opts *opts, int n,
+                                             bool tc_f32) {
     static const struct {
         ladder_rung rung;
         ladder_dtype dtype;
     } rungs[] = {{LADDER_RUNG_CPU, LADDER_F32},
                  {LADDER_RUNG_GPU_NAIVE, LADDER_F32},
                  {LADDER_RUNG_GPU_TILED, LADDER_F32},
-                 {LADDER_RUNG_GPU_TENSORCORE, LADDER_BF16}};
+                 {LADDER_RUNG_GPU_TENSORCORE, LADDER_BF16},
+                 {LADDER_RUNG_GPU_TENSORCORE, LADDER_F32}};
     test_case cases[64];
     int k = 0;
     for (int i = 0; i < n; i++)
         for (size_t r = 0; r < sizeof rungs / sizeof rungs[0] && k < 64; r++) {
+            if (!tc_f32 && rungs[r].rung == LADDER_RUNG_GPU_TENSORCORE && rungs[r].dtype == LADDER_F32) continue;
             cases[k] = test_case_of(&ladder_memeff_algo, &ps[i]);
             cases[k].opts.with = opts[i].with, cases[k].opts.broadcast = opts[i].broadcast;
             cases[k].opts.strided = opts[i].strided;
@@ -50,10 +55,14 @@ static struct criterion_test_params every_rung(const ladder_memeff_problem *ps, 
     return test_params(cases, k);
 }
 
+static struct criterion_test_params every_rung(const ladder_memeff_problem *ps, const ladder_case_opts *opts, int n) {
+    return rungs_of(ps, opts, n, true);
+}
+
 /* ---- 1. the dropout mask, read back through a one-hot V ------------------------------------------------------ */
 
 #define MASK_PROBLEM(off)                                                                                              \
-    {.attn = {.B = 2, .Hq = 3, .Hkv = 1, .Sq = 37, .Sk = 200, .D = 16, .Dv = 200,                                    \
+    {.attn = {.B = 2, .Hq = 3, .Hkv = 1, .Sq = 37, .Sk = 128, .D = 16, .Dv = 128,                                    \
               .mask = {.causal = LADDER_CAUSAL_NONE, .window_left = -1, .window_right = -1}},                         \
      .dropout_p = 0.5, .philox_seed = 0x243f6a8885a308d3ull, .philox_offset = (off)}
 
@@ -108,7 +117,7 @@ ParameterizedTestParameters(memeff, equals_flash_without_bias_or_dropout) {
          .deterministic = true},
     };
     static const ladder_case_opts opts[2] = {{.strided = true}, {0}};
-    return every_rung(ps, opts, 2);
+    return rungs_of(ps, opts, 2, false); /* flash has no f32 tensor-core rung to compare with */
 }
 
 ParameterizedTest(const test_case *t, memeff, equals_flash_without_bias_or_dropout) {

@@ -221,6 +221,23 @@ Test(philox, uniform_is_curands) {
     cr_assert(!ladder_dropout_keep(1, 2, u) && ladder_dropout_keep(1, 2, nextafterf(u, 0.0f)));
 }
 
+Test(philox, the_keep_threshold_agrees_with_the_float_test) {
+    /* x >= keep_min(p) exactly when uniform(x) > p: at the threshold and its neighbour, at the ends of the range,
+     * and on a sweep of outputs, for p at its edges and at float values between (p = a uniform itself included) */
+    const float ps[] = {0.0f, 0x1p-33f, 1e-9f, 0.1f, 0.5f, ladder_philox_uniform(123456789u), 0.999f,
+                        nextafterf(1.0f, 0.0f)};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+        const float p = ps[i];
+        const uint32_t t = ladder_dropout_keep_min(p);
+        cr_assert(ladder_philox_uniform(t) > p, "p = %a: the threshold %u is kept", (double)p, t);
+        if (t > 0) cr_assert(!(ladder_philox_uniform(t - 1) > p), "p = %a: %u below the threshold is dropped", (double)p, t);
+        for (uint64_t x = 0; x <= 0xffffffffu; x += 0x10001u * 257u)
+            cr_assert_eq(x >= t, ladder_philox_uniform((uint32_t)x) > p, "p = %a, x = %llu", (double)p,
+                         (unsigned long long)x);
+    }
+    cr_assert_eq(ladder_dropout_keep_min(0.0f), 0u); /* p = 0 keeps every element */
+}
+
 Test(philox, the_dropout_counter_is_pytorchs_element_index) {
     /* offset + ((b*Hq + h)*Sq + i)*Sk + j, in 64 bits: no wrap at 2^32 elements */
     cr_assert_eq(ladder_dropout_counter(5, 1, 2, 3, 4, 6, 7, 8), 5u + ((1u * 6 + 2) * 7 + 3) * 8 + 4);

@@ -163,6 +163,6 @@ Test(recurrent_args, tensor_core_dtypes) {
     named(&f, "gk")->dtype = LADDER_F32;
     named(&f, "q")->dtype = LADDER_F32;
     expect_failure(&f, LADDER_RUNG_GPU_TENSORCORE, BOTH, LADDER_ERR_UNSUPPORTED,
-                   "rung gpu_tensorcore takes q as bf16 or f16, not f32");
+                   "rung gpu_tensorcore takes q as bf16 or f16, not f32: recurrent has no f32");
     teardown(&f);
 }

@@ -68,6 +68,11 @@ bundle tests-passed "$gpu_list" "$(synthesis 120 0)"
 expect tests-passed pass
 bundle test-failed "$gpu_list" "$(synthesis 120 1)"
 expect test-failed fail
+# a failed `ladder run all` fails the run, and the suites still run (they leave a mark the stand-in checks)
+bundle demo-failed "[[ \$1 == run ]] && exit 1; $gpu_list" "touch \"\$(dirname \"\$0\")/suites-ran\"; $(synthesis 120 0)"
+expect demo-failed fail "'ladder run all' exited 1"
+cases=$((cases + 1))
+[[ -f $tmp/demo-failed/bin/suites-ran ]] || { failed=$((failed + 1)) names="$names demo-failed-suites"; }
 # each Criterion job gets its share of the cores for OpenMP (nproc over the jobs, at least 1), unless the caller
 # set OMP_NUM_THREADS: each stand-in fails unless it sees the number it wants
 # omp_bundle NAME WANT: ladder-tests passes when OMP_NUM_THREADS is WANT

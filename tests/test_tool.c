@@ -230,6 +230,42 @@ Test(tool, bad_flags_exit_2) {
     cr_assert_eq(run_ladder("run dynconv --in ''"), 2, "an empty --in is a usage error");
 }
 
+/* --dtype fp32 reaches the tensor-core rung only where the algorithm has TF32 kernels (memeff): elsewhere it is a
+ * usage error naming the algorithm and the dtype, never a silent bf16 run; the fp32 rungs ignore it. */
+Test(tool, dtype_fp32_only_where_the_tensor_core_rung_has_it) {
+    char err[2048], out[4096];
+    cr_assert_eq(run_ladder("run flash --dtype fp32"), 2);
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "flash has no f32 inputs at rung gpu_tensorcore"), "stderr: %s", err);
+    cr_assert_eq(run_ladder("run all --dtype fp32"), 2, "dynconv, flash and recurrent have no fp32 tensor-core rung");
+    cr_assert_eq(run_ladder("bench recurrent --dtype fp32"), 2);
+    cr_assert_eq(run_ladder("run memeff --dtype fp64"), 2);
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "bf16, fp16 or fp32"), "stderr: %s", err);
+    cr_assert_eq(run_ladder("run memeff --allow_tf32 3"), 2, "allow_tf32 is 0 or 1");
+    cr_assert_eq(run_ladder("run flash --dtype fp32 --rung cpu --Hq 2 --Hkv 1 --Sq 9 --Sk 11 --D 8 --Dv 8"), 0,
+                 "the cpu rung ignores --dtype");
+    cr_assert_eq(run_ladder("run memeff --dtype fp32 --rung cpu --allow_tf32 1 --B 1 --Hq 2 --Hkv 1 --Sq 9 --Sk 11 "
+                            "--D 8 --Dv 8"), 0);
+    read_output("stdout", out, sizeof out);
+    cr_assert_not_null(strstr(out, "allow_tf32=1"), "stdout '%s' should show the option", out);
+}
+
+/* On a GPU: memeff in fp32 at the tensor-core rung passes `ladder run`'s check, at each precision's tolerance. */
+Test(tool, memeff_fp32_at_the_tensor_core_rung_passes_its_check) {
+    if (ladder_rung_available(LADDER_RUNG_GPU_TENSORCORE) != LADDER_OK) cr_skip_test("no GPU here");
+    char out[4096];
+    for (int one = 0; one < 2; one++) {
+        char args[256];
+        snprintf(args, sizeof args, "run memeff --rung gpu_tensorcore --dtype fp32 --allow_tf32 %d --B 1 --Hq 2 "
+                 "--Hkv 1 --Sq 70 --Sk 90 --D 40 --Dv 24", one);
+        const int rc = run_ladder(args);
+        read_output("stdout", out, sizeof out);
+        cr_assert_eq(rc, 0, "%s exited %d: %s", args, rc, out);
+        cr_assert_not_null(strstr(out, "gpu_tensorcore  f32"), "stdout '%s' should show the f32 row", out);
+    }
+}
+
 /* --varlen2 gives the keys their own lengths: a sequence with queries and no keys, and one with keys and no queries. */
 Test(tool, run_varlen2_packs_keys_apart) {
     cr_assert_eq(run_ladder("run flash --rung cpu --varlen 3,0,5 --varlen2 7,2,0 --D 8 --Dv 8 --Hq 2 --Hkv 1"), 0);
@@ -571,4 +607,30 @@ Test(tool, run_help_names_only_the_algorithms_flags) {
         if (strcmp(ladder_algos[i]->name, "dynconv") != 0)
             cr_assert_null(strstr(out, other), "stdout of run dynconv --help names %s's flags", ladder_algos[i]->name);
     }
+}
+
+/* --bias gives memeff's bias its shape, 1 on each broadcast axis (packed sequences count as one batch row of their
+ * summed lengths), or none; a size that is neither the problem's nor 1 is a usage error naming the flag. */
+Test(tool, bias_flag_shapes_or_drops_the_bias) {
+    const char *sizes = "run memeff --rung cpu --B 2 --Hq 2 --Hkv 1 --Sq 5 --Sk 7 --D 8 --Dv 8";
+    char cmd[512], err[2048], out[4096];
+    snprintf(cmd, sizeof cmd, "%s --bias 1,2,1,7", sizes);
+    cr_assert_eq(run_ladder(cmd), 0, "a bias broadcast over B and Sq runs");
+    read_output("stdout", out, sizeof out);
+    cr_assert_not_null(strstr(out, "bias [1,2,1,7]"), "stdout '%s' should show the bias's shape", out);
+    snprintf(cmd, sizeof cmd, "%s --bias none", sizes);
+    cr_assert_eq(run_ladder(cmd), 0);
+    read_output("stdout", out, sizeof out);
+    cr_assert_null(strstr(out, "bias"), "stdout '%s' should run without a bias", out);
+    snprintf(cmd, sizeof cmd, "%s --bias 2,2,5,6", sizes);
+    cr_assert_eq(run_ladder(cmd), 2, "Sk = 7: 6 is neither 7 nor 1");
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "--bias 2,2,5,6") && strstr(err, "2,2,5,7"), "stderr '%s' should name the flag and the sizes", err);
+    snprintf(cmd, sizeof cmd, "%s --bias 2,2,5", sizes);
+    cr_assert_eq(run_ladder(cmd), 2, "three sizes for a rank-4 bias");
+    cr_assert_eq(run_ladder("run memeff --rung cpu --varlen 3,0,4 --Hq 2 --Hkv 1 --D 8 --Dv 8 --bias 1,2,7,7"), 0,
+                 "packed sequences: B = 1, Sq = Sk = 7");
+    cr_assert_eq(run_ladder("run flash --rung cpu --bias 1,2,1,7"), 2, "flash has no bias");
+    snprintf(cmd, sizeof cmd, "run memeff --in %s --bias none", dir);
+    cr_assert_eq(run_ladder(cmd), 2, "with --in the files say whether there is a bias");
 }

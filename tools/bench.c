@@ -24,13 +24,15 @@ static const struct {
 } plan[] = {
     {LADDER_RUNG_CPU, LADDER_F32},          {LADDER_RUNG_GPU_NAIVE, LADDER_F32},
     {LADDER_RUNG_GPU_TILED, LADDER_F32},    {LADDER_RUNG_GPU_TENSORCORE, LADDER_BF16},
-    {LADDER_RUNG_GPU_TENSORCORE, LADDER_F16},
+    {LADDER_RUNG_GPU_TENSORCORE, LADDER_F16}, {LADDER_RUNG_GPU_TENSORCORE, LADDER_F32},
 };
 #define N_PLAN (int)(sizeof plan / sizeof plan[0])
 
-/* Is plan entry i asked for: its rung (--rung), and for the tensor-core rung its precision (--dtype, else both)? */
+/* Is plan entry i asked for: its rung (--rung), and for the tensor-core rung its precision (--dtype, else bf16 and
+ * fp16: its fp32 inputs, where the algorithm has them, only when --dtype fp32 asks)? */
 static bool plan_wanted(const tool_opts *o, int i) {
-    const bool precision = plan[i].dtype == LADDER_F32 || !o->dtype_chosen || plan[i].dtype == o->dtype;
+    const bool precision = plan[i].rung != LADDER_RUNG_GPU_TENSORCORE ||
+                           (o->dtype_chosen ? plan[i].dtype == o->dtype : plan[i].dtype != LADDER_F32);
     return tool_rung_wanted(o, plan[i].rung) && precision;
 }
 
@@ -83,7 +85,10 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
     if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return TOOL_USAGE;
-    if (!o->with) co.with = with; /* the bench problem's optional tensors, unless --with gives others */
+    if (!o->with) { /* the bench problem's optional tensors, unless --with gives others; --bias applies to them */
+        co.with = with;
+        if (tool_broadcast_flag(algo, o, problem, &co) != TOOL_OK) return TOOL_USAGE;
+    }
     char shape[320];
     ladder_problem_str(algo, problem, shape, sizeof shape);
     with_str(algo, co.with, shape, sizeof shape);
@@ -159,8 +164,9 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
             failures++;
             continue;
         }
-        ladder_check k = ladder_result_check(&c, &res, want, ladder_tolerance(dt));
-        if (!k.ok && inexact_ref && k.worst <= ladder_tolerance(dt)) {
+        const double tol = ladder_run_tolerance(&c, rung, dt);
+        ladder_check k = ladder_result_check(&c, &res, want, tol);
+        if (!k.ok && inexact_ref && k.worst <= tol) {
             /* only the element rule broke, against a reference that does not round P and dS (chapter 3): the
              * tests hold every element of this rung to the emulating cpu rung; here the L2 rule decides */
             fprintf(stderr, "ladder: %s: within tol in L2; the element rule, against %s (not rounding as %s does), "
@@ -185,7 +191,13 @@ static bool resolved(const ladder_algo *algo, const tool_opts *o, int i, unsigne
     ladder_case_opts co;
     memset(problem, 0, LADDER_PROBLEM_MAX);
     if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return false;
-    *with = o->with ? co.with : algo->bench_with ? algo->bench_with[i] : 0;
+    if (o->with) {
+        *with = co.with;
+        return true;
+    }
+    co.with = algo->bench_with ? algo->bench_with[i] : 0;
+    if (tool_broadcast_flag(algo, o, problem, &co) != TOOL_OK) return false;
+    *with = co.with;
     return true;
 }
 

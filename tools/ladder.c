@@ -2,8 +2,8 @@
  * ladder: list the rungs, run and check them, run one on .npy files, benchmark them.
  *
  *   ladder list
- *   ladder run ALGO|all [--rung R]... [the algorithm's flags] [--dtype bf16|fp16] [--seed N]
- *   ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16]
+ *   ladder run ALGO|all [--rung R]... [the algorithm's flags] [--dtype bf16|fp16|fp32] [--seed N]
+ *   ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16|fp32]
  *   ladder bench ALGO|all [--rung R]... [flags] [--reps N] [--warmup N] [--cpu-reps N] [--out DIR] [--gemm-tflops X]
  *
  * Everything algorithm-specific (flags, file names, shapes) comes from the descriptors in common/ (engine.h).
@@ -40,8 +40,15 @@ static void algo_usage(FILE *f, const ladder_algo *a) {
     fprintf(f, "\n%s flags (defaults in brackets; with --in every option not given is off):\n", a->name);
     for (int i = 0; i < a->n_params; i++) {
         const ladder_param *p = &a->params[i];
+        const ladder_param_names *names = ladder_param_names_of(a, i);
         char flag[32];
-        snprintf(flag, sizeof flag, "--%s %s", p->name, p->type == LADDER_PARAM_BOOL ? "0|1" : "N");
+        snprintf(flag, sizeof flag, "--%s %s", p->name, names ? "NAME" : p->type == LADDER_PARAM_BOOL ? "0|1" : "N");
+        if (names) {
+            char def[128];
+            names->format(p->run_default, def, sizeof def);
+            fprintf(f, "  %-17s %s: %s [%s; with --in none]\n", flag, p->help, names->list, def);
+            continue;
+        }
         double neutral = ladder_param_neutral(p);
         char with_in[32] = ""; /* an option whose run default is not neutral takes the neutral value with --in */
         if (!ladder_param_is_size(a, i) && neutral != p->run_default)
@@ -63,6 +70,13 @@ static void algo_usage(FILE *f, const ladder_algo *a) {
             first = 0;
         }
     if (a->run_with) fprintf(f, "\n");
+    for (int i = 0; i < a->n_tensors; i++) /* a broadcast input's own flag */
+        if (a->tensors[i].role & LADDER_BROADCAST) {
+            char flag[32];
+            snprintf(flag, sizeof flag, "--%s %s", a->tensors[i].name, a->tensors[i].dims);
+            fprintf(f, "  %-17s the %s's shape with 1 on each broadcast axis (1 for %s: one for all), or none [full]\n", flag,
+                    a->tensors[i].name, a->varlen_batch ? a->varlen_batch : "the first");
+        }
     for (int out = 0; out < 2; out++) {
         fprintf(f, out ? "  writes:" : "  --in DIR reads:");
         for (int i = 0; i < a->n_tensors; i++) {
@@ -82,15 +96,16 @@ static void algo_usage(FILE *f, const ladder_algo *a) {
 static void run_usage(FILE *f, const ladder_algo *only) {
     fprintf(f,
             "usage: ladder run ALGO|all [options]\n"
-            "       ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16]\n"
+            "       ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16|fp32]\n"
             "       ladder bench ALGO|all [options]\n"
             "\n"
             "options:\n"
             "  --rung R          cpu, gpu_naive, gpu_tiled or gpu_tensorcore; repeat to pick several\n"
             "                    (default: every available rung; with --in: cpu)\n"
-            "  --dtype bf16|fp16 input precision of the gpu_tensorcore rung (default bf16; bench: both unless\n"
-            "                    given); the fp32 rungs ignore it. With --in, the inputs are rounded to it\n"
-            "                    for that rung\n"
+            "  --dtype bf16|fp16|fp32  input precision of the gpu_tensorcore rung (default bf16; bench: bf16\n"
+            "                    and fp16 unless given); the fp32 rungs ignore it. fp32 (TF32 products) only\n"
+            "                    where the algorithm has it (memeff: --allow_tf32 1 for one TF32 product\n"
+            "                    instead of three). With --in, the inputs are rounded to it for that rung\n"
             "  --seed N          seed of the input generator (default 1)\n"
             "  --with A,B        include these optional tensors (inputs, or outputs asked for)\n"
             "  --in DIR          read the inputs from DIR/<name>.npy: float tensors as float32 or float16,\n"
@@ -114,6 +129,13 @@ static int list(void) {
         ladder_status st = ladder_rung_available((ladder_rung)r);
         printf("  %-15s %s\n", ladder_rung_name((ladder_rung)r), st == LADDER_OK ? "available" : ladder_last_error());
     }
+    for (int i = 0; i < ladder_n_algos; i++) { /* what an algorithm lacks, and what it takes by name */
+        const ladder_algo *a = ladder_algos[i];
+        for (int r = 0; r < LADDER_RUNG_COUNT; r++)
+            if ((a->rungs_missing >> r) & 1u) printf("  %s has no %s rung yet\n", a->name, ladder_rung_name((ladder_rung)r));
+        for (int k = 0; k < a->n_named_params; k++)
+            printf("%s --%s: %s\n", a->name, a->named_params[k].param, a->named_params[k].list);
+    }
     char name[128];
     if (ladder_gpu_count() > 0 && ladder_gpu_name(name, sizeof name) == LADDER_OK) printf("gpu: %s\n", name);
     else printf("gpu: none (%s)\n", ladder_gpu_absent_reason());
@@ -135,6 +157,16 @@ static int parse_int(const char *flag, const char *v, long long lo, long long hi
 static bool some_algo_has(const ladder_algo *chosen, const char *name) {
     for (int i = 0; i < ladder_n_algos; i++)
         if ((!chosen || chosen == ladder_algos[i]) && ladder_algo_param(ladder_algos[i], name) >= 0) return true;
+    return false;
+}
+
+/* Does the chosen algorithm (or any, with none chosen) have a broadcast input called @p name (memeff's bias)? */
+static bool some_algo_broadcasts(const ladder_algo *chosen, const char *name) {
+    for (int i = 0; i < ladder_n_algos; i++) {
+        const int t = ladder_algo_tensor(ladder_algos[i], name);
+        if ((!chosen || chosen == ladder_algos[i]) && t >= 0 && ladder_algos[i]->tensors[t].role & LADDER_BROADCAST)
+            return true;
+    }
     return false;
 }
 
@@ -168,8 +200,9 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
         } else if (!strcmp(a, "--dtype")) {
             if (!strcmp(v, "bf16")) o->dtype = LADDER_BF16;
             else if (!strcmp(v, "fp16") || !strcmp(v, "f16")) o->dtype = LADDER_F16;
+            else if (!strcmp(v, "fp32") || !strcmp(v, "f32")) o->dtype = LADDER_F32;
             else {
-                fprintf(stderr, "ladder: --dtype must be bf16 or fp16, not '%s'\n", v);
+                fprintf(stderr, "ladder: --dtype must be bf16, fp16 or fp32, not '%s'\n", v);
                 return TOOL_USAGE;
             }
             o->dtype_chosen = true;
@@ -208,6 +241,9 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
                 return TOOL_USAGE;
             }
             *(a[2] == 'i' ? &o->in_dir : &o->out_dir) = v;
+        } else if (some_algo_broadcasts(chosen, a + 2)) {
+            o->bcast_name = a + 2, o->bcast = v;
+            o->not_with_in = a;
         } else if (some_algo_has(chosen, a + 2) && o->n_flags < TOOL_MAX_FLAGS) {
             o->flag[o->n_flags][0] = a + 2;
             o->flag[o->n_flags++][1] = v;
@@ -283,6 +319,14 @@ int main(int argc, char **argv) {
     }
     tool_opts o;
     if (parse_opts(argc - 3, argv + 3, algo, &o) != TOOL_OK) return TOOL_USAGE;
+    /* a precision the tensor-core rung of a chosen algorithm has no kernels for is refused, never replaced */
+    for (int i = 0; tool_rung_wanted(&o, LADDER_RUNG_GPU_TENSORCORE) && i < ladder_n_algos; i++)
+        if ((!algo || algo == ladder_algos[i]) &&
+            ladder_algo_takes(ladder_algos[i], LADDER_RUNG_GPU_TENSORCORE, o.dtype) != LADDER_OK) {
+            fprintf(stderr, "ladder: --dtype %s: %s (pick --rung, or another --dtype)\n", ladder_dtype_name(o.dtype),
+                    ladder_last_error());
+            return TOOL_USAGE;
+        }
     if (!strcmp(cmd, "bench")) return bench(algo, &o);
     if (o.in_dir) {
         if (!algo) {

@@ -75,10 +75,16 @@ int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, 
         int i = ladder_algo_param(algo, o->flag[f][0]);
         if (i < 0) continue; /* another algorithm's flag (main() checked that some algorithm has it) */
         const ladder_param *p = &algo->params[i];
+        const ladder_param_names *names = ladder_param_names_of(algo, i);
         char *end;
-        double v = strtod(o->flag[f][1], &end);
+        double v = 0;
+        if (names && names->parse(o->flag[f][1], &v) != LADDER_OK) {
+            fprintf(stderr, "ladder: --%s: %s\n", p->name, ladder_last_error());
+            return TOOL_USAGE;
+        }
+        if (!names) v = strtod(o->flag[f][1], &end);
         bool whole = p->type != LADDER_PARAM_DOUBLE;
-        if (end == o->flag[f][1] || *end || !(v >= p->lo && v <= p->hi) || (whole && v != floor(v))) {
+        if (!names && (end == o->flag[f][1] || *end || !(v >= p->lo && v <= p->hi) || (whole && v != floor(v)))) {
             fprintf(stderr, "ladder: --%s needs %s in %g..%g, got '%s'\n", p->name, whole ? "a whole number" : "a number",
                     p->lo, p->hi, o->flag[f][1]);
             return TOOL_USAGE;
@@ -103,6 +109,51 @@ int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, 
         fprintf(stderr, "ladder: --with %s: %s\n", o->with, ladder_last_error());
         return TOOL_USAGE;
     }
+    return tool_broadcast_flag(algo, o, problem, co);
+}
+
+int tool_broadcast_flag(const ladder_algo *algo, const tool_opts *o, const void *problem, ladder_case_opts *co) {
+    const int t = ladder_algo_tensor(algo, o->bcast_name);
+    if (!o->bcast || t < 0 || !(algo->tensors[t].role & LADDER_BROADCAST)) return TOOL_OK;
+    co->broadcast = 0;
+    if (!strcmp(o->bcast, "none")) {
+        co->with &= ~(1u << t);
+        return TOOL_OK;
+    }
+    /* the problem's sizes as the case will have them: packed sequences set the batch to 1 and the packed sizes to
+     * the lengths' sums (ladder_case_make) */
+    _Alignas(8) unsigned char sized[LADDER_PROBLEM_MAX];
+    memcpy(sized, problem, algo->problem_size);
+    if (co->n_seqs > 0) {
+        int64_t sum = 0, sum2 = 0;
+        for (int i = 0; i < co->n_seqs; i++) sum += co->seqlens[i], sum2 += co->seqlens2[i];
+        ladder_param_set(algo, sized, ladder_algo_param(algo, algo->varlen_batch), 1);
+        ladder_param_set(algo, sized, ladder_algo_param(algo, algo->varlen_dim), (double)sum);
+        if (algo->varlen_dim2)
+            ladder_param_set(algo, sized, ladder_algo_param(algo, algo->varlen_dim2),
+                             (double)(co->has_seqlens2 ? sum2 : sum));
+    }
+    int64_t full[LADDER_MAX_RANK];
+    const int rank = ladder_tensor_shape_of(algo, sized, NULL, t, full);
+    const char *p = o->bcast;
+    for (int d = 0; d < rank; d++) {
+        char *end;
+        errno = 0;
+        const long long n = strtoll(p, &end, 10);
+        if (end == p || errno || (n != 1 && n != full[d]) || (d + 1 < rank ? *end != ',' : *end != '\0')) {
+            char want[160] = "";
+            for (int e = 0, at = 0; e < rank && at < (int)sizeof want; e++)
+                at += snprintf(want + at, sizeof want - (size_t)at, "%s%lld", e ? "," : "", (long long)full[e]);
+            fprintf(stderr,
+                    "ladder: --%s %s: give %d sizes (%s), each the problem's (%s) or 1 to broadcast along it, or "
+                    "none\n",
+                    o->bcast_name, o->bcast, rank, algo->tensors[t].dims, want);
+            return TOOL_USAGE;
+        }
+        if (n == 1 && full[d] != 1) co->broadcast |= 1u << d;
+        p = end + 1;
+    }
+    co->with |= 1u << t;
     return TOOL_OK;
 }
 
@@ -140,8 +191,19 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
     }
     char shape[512];
     ladder_problem_describe(algo, c.problem, shape, sizeof shape); /* the scale the kernels use, not 0 */
-    printf("%s  %s%s%s%s%s  seed %llu\n", algo->name, shape, o->varlen ? "  varlen " : "", o->varlen ? o->varlen : "",
-           o->varlen2 ? "  varlen2 " : "", o->varlen2 ? o->varlen2 : "", (unsigned long long)o->seed);
+    char extras[256] = ""; /* the optional inputs the case has, with their shapes (a broadcast bias's 1s) */
+    for (int i = 0, at = 0; i < algo->n_tensors && at < (int)sizeof extras; i++) {
+        const ladder_tensor_spec *s = &algo->tensors[i];
+        if (!(s->role & LADDER_OPTIONAL) || (s->role & LADDER_INDEX) || !(s->role & (LADDER_IN_FWD | LADDER_IN_BWD)) ||
+            !c.t[i].data)
+            continue;
+        at += snprintf(extras + at, sizeof extras - (size_t)at, "  %s [", s->name);
+        for (int d = 0; d < c.t[i].rank && at < (int)sizeof extras; d++)
+            at += snprintf(extras + at, sizeof extras - (size_t)at, "%s%lld", d ? "," : "", (long long)c.t[i].shape[d]);
+        if (at < (int)sizeof extras) at += snprintf(extras + at, sizeof extras - (size_t)at, "]");
+    }
+    printf("%s  %s%s%s%s%s%s  seed %llu\n", algo->name, shape, o->varlen ? "  varlen " : "", o->varlen ? o->varlen : "",
+           o->varlen2 ? "  varlen2 " : "", o->varlen2 ? o->varlen2 : "", extras, (unsigned long long)o->seed);
     printf("%-15s %-5s %9s %9s %9s %9s %8s %8s %11s  %s\n", "rung", "dtype", "fwd ms", "bwd ms", "fwd GB/s",
            "bwd GB/s", "fwd x", "bwd x", "rel err", "check");
     /* the reference: the cpu rung on the f32 inputs (timed, so its row is also the speedup baseline) */
@@ -183,7 +245,7 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
             continue;
         }
         ladder_check k = {.ok = true};
-        if (rung != LADDER_RUNG_CPU) k = ladder_result_check(&c, &got, want, ladder_tolerance(dt));
+        if (rung != LADDER_RUNG_CPU) k = ladder_result_check(&c, &got, want, ladder_run_tolerance(&c, rung, o->dtype));
         char err[16];
         snprintf(err, sizeof err, rung == LADDER_RUNG_CPU ? "reference" : "%.1e", k.worst);
         printf("%-15s %-5s %9.3f %9.3f %9.1f %9.1f %8.1f %8.1f %11s  %s\n", ladder_rung_name(rung),

@@ -26,11 +26,14 @@ typedef struct tool_opts {
     const char *varlen;                  /* --varlen 5,0,1,9: packed sequence lengths */
     const char *varlen2;                 /* --varlen2 7,3,0,9: their lengths along a second index (flash: keys) */
     const char *with;                    /* --with NAME,...: optional tensors to include */
+    const char *bcast_name, *bcast;      /* --bias B,Hq,Sq,Sk or none: a broadcast input's shape (1 on each
+                                            broadcast axis), or leave it out */
     ladder_dtype dtype;                  /* --dtype bf16|fp16: the tensor-core rung's input precision */
     bool dtype_chosen;                   /* --dtype given: bench times only that precision, not both */
     uint64_t seed;                       /* --seed N */
     const char *in_dir, *out_dir;        /* --in DIR, --out DIR */
-    const char *not_with_in;             /* the last flag given that makes a random case (--seed, --varlen, --with):
+    const char *not_with_in;             /* the last flag given that makes a random case (--seed, --varlen, --with,
+                                            --bias):
                                             with --in the files are the case, so it is refused there */
     int warmup, reps;                    /* --warmup N, --reps N (bench) */
     int cpu_reps;                        /* --cpu-reps N (bench): timed runs of the cpu rung */
@@ -44,6 +47,9 @@ bool tool_rung_wanted(const tool_opts *o, ladder_rung r);
  * Returns TOOL_OK or TOOL_USAGE (after printing why).
  */
 int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, void *problem, ladder_case_opts *co);
+/* --bias (a broadcast input's flag) applied to @p co's optional tensors (co->with) and broadcast axes, for
+ * @p problem with @p co's packed sequences; TOOL_USAGE (printed) if its shape does not fit the problem. */
+int tool_broadcast_flag(const ladder_algo *algo, const tool_opts *o, const void *problem, ladder_case_opts *co);
 /* The exit code of a failed library call, the same from every command: TOOL_USAGE when the input was at fault (a bad
  * argument, shape or file, a rung that cannot take it or cannot run here), TOOL_FAIL when the run was. */
 int tool_exit_code(ladder_status st);

@@ -20,8 +20,10 @@ Tensors:
   may be int32 or int64 (checked to fit int32). Outputs are float32, of the inputs' kind.
 - rung="gpu_naive", "gpu_tiled", "gpu_tensorcore" take CUDA PyTorch tensors on device 0 (ladder's C API has no
   device argument: set CUDA_VISIBLE_DEVICES to pick the GPU), passed by data pointer and strides, never copied.
-  gpu_naive and gpu_tiled take float32; gpu_tensorcore bfloat16 or float16 (all float inputs alike), with the
-  tensors ladder keeps in float32 (lse, dlse, recurrent's gates and states) in float32. Index tensors are int32.
+  gpu_naive and gpu_tiled take float32; gpu_tensorcore bfloat16 or float16 (all float inputs alike), or float32
+  where the algorithm has TF32 kernels (memeff: three TF32 products per multiply, fp32-level error, or one with
+  allow_tf32=1; the others refuse float32 there with the library's message), with the tensors ladder keeps in
+  float32 (lse, dlse, recurrent's gates and states) in float32. Index tensors are int32.
   A tensor of another dtype or device is refused, not converted. Outputs are new CUDA tensors.
 - Streams: ladder launches its kernels on the CUDA default stream. A call first waits for the caller's current
   stream (so inputs written there are complete) and returns only when ladder's kernels are done, so its outputs
@@ -94,6 +96,7 @@ _sig("ladder_py_n_params", ctypes.c_int, _P)
 _dbl = ctypes.POINTER(ctypes.c_double)
 _int = ctypes.POINTER(ctypes.c_int)
 _sig("ladder_py_param", _c, _P, ctypes.c_int, _int, _dbl, _dbl, _dbl, _int, ctypes.POINTER(_c))
+_sig("ladder_py_param_parse", ctypes.c_int, _P, ctypes.c_int, _c, _dbl)
 _sig("ladder_py_n_tensors", ctypes.c_int, _P)
 _sig("ladder_py_tensor", _c, _P, ctypes.c_int, ctypes.POINTER(_c), ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(_c))
 _sig("ladder_py_set_tensor", None, _P, _P, ctypes.c_int, ctypes.POINTER(_Tensor))
@@ -311,8 +314,8 @@ class _Call:
         elif spec.role & _KEEP_F32:
             want = _F32
         elif _RUNGS[self.rung] == "gpu_tensorcore":
-            if self.float_dtype is None and code in (_F16, _BF16):
-                self.float_dtype = code
+            if self.float_dtype is None and code in (_F16, _BF16, _F32):
+                self.float_dtype = code  # float32: the library refuses it where the algorithm has no TF32 kernels
             want = self.float_dtype if self.float_dtype is not None else _BF16
         else:
             want = _F32
@@ -437,6 +440,10 @@ def run(algo, pass_="fwd", rung="cpu", *, want=(), **kwargs):
 
 
 def _set_option(a, problem, p, value):
+    if isinstance(value, str):  # a param given by name (flex's score_mod="alibi", mask_mod="causal+document")
+        named = ctypes.c_double()
+        _check(_lib.ladder_py_param_parse(a.ptr, p.index, value.encode(), ctypes.byref(named)))
+        value = named.value
     try:
         v = float(value)
     except (TypeError, ValueError):

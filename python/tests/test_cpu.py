@@ -20,6 +20,7 @@ SIZES = {
     "dynconv": dict(B=2, T=19, D=5, W=4),
     "recurrent": dict(B=2, T=11, H=3, K=8, V=6, N=2),  # N: the sequences, B without cu_seqlens
     "flash": dict(B=2, Hq=4, Hkv=2, Sq=13, Sk=17, D=16, Dv=8),
+    "flex": dict(B=2, Hq=4, Hkv=2, Sq=13, Sk=17, D=16, Dv=8, R=29, num_buckets=8),  # R = Sq + Sk - 1 (rel_bias)
 }
 
 
@@ -121,6 +122,33 @@ def test_flash_against_a_float64_reference(causal):
     want = flash_reference(q, k, v, do, causal)
     for name, got, ref in zip(("o", "lse", "dq", "dk", "dv"), (o, lse, dq, dk, dv), want):
         assert rel_l2(got, ref) < 1e-5, f"{name}: relative L2 error {rel_l2(got, ref):.2e}"
+
+
+def test_flex_mods_by_name_and_the_slopes_gradient():
+    """flex with score_mod="alibi" and mask_mod="causal" by name; dslopes against a float64 reference."""
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((2, 4, 13, 16)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 17, 16)).astype(np.float32)
+    v = rng.standard_normal((2, 2, 17, 8)).astype(np.float32)
+    do = rng.standard_normal((2, 4, 13, 8)).astype(np.float32)
+    slopes = (0.2 * rng.standard_normal(4)).astype(np.float32)
+    mods = dict(score_mod="alibi", mask_mod="causal")
+    o, lse = ladder.flex_fwd(q, k, v, slopes=slopes, **mods)
+    dq, dk, dv, dslopes = ladder.flex_bwd(q, k, v, o, lse, do, slopes=slopes, **mods)
+    i, j = np.arange(13)[:, None], np.arange(17)[None, :]
+    rel = (j - i).astype(np.float64)
+    rep = 2
+    kk, vv = np.repeat(k.astype(np.float64), rep, 1), np.repeat(v.astype(np.float64), rep, 1)
+    s = q.astype(np.float64) @ kk.transpose(0, 1, 3, 2) / 4.0 + slopes[None, :, None, None] * rel
+    s = np.where(i >= j, s, -np.inf)
+    p = np.exp(s - (np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1)) + s.max(-1))[..., None])
+    want_o = p @ vv
+    ds = p * (do @ vv.transpose(0, 1, 3, 2) - (do * want_o).sum(-1, keepdims=True))
+    want = (ds * rel).sum((0, 2, 3))
+    assert rel_l2(o, want_o) < 1e-5
+    assert rel_l2(dslopes, want) < 1e-4, f"dslopes: relative L2 error {rel_l2(dslopes, want):.2e}"
+    with pytest.raises(ladder.LadderError, match="'alibbi' is not registered"):
+        ladder.flex_fwd(q, k, v, slopes=slopes, score_mod="alibbi")
 
 
 def test_dynconv_against_a_float64_reference():

@@ -22,6 +22,10 @@ DEV = "cuda:0"
 # (common/compare.h), doubled for the distance to float64 rather than to the cpu rung
 PRECISIONS = [("gpu_naive", torch.float32, 2e-5), ("gpu_tiled", torch.float32, 2e-5),
               ("gpu_tensorcore", torch.bfloat16, 2e-2), ("gpu_tensorcore", torch.float16, 4e-3)]
+# memeff's tensor-core rung takes float32 too: three TF32 products (fp32's tolerance), or one with allow_tf32
+# (LADDER_TOL_TF32), each doubled as above; the last field is allow_tf32
+MEMEFF_PRECISIONS = [p + (0,) for p in PRECISIONS] + [("gpu_tensorcore", torch.float32, 2e-5, 0),
+                                                      ("gpu_tensorcore", torch.float32, 4e-3, 1)]
 
 
 def err(got, want):
@@ -65,8 +69,8 @@ def test_flash_against_sdpa_and_autograd(rung, dtype, tol, causal, sq, sk):
         assert err(got, want) < tol, f"{rung} {dtype} {name}: relative L2 error {err(got, want):.2e} > {tol}"
 
 
-@pytest.mark.parametrize("rung,dtype,tol", PRECISIONS, ids=lambda x: str(x).replace("torch.", ""))
-def test_memeff_bias_against_sdpa_and_autograd(rung, dtype, tol):
+@pytest.mark.parametrize("rung,dtype,tol,allow_tf32", MEMEFF_PRECISIONS, ids=lambda x: str(x).replace("torch.", ""))
+def test_memeff_bias_against_sdpa_and_autograd(rung, dtype, tol, allow_tf32):
     if "memeff" not in ladder.algorithms():
         pytest.skip("no memeff in this build")
     g = torch.Generator(device=DEV).manual_seed(5)
@@ -77,12 +81,12 @@ def test_memeff_bias_against_sdpa_and_autograd(rung, dtype, tol):
     bias = torch.randn(1, Hq, 1, sk, device=DEV, generator=g).to(dtype)  # broadcast over batch and queries
     do = torch.randn(B, Hq, sq, D, device=DEV, generator=g).to(dtype)
     try:
-        o, lse = ladder.memeff_fwd(q, k, v, bias=bias, rung=rung)
+        o, lse = ladder.memeff_fwd(q, k, v, bias=bias, rung=rung, allow_tf32=allow_tf32)
     except ladder.LadderError as e:
         if e.status != "LADDER_ERR_UNAVAILABLE":
             raise
         pytest.skip(f"memeff at {rung}: {e.message}")
-    grads = ladder.memeff_bwd(q, k, v, o, lse, do, bias=bias, rung=rung)
+    grads = ladder.memeff_bwd(q, k, v, o, lse, do, bias=bias, rung=rung, allow_tf32=allow_tf32)
     assert grads.dbias.shape == bias.shape
     q64, k64, v64, b64 = (x.double().requires_grad_() for x in (q, k, v, bias))
     rep = Hq // Hkv
@@ -91,7 +95,8 @@ def test_memeff_bias_against_sdpa_and_autograd(rung, dtype, tol):
     want_o.backward(do.double())
     for name, got, want in (("o", o, want_o.detach()), ("dq", grads.dq, q64.grad), ("dk", grads.dk, k64.grad),
                             ("dv", grads.dv, v64.grad), ("dbias", grads.dbias, b64.grad)):
-        assert err(got, want) < tol, f"memeff {rung} {dtype} {name}: relative L2 error {err(got, want):.2e} > {tol}"
+        assert err(got, want) < tol, (f"memeff {rung} {dtype} allow_tf32={allow_tf32} {name}: relative L2 error "
+                                      f"{err(got, want):.2e} > {tol}")
 
 
 @pytest.mark.parametrize("rung,dtype,tol", PRECISIONS, ids=lambda x: str(x).replace("torch.", ""))

@@ -3,7 +3,7 @@
 # the full suites, the suites under compute-sanitizer (memcheck, racecheck, synccheck), the SASS check,
 # the Python module's tests, and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|cpu|ab|ncu]...
+#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|peers|cpu|ab|ncu]...
 #   (default: tests sanitize sass labs bench)
 #   ab: AB_ALGO's sweep (default flash) at AB_RUNGS (default gpu_tiled gpu_tensorcore), this bundle and a baseline
 #   library in .baseline/ (bin/ladder and lib/libladder.so.xz, carried along) alternately, AB_ROUNDS (default 2)
@@ -72,10 +72,18 @@ for step in $steps; do
         grep -a -E '^(FAILED|ERROR|SKIPPED)' /tmp/logs/python.log | head -20 | tee -a "$summary"
         ;;
     bench)
-        build/run-gpu-bench.sh "$out/bench" >/tmp/logs/bench.log 2>&1
+        # BENCH_ALGO (default all): one algorithm's sweep; BENCH_ARGS: more `ladder bench` options (e.g. --rung)
+        # shellcheck disable=SC2086 # BENCH_ARGS is a list of arguments
+        build/run-gpu-bench.sh "$out/bench" ${BENCH_ARGS:-} >/tmp/logs/bench.log 2>&1
         say "bench: exit $?"
         grep -a -E 'TFLOP|copy' /tmp/logs/bench.log | head -3 | tee -a "$summary"
         cat "$out"/bench/*.md 2>/dev/null | tee -a "$summary"
+        ;;
+    peers)
+        # PyTorch's memory-efficient attention at memeff's bench shapes, in the same lease
+        python3 tools/gpu/peers_memeff.py "$out/bench/peers-memeff.csv" >/tmp/logs/peers.log 2>&1
+        say "peers: exit $?"
+        tee -a "$summary" <"$out/bench/peers-memeff.csv"
         ;;
     cpu)
         # about 1.5 minutes on the 16-core host: at 1 thread each algorithm's cpu problem takes a few seconds a run
@@ -117,22 +125,35 @@ for step in $steps; do
         done
         ;;
     ncu)
-        # how the tensor-core kernels spend their time: duration, instructions, issue, DRAM, stall reasons
+        # how kernels spend their time: duration, instructions, issue, DRAM, tensor pipe, stall reasons
         m=gpu__time_duration.sum,sm__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
         m=$m,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread
-        m=$m,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem
-        for s in long_scoreboard math_pipe_throttle barrier wait not_selected; do
+        m=$m,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,launch__grid_size
+        m=$m,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+        for s in long_scoreboard math_pipe_throttle barrier wait not_selected short_scoreboard mio_throttle lg_throttle; do
             m=$m,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio
         done
-        for k in fwd_tc bwd_tc; do
-            ncu --kernel-name regex:$k --launch-count 1 --metrics "$m" build/bin/ladder run dynconv \
-                --rung gpu_tensorcore --B 8 --T 4096 --D 2048 --W 4 >/tmp/logs/ncu-$k.txt 2>&1
-            say "ncu $k: exit $?"
-            grep -a -E "^ +[a-z_]+__" /tmp/logs/ncu-$k.txt | sed -E 's/ +/ /g' | tee -a "$summary"
+        # NCU_RUNS: ';'-separated profiles, each "REGEX COUNT ARGS...": the first COUNT kernels whose names match
+        # REGEX while `ladder run ARGS...` runs (default: dynconv's forward and backward at its bench size)
+        IFS=';' read -ra runs <<<"${NCU_RUNS:-fwd_tc|bwd_tc 2 dynconv --rung gpu_tensorcore --B 8 --T 4096 --D 2048 --W 4}"
+        n=0
+        for r in "${runs[@]}"; do
+            read -r regex count run_args <<<"$r"
+            n=$((n + 1))
+            # shellcheck disable=SC2086 # run_args is a list of arguments
+            ncu --kernel-name "regex:$regex" --launch-count "$count" --metrics "$m" build/bin/ladder run $run_args \
+                >"/tmp/logs/ncu-$n.txt" 2>&1
+            say "ncu $regex ($run_args): exit $?"
+            grep -a -E "^  [a-z_]|^ +[a-z_]+__" "/tmp/logs/ncu-$n.txt" | sed -E 's/ +/ /g' | tee -a "$summary"
         done
         ;;
     esac
-    tar czf "$out/logs.tgz" -C /tmp logs # after every step, so a run cut off at its limit still returns logs
+    # after every step, so a run cut off at its limit still returns logs; each log cut to its last 8 MB, so that
+    # the archive stays under the 16 MB a returned file may have
+    for f in /tmp/logs/*; do
+        (($(stat -c %s "$f") <= 8000000)) || { tail -c 8000000 "$f" >"$f.tail" && mv "$f.tail" "$f"; }
+    done
+    tar czf "$out/logs.tgz" -C /tmp logs
 done
 echo "==== summary"
 cat "$summary"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark sweep on a GPU machine (from `make gpu-bundle`): CSV, Markdown and SVG into OUTDIR.
 #   build/run-gpu-bench.sh OUTDIR [ladder bench options]
+# BENCH_ALGO (default all) names one algorithm's sweep instead of every one.
 # The bf16 GEMM ceiling is measured with PyTorch when it is installed (8192^3, median of 20).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,4 +26,4 @@ PY
 )
 echo "bf16 GEMM 8192^3 (PyTorch): ${gemm} TFLOP/s"
 nvidia-smi -L 2>/dev/null || true
-exec "$here/bin/ladder" bench all --out "$out" --gemm-tflops "$gemm" "$@"
+exec "$here/bin/ladder" bench "${BENCH_ALGO:-all}" --out "$out" --gemm-tflops "$gemm" "$@"

@@ -59,5 +59,10 @@ if [[ -n ${SANITIZE:-} ]]; then
         "$here/bin/ladder-tests" --filter '*gpu*/*' "$@"
     exit
 fi
-"$here/bin/ladder" run all || exit 1
+# the demo run first, then the suites even when it failed (one GPU call then reports both); either failing fails
+"$here/bin/ladder" run all
+demo=$?
 suites "$here/bin/ladder-tests" "$@"
+status=$?
+((demo == 0)) || echo "run-gpu-tests: FAIL: 'ladder run all' exited $demo" >&2
+((demo == 0 && status == 0))

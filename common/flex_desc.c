@@ -1,0 +1,227 @@
+/* flex as the engine sees it: its tensors, sizes, options and mods by name, dispatcher and costs (see engine.h). */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "flex.h"
+#include "flex_rungs.h"
+#include "rng.h"
+
+#define P(field) offsetof(ladder_flex_problem, field)
+#define A(field) offsetof(ladder_flex_args, field)
+#define HUGE_SIZE (1LL << 40) /* no limit but memory */
+
+extern const ladder_algo ladder_flex_algo;
+
+static ladder_status score_parse(const char *text, double *v) {
+    int id;
+    LADDER_TRY(ladder_flex_score_parse(text, &id));
+    *v = id;
+    return LADDER_OK;
+}
+
+static void score_format(double v, char *buf, size_t n) {
+    const int id = (int)v;
+    snprintf(buf, n, "%s", id >= 0 && id < ladder_flex_n_score_mods ? ladder_flex_score_mods[id].name : "?");
+}
+
+static ladder_status mask_parse(const char *text, double *v) {
+    int set;
+    LADDER_TRY(ladder_flex_mask_parse(text, &set));
+    *v = set;
+    return LADDER_OK;
+}
+
+static void mask_format(double v, char *buf, size_t n) { ladder_flex_mask_str((int)v, buf, n); }
+
+static const ladder_param_names named_params[] = {
+    {"score_mod", score_parse, score_format, "none softcap alibi rel_bias t5_bias bias_qk"},
+    {"mask_mod", mask_parse, mask_format, "none causal window prefix_lm document (joined with '+')"},
+};
+
+static const ladder_param params[] = {
+    {"B", LADDER_PARAM_I64, P(attn.B), 1, HUGE_SIZE, 2, "batch size"},
+    {"Hq", LADDER_PARAM_I64, P(attn.Hq), 1, HUGE_SIZE, 4, "query heads"},
+    {"Hkv", LADDER_PARAM_I64, P(attn.Hkv), 1, HUGE_SIZE, 2, "key/value heads (must divide Hq: MQA/GQA)"},
+    {"Sq", LADDER_PARAM_I64, P(attn.Sq), 1, HUGE_SIZE, 200, "query rows per batch row"},
+    {"Sk", LADDER_PARAM_I64, P(attn.Sk), 1, HUGE_SIZE, 300, "keys per batch row"},
+    {"D", LADDER_PARAM_I64, P(attn.D), 1, LADDER_ATTN_MAX_HEAD_DIM, 64, "head dim of q and k"},
+    {"Dv", LADDER_PARAM_I64, P(attn.Dv), 1, LADDER_ATTN_MAX_HEAD_DIM, 64, "head dim of v and o"},
+    {"scale", LADDER_PARAM_DOUBLE, P(attn.scale), 0, 1e6, 0, "multiplies q.k (0: 1/sqrt(D))"},
+    {"score_mod", LADDER_PARAM_INT, P(score_mod), 0, LADDER_FLEX_SCORE_COUNT - 1, LADDER_FLEX_ALIBI,
+     "the score mod, by name"},
+    {"mask_mod", LADDER_PARAM_INT, P(mask_mods), 0, (1 << LADDER_FLEX_MASK_COUNT) - 1, 1 << LADDER_FLEX_CAUSAL,
+     "the mask mods, by name, joined with '+'"},
+    {"softcap", LADDER_PARAM_DOUBLE, P(softcap), 0, 1e6, 30, "the softcap score_mod's cap"},
+    {"window_left", LADDER_PARAM_I64, P(window_left), -1, HUGE_SIZE, 64, "the window mask_mod's reach to the left"},
+    {"num_buckets", LADDER_PARAM_I64, P(num_buckets), 0, INT32_MAX, 32, "t5_bias's buckets (at least 2 with it)"},
+};
+
+#define LIST (LADDER_INDEX | LADDER_OPTIONAL | LADDER_BROADCAST)
+static const ladder_tensor_spec tensors[] = {
+    {"q", "B,Hq,Sq,D", LADDER_IN_FWD, A(q), NULL, LADDER_FILL_NORMAL},
+    {"k", "B,Hkv,Sk,D", LADDER_IN_FWD, A(k), NULL, LADDER_FILL_NORMAL},
+    {"v", "B,Hkv,Sk,Dv", LADDER_IN_FWD, A(v), NULL, LADDER_FILL_NORMAL},
+    {"slopes", "Hq", LADDER_IN_FWD | LADDER_OPTIONAL, A(slopes), NULL, LADDER_FILL_FAN_IN},
+    {"rel_bias", "Hq,R", LADDER_IN_FWD | LADDER_OPTIONAL, A(rel_bias), NULL, LADDER_FILL_NORMAL},
+    {"t5_bias", "Hq,num_buckets", LADDER_IN_FWD | LADDER_OPTIONAL, A(t5_bias), NULL, LADDER_FILL_NORMAL},
+    {"bq", "Hq,Sq", LADDER_IN_FWD | LADDER_OPTIONAL, A(bq), NULL, LADDER_FILL_NORMAL},
+    {"bk", "Hq,Sk", LADDER_IN_FWD | LADDER_OPTIONAL, A(bk), NULL, LADDER_FILL_NORMAL},
+    {"prefix", "B", LADDER_INDEX | LADDER_OPTIONAL, A(prefix), NULL, LADDER_FILL_NORMAL},
+    {"doc_q", "Sq", LADDER_INDEX | LADDER_OPTIONAL, A(doc_q), NULL, LADDER_FILL_NORMAL},
+    {"doc_k", "Sk", LADDER_INDEX | LADDER_OPTIONAL, A(doc_k), NULL, LADDER_FILL_NORMAL},
+    {"kv_num_blocks", "B,Hq,Tq", LIST, A(kv_num_blocks), NULL, LADDER_FILL_NORMAL},
+    {"kv_indices", "B,Hq,Tq,Tk", LIST, A(kv_indices), NULL, LADDER_FILL_NORMAL},
+    {"full_kv_num_blocks", "B,Hq,Tq", LIST, A(full_kv_num_blocks), NULL, LADDER_FILL_NORMAL},
+    {"full_kv_indices", "B,Hq,Tq,Tk", LIST, A(full_kv_indices), NULL, LADDER_FILL_NORMAL},
+    {"q_num_blocks", "B,Hq,Tk", LIST, A(q_num_blocks), NULL, LADDER_FILL_NORMAL},
+    {"q_indices", "B,Hq,Tk,Tq", LIST, A(q_indices), NULL, LADDER_FILL_NORMAL},
+    {"full_q_num_blocks", "B,Hq,Tk", LIST, A(full_q_num_blocks), NULL, LADDER_FILL_NORMAL},
+    {"full_q_indices", "B,Hq,Tk,Tq", LIST, A(full_q_indices), NULL, LADDER_FILL_NORMAL},
+    {"o", "B,Hq,Sq,Dv", LADDER_OUT_FWD | LADDER_READ_BY_BWD, A(o), NULL, LADDER_FILL_NORMAL},
+    {"lse", "B,Hq,Sq", LADDER_OUT_FWD | LADDER_READ_BY_BWD | LADDER_KEEP_F32, A(lse), NULL, LADDER_FILL_NORMAL},
+    {"do", "B,Hq,Sq,Dv", LADDER_IN_BWD, A(dout), "o", LADDER_FILL_NORMAL},
+    {"dlse", "B,Hq,Sq", LADDER_IN_BWD | LADDER_OPTIONAL | LADDER_KEEP_F32, A(dlse), "lse", LADDER_FILL_NORMAL},
+    {"dq", "B,Hq,Sq,D", LADDER_OUT_BWD, A(dq), "q", LADDER_FILL_NORMAL},
+    {"dk", "B,Hkv,Sk,D", LADDER_OUT_BWD, A(dk), "k", LADDER_FILL_NORMAL},
+    {"dv", "B,Hkv,Sk,Dv", LADDER_OUT_BWD, A(dv), "v", LADDER_FILL_NORMAL},
+    {"dslopes", "Hq", LADDER_OUT_BWD | LADDER_OPTIONAL, A(dslopes), "slopes", LADDER_FILL_NORMAL},
+    {"drel_bias", "Hq,R", LADDER_OUT_BWD | LADDER_OPTIONAL, A(drel_bias), "rel_bias", LADDER_FILL_NORMAL},
+    {"dt5_bias", "Hq,num_buckets", LADDER_OUT_BWD | LADDER_OPTIONAL, A(dt5_bias), "t5_bias", LADDER_FILL_NORMAL},
+    {"dbq", "Hq,Sq", LADDER_OUT_BWD | LADDER_OPTIONAL, A(dbq), "bq", LADDER_FILL_NORMAL},
+    {"dbk", "Hq,Sk", LADDER_OUT_BWD | LADDER_OPTIONAL, A(dbk), "bk", LADDER_FILL_NORMAL},
+};
+enum { FIRST_LIST = 11 }; /* tensors[FIRST_LIST ..] are the eight block lists */
+
+/* R = Sq + Sk - 1 (rel_bias's relative positions), Tq and Tk (tiles along Sq and Sk). */
+static int64_t derived_dim(const void *problem, const ladder_tensor *index, const char *name) {
+    (void)index;
+    const ladder_flex_problem *p = problem;
+    if (strcmp(name, "R") == 0) return p->attn.Sq + p->attn.Sk - 1;
+    if (strcmp(name, "Tq") == 0) return ladder_flex_tiles(p->attn.Sq);
+    if (strcmp(name, "Tk") == 0) return ladder_flex_tiles(p->attn.Sk);
+    return -1;
+}
+
+/* The buffers the problem's mods read: a random case includes them. */
+static uint32_t needs(const void *problem) {
+    uint32_t set = 0;
+    for (int i = 0; i < ladder_flex_n_buffers; i++)
+        if (ladder_flex_reads(problem, ladder_flex_buffers[i].name))
+            set |= 1u << ladder_algo_tensor(&ladder_flex_algo, ladder_flex_buffers[i].name);
+    return set;
+}
+
+/*
+ * A random block mask, the same for every list drawn with @p seed (one batch row and head, MB = MH = 1): each tile
+ * empty, partial or full with equal odds, then listed by rows and columns as the builder lists them.
+ */
+static ladder_status draw_list(const ladder_flex_problem *p, int l, uint64_t seed, ladder_tensor *t) {
+    const int64_t Tq = ladder_flex_tiles(p->attn.Sq), Tk = ladder_flex_tiles(p->attn.Sk);
+    ladder_flex_args lists = {0};
+    ladder_flex_problem one = *p;
+    one.mask_mods = 0; /* MB = MH = 1 */
+    LADDER_TRY(flex_alloc_lists(&one, false, &lists));
+    unsigned char *kind = malloc((size_t)(Tq * Tk));
+    ladder_status st = kind ? LADDER_OK : ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %lld tile kinds",
+                                                      (long long)(Tq * Tk));
+    ladder_rng rng;
+    ladder_rng_seed(&rng, seed ^ 0xb10c4a5c0ffeeull);
+    for (int64_t x = 0; kind && x < Tq * Tk; x++) kind[x] = (unsigned char)(ladder_rng_next(&rng) % 3);
+    for (int64_t r = 0; kind && r < Tq; r++)
+        ladder_flex_list_row(kind + r * Tk, 1, Tk, (int32_t *)lists.kv_indices.data + r * Tk,
+                             (int32_t *)lists.kv_num_blocks.data + r, (int32_t *)lists.full_kv_indices.data + r * Tk,
+                             (int32_t *)lists.full_kv_num_blocks.data + r);
+    for (int64_t c = 0; kind && c < Tk; c++)
+        ladder_flex_list_row(kind + c, Tk, Tq, (int32_t *)lists.q_indices.data + c * Tq,
+                             (int32_t *)lists.q_num_blocks.data + c, (int32_t *)lists.full_q_indices.data + c * Tq,
+                             (int32_t *)lists.full_q_num_blocks.data + c);
+    free(kind);
+    ladder_tensor *all = &lists.kv_num_blocks;
+    for (int x = 0; x < 8; x++)
+        if (x != l || st != LADDER_OK) ladder_tensor_free(&all[x]);
+    if (st == LADDER_OK) *t = all[l];
+    return st;
+}
+
+/* prefix: lengths in 0..Sk; doc_q, doc_k: three documents (ids 0, 1, 2 ascending) cut at seeded places, the same
+ * fractions of Sq and Sk, so that a query of document d sees the keys of document d. */
+static ladder_status draw_index(const void *problem, int i, uint64_t seed, ladder_tensor *t) {
+    const ladder_flex_problem *p = problem;
+    if (i >= FIRST_LIST) return draw_list(p, i - FIRST_LIST, seed, t);
+    const char *name = tensors[i].name;
+    const int64_t n = strcmp(name, "prefix") == 0 ? p->attn.B : strcmp(name, "doc_q") == 0 ? p->attn.Sq : p->attn.Sk;
+    LADDER_TRY(ladder_tensor_alloc(t, LADDER_I32, 1, &n));
+    int32_t *x = t->data;
+    ladder_rng rng;
+    ladder_rng_seed(&rng, seed ^ 0xd0c5eedull);
+    const double cut1 = 0.1 + 0.4 * ladder_rng_uniform(&rng), cut2 = cut1 + 0.5 * ladder_rng_uniform(&rng);
+    for (int64_t e = 0; e < n; e++) {
+        const double f = (double)e / (double)n;
+        x[e] = strcmp(name, "prefix") == 0 ? (int32_t)(ladder_rng_next(&rng) % (uint64_t)(p->attn.Sk + 1))
+                                           : (int32_t)((f >= cut1) + (f >= cut2));
+    }
+    return LADDER_OK;
+}
+
+static ladder_status call(ladder_rung rung, ladder_pass pass, const void *problem, const void *args) {
+    return pass == LADDER_PASS_FWD ? ladder_flex_fwd(rung, problem, args) : ladder_flex_bwd(rung, problem, args);
+}
+
+/* The rung alone, block lists built first when the case gives none (so a timing includes the build then). */
+static ladder_status call_rung(ladder_rung rung, ladder_pass pass, const void *problem, const void *args) {
+    return flex_run(rung, pass == LADDER_PASS_BWD, problem, args);
+}
+
+/* Attention's traffic, plus each float buffer read (and its gradient written) once. */
+static double bytes(const void *problem, uint32_t present, ladder_pass pass, ladder_dtype dtype) {
+    const ladder_flex_problem *p = problem;
+    double buffers = 0;
+    for (int i = 0; i < ladder_flex_n_buffers; i++) {
+        const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
+        int64_t shape[2];
+        const int rank = ladder_flex_buffer_shape(p, s, shape);
+        if (s->dtype != LADDER_F32 || !((present >> ladder_algo_tensor(&ladder_flex_algo, s->name)) & 1u)) continue;
+        buffers += (double)shape[0] * (rank > 1 ? (double)shape[1] : 1.0) * (double)ladder_dtype_size(dtype);
+    }
+    return pass == LADDER_PASS_FWD ? ladder_attention_fwd_bytes(&p->attn, dtype) + buffers
+                                   : ladder_attention_bwd_bytes(&p->attn, dtype) + 2 * buffers;
+}
+
+/* FlashAttention's count over the whole Sq x Sk plane (what a mask skips is not subtracted): forward
+ * 2*B*Hq*Sq*Sk*(D + Dv), backward 2.5 times that. */
+static double flops(const void *problem, ladder_pass pass) {
+    const ladder_flex_problem *p = problem;
+    return pass == LADDER_PASS_FWD ? ladder_attention_fwd_flops(&p->attn) : ladder_attention_bwd_flops(&p->attn);
+}
+
+/* A small size at which the cpu and gpu_naive rungs run: ALiBi with learnable slopes under a causal mask. */
+static const ladder_flex_problem bench_problems[] = {
+    {.attn = {.B = 1, .Hq = 8, .Hkv = 8, .Sq = 512, .Sk = 512, .D = 64, .Dv = 64, .mask = {0, -1, -1}},
+     .score_mod = LADDER_FLEX_ALIBI, .mask_mods = 1 << LADDER_FLEX_CAUSAL, .window_left = -1, .num_buckets = 32},
+};
+
+const ladder_algo ladder_flex_algo = {
+    .name = "flex",
+    .summary = "flex attention: score_mod with gradients (buffers too), mask_mods as block-sparse masks",
+    .problem_size = sizeof(ladder_flex_problem),
+    .args_size = sizeof(ladder_flex_args),
+    .params = params,
+    .n_params = sizeof params / sizeof params[0],
+    .tensors = tensors,
+    .n_tensors = sizeof tensors / sizeof tensors[0],
+    .derived_dim = derived_dim,
+    .call = call,
+    .call_rung = call_rung,
+    .bytes = bytes,
+    .flops = flops,
+    .bench_problems = bench_problems,
+    .n_bench_problems = sizeof bench_problems / sizeof bench_problems[0],
+    .rungs_missing = 1u << LADDER_RUNG_GPU_TENSORCORE,
+    .needs = needs,
+    .named_params = named_params,
+    .n_named_params = sizeof named_params / sizeof named_params[0],
+    .draw_index = draw_index,
+};

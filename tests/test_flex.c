@@ -1,0 +1,601 @@
+/*
+ * tests/test_flex.c: what only flex must show (the cross-algorithm checks at every rung; the GPU rungs skip where
+ * they cannot run):
+ *
+ * 1. Every registered score mod's hand-written derivatives match finite differences of the mod itself, to the score
+ *    and to every buffer element it reads, and it reads no other element; and it computes what the oracle's double
+ *    version computes. Table-driven: a mod registered in common/flex_mods.c is checked here with no test written.
+ * 2. flex with the causal mask is flash causal (top-left); flex with alibi is memeff with the equivalent bias
+ *    (dslopes the reduction of dbias); flex with the document mask is flash on the same documents packed as
+ *    variable-length sequences (with causal too).
+ * 3. Block masks: the builder's lists are the tiles' kinds, proven element by element, in memory proportional to
+ *    the tiles; hand-made lists (a query tile with no tile, every tile full, a single partial tile, Sq != Sk and
+ *    lengths that are not multiples of the block) run as the oracle reads them; every tile full with no mask is
+ *    plain attention.
+ * 4. Buffer gradients are the same bits at every thread count and every run, and over 20 runs at each GPU rung.
+ * 5. Bad input: unknown mod names, buffers of the wrong shape or dtype, missing buffers, lists unsorted,
+ *    out of range, inconsistent between forward and backward, or given in part.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flash.h"
+#include "flex.h"
+#include "flex_rungs.h"
+#include "harness.h"
+#include "memeff.h"
+#include "oracle/flex_oracle.h"
+#include "rng.h"
+
+extern const ladder_algo ladder_flex_algo;
+extern const ladder_algo ladder_flash_algo;
+extern const ladder_algo ladder_memeff_algo;
+
+static int T(const ladder_algo *a, const char *name) { return ladder_algo_tensor(a, name); }
+
+/* ---- 1. every registered mod's derivatives against finite differences ------------------------------------------- */
+
+enum { MB_ = 2, MH_ = 3, MSQ = 7, MSK = 9, MNB = 8 };
+
+/* A small problem and host buffers for every registered buffer, contiguous, filled with seeded values. */
+typedef struct mod_bench {
+    ladder_flex_problem p;
+    ladder_flex_args a;
+    ladder_tensor bufs[LADDER_FLEX_MAX_BUFFERS];
+} mod_bench;
+
+static void mod_bench_make(mod_bench *m, int score_mod) {
+    memset(m, 0, sizeof *m);
+    m->p = (ladder_flex_problem){.attn = {.B = MB_, .Hq = MH_, .Hkv = 1, .Sq = MSQ, .Sk = MSK, .D = 1, .Dv = 1},
+                                 .score_mod = score_mod, .softcap = 2.0, .window_left = 2, .num_buckets = MNB};
+    ladder_rng rng;
+    ladder_rng_seed(&rng, 0xf1e5u + (uint64_t)score_mod);
+    for (int i = 0; i < ladder_flex_n_buffers; i++) {
+        const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
+        int64_t shape[2];
+        const int rank = ladder_flex_buffer_shape(&m->p, s, shape);
+        cr_assert(rank > 0, "buffer %s: unknown size in '%s'", s->name, s->dims);
+        cr_assert_eq(ladder_tensor_alloc(&m->bufs[i], s->dtype, rank, shape), LADDER_OK);
+        for (int64_t e = 0; e < ladder_tensor_numel(&m->bufs[i]); e++)
+            ladder_tensor_set(&m->bufs[i], e, s->dtype == LADDER_I32 ? (double)(ladder_rng_next(&rng) % 3)
+                                                                     : ladder_rng_normal(&rng));
+        *(ladder_tensor *)((char *)&m->a + s->arg) = m->bufs[i];
+    }
+}
+
+static void mod_bench_free(mod_bench *m) {
+    for (int i = 0; i < ladder_flex_n_buffers; i++) ladder_tensor_free(&m->bufs[i]);
+}
+
+Test(flex, every_registered_score_mod_matches_finite_differences) {
+    for (int k = 0; k < ladder_flex_n_score_mods; k++) {
+        const ladder_flex_score_spec *spec = &ladder_flex_score_mods[k];
+        cr_assert_eq(spec->id, k, "score mod %s: registered at %d with id %d (ids in registry order)", spec->name, k,
+                     spec->id);
+        mod_bench m;
+        mod_bench_make(&m, spec->id);
+        ladder_rng rng;
+        ladder_rng_seed(&rng, 77u + (uint64_t)k);
+        for (int trial = 0; trial < 200; trial++) {
+            const int64_t b = (int64_t)(ladder_rng_next(&rng) % MB_), h = (int64_t)(ladder_rng_next(&rng) % MH_);
+            const int64_t i = (int64_t)(ladder_rng_next(&rng) % MSQ), j = (int64_t)(ladder_rng_next(&rng) % MSK);
+            float s = (float)(2.0 * ladder_rng_normal(&rng));
+            const ladder_flex_env e = ladder_flex_env_of(&m.p, &m.a);
+            const ladder_flex_grad g = ladder_flex_score_grad(spec->id, s, &e, b, h, i, j);
+            /* the float mod against the oracle's double one */
+            flex_oracle_tensors x = {0};
+            double *dbl[LADDER_FLEX_MAX_BUFFERS] = {0};
+            for (int u = 0; u < ladder_flex_n_buffers; u++) {
+                const int64_t n = ladder_tensor_numel(&m.bufs[u]);
+                dbl[u] = malloc((size_t)n * sizeof(double));
+                for (int64_t v = 0; v < n; v++) dbl[u][v] = ladder_tensor_get(&m.bufs[u], v);
+            }
+#define D(name) dbl[ladder_flex_buffer(name) - ladder_flex_buffers]
+            x.slopes = D("slopes"), x.rel_bias = D("rel_bias"), x.t5_bias = D("t5_bias"), x.bq = D("bq"), x.bk = D("bk");
+#undef D
+            const double want = flex_oracle_score(&m.p, &x, s, b, h, i, j);
+            const double got = ladder_flex_score(spec->id, s, &e, b, h, i, j);
+            for (int u = 0; u < ladder_flex_n_buffers; u++) free(dbl[u]);
+            cr_expect(fabs(got - want) <= 1e-5 * (1 + fabs(want)), "score mod %s at (b %lld, h %lld, i %lld, j %lld, "
+                      "s %g): %g, the oracle %g", spec->name, (long long)b, (long long)h, (long long)i, (long long)j,
+                      (double)s, got, want);
+            /* dS/ds */
+            const float step = 1e-2f;
+            const double fd = (ladder_flex_score(spec->id, s + step, &e, b, h, i, j) -
+                               ladder_flex_score(spec->id, s - step, &e, b, h, i, j)) / (2.0 * step);
+            cr_expect(fabs(g.dscore - fd) <= 2e-3 * (1 + fabs(fd)), "score mod %s: dS/ds is %g but finite differences "
+                      "give %g (s %g)", spec->name, (double)g.dscore, fd, (double)s);
+            /* dS/d(each element read), and no other element */
+            for (int r = 0; r < spec->n_reads; r++) {
+                const ladder_flex_buffer_spec *buf = ladder_flex_buffer(spec->reads[r]);
+                cr_assert_not_null(buf, "score mod %s reads '%s', which is not a registered buffer", spec->name,
+                                   spec->reads[r]);
+                cr_assert_eq(buf->dtype, LADDER_F32, "score mod %s reads %s, which has no gradient", spec->name,
+                             buf->name);
+                ladder_tensor *t = &m.bufs[buf - ladder_flex_buffers];
+                cr_assert(g.at[r] >= 0 && g.at[r] < ladder_tensor_numel(t), "score mod %s: read %d at %lld, outside "
+                          "%s's %lld elements", spec->name, r, (long long)g.at[r], buf->name,
+                          (long long)ladder_tensor_numel(t));
+                float *x0 = (float *)t->data + g.at[r];
+                const float keep = *x0;
+                *x0 = keep + step;
+                ladder_flex_env up_env = ladder_flex_env_of(&m.p, &m.a);
+                const double up = ladder_flex_score(spec->id, s, &up_env, b, h, i, j);
+                *x0 = keep - step;
+                const double down = ladder_flex_score(spec->id, s, &up_env, b, h, i, j);
+                *x0 = keep;
+                double dsum = 0; /* reads of the same element add up */
+                for (int q = 0; q < spec->n_reads; q++)
+                    if (ladder_flex_buffer(spec->reads[q]) == buf && g.at[q] == g.at[r]) dsum += g.d[q];
+                const double fdx = (up - down) / (2.0 * step);
+                cr_expect(fabs(dsum - fdx) <= 2e-3 * (1 + fabs(fdx)), "score mod %s: dS/d%s[%lld] is %g but finite "
+                          "differences give %g", spec->name, buf->name, (long long)g.at[r], dsum, fdx);
+            }
+            for (int u = 0; u < ladder_flex_n_buffers; u++) { /* one other element of every float buffer: no effect */
+                if (ladder_flex_buffers[u].dtype != LADDER_F32) continue;
+                const int64_t n = ladder_tensor_numel(&m.bufs[u]), other = (int64_t)(ladder_rng_next(&rng) % (uint64_t)n);
+                bool read = false;
+                for (int r = 0; r < spec->n_reads; r++)
+                    read |= ladder_flex_buffer(spec->reads[r]) == &ladder_flex_buffers[u] && g.at[r] == other;
+                if (read) continue;
+                float *y = (float *)m.bufs[u].data + other;
+                const float keep = *y;
+                *y = keep + 1.0f;
+                const ladder_flex_env moved = ladder_flex_env_of(&m.p, &m.a);
+                const float after = ladder_flex_score(spec->id, s, &moved, b, h, i, j);
+                *y = keep;
+                cr_expect(after == (float)got, "score mod %s changed when %s[%lld] moved, which its derivative says "
+                          "it does not read", spec->name, ladder_flex_buffers[u].name, (long long)other);
+            }
+        }
+        mod_bench_free(&m);
+    }
+}
+
+/* ---- 2. flex = flash causal, = memeff with the ALiBi bias, document = flash varlen ---------------------------- */
+
+/* Each of @p n flex problems at every rung (those flex lacks, or that cannot run here, skip). */
+static struct criterion_test_params every_rung(const ladder_flex_problem *ps, int n) {
+    const ladder_rung rungs[] = {LADDER_RUNG_CPU, LADDER_RUNG_GPU_NAIVE, LADDER_RUNG_GPU_TILED,
+                                 LADDER_RUNG_GPU_TENSORCORE};
+    test_case cases[32];
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        for (size_t r = 0; r < sizeof rungs / sizeof rungs[0] && k < 32; r++) {
+            cases[k] = test_case_of(&ladder_flex_algo, &ps[i]);
+            cases[k].opts.strided = i % 2 == 1;
+            cases[k].rung = rungs[r], cases[k++].dtype = LADDER_F32;
+        }
+    return test_params(cases, k);
+}
+
+/* Copy input @p name of case @p from into case @p to, element by element through both cases' strides. */
+static void copy_input(const ladder_case *from, const char *from_name, ladder_case *to, const char *to_name) {
+    const ladder_tensor *f = &from->t[T(from->algo, from_name)];
+    ladder_tensor *t = &to->t[T(to->algo, to_name)];
+    cr_assert(f->data && t->data && f->rank == t->rank, "%s and %s must both be present, of one rank", from_name,
+              to_name);
+    const int64_t n = ladder_tensor_numel(f);
+    for (int64_t x = 0; x < n; x++)
+        ladder_tensor_set(t, ladder_tensor_offset_of_flat(t, x), ladder_tensor_get(f, ladder_tensor_offset_of_flat(f, x)));
+}
+
+/* Run @p t's rung on both cases and compare the named outputs. */
+static void expect_same(const test_case *t, ladder_case *x, ladder_case *y, const char *who) {
+    ladder_result rx, ry;
+    test_run(t, t->rung, t->dtype, x, &rx);
+    test_run(t, t->rung, t->dtype, y, &ry);
+    const char *outs[] = {"o", "lse", "dq", "dk", "dv"};
+    for (int i = 0; i < 5; i++) {
+        const ladder_cmp cmp = ladder_compare(&rx.t[T(x->algo, outs[i])], &ry.t[T(y->algo, outs[i])], 1e-5);
+        test_expect_close(who, t, outs[i], &cmp);
+    }
+    ladder_result_free(&rx);
+    ladder_result_free(&ry);
+}
+
+#define FLEX(b, hq, hkv, sq, sk, d, mod, masks)                                                                        \
+    {.attn = {.B = (b), .Hq = (hq), .Hkv = (hkv), .Sq = (sq), .Sk = (sk), .D = (d), .Dv = (d),                       \
+              .mask = LADDER_ATTN_NO_MASK},                                                                           \
+     .score_mod = (mod), .mask_mods = (masks), .window_left = -1, .num_buckets = 0}
+
+ParameterizedTestParameters(flex, causal_equals_flash_causal) {
+    static const ladder_flex_problem ps[] = {FLEX(2, 4, 2, 200, 300, 32, 0, 1 << LADDER_FLEX_CAUSAL),
+                                             FLEX(1, 2, 1, 257, 130, 24, 0, 1 << LADDER_FLEX_CAUSAL)};
+    return every_rung(ps, 2);
+}
+
+ParameterizedTest(const test_case *t, flex, causal_equals_flash_causal) {
+    harness_require_rung(t);
+    if (ladder_algo_rung_available(&ladder_flash_algo, t->rung) != LADDER_OK) cr_skip_test("%s", ladder_last_error());
+    ladder_case x, f;
+    test_make(t, &x);
+    const ladder_flex_problem *xp = (const ladder_flex_problem *)x.problem;
+    ladder_flash_problem fp = {.attn = xp->attn};
+    fp.attn.mask = (ladder_attn_mask){LADDER_CAUSAL_TOP_LEFT, -1, -1}; /* i >= j, as the causal mask_mod reads */
+    const ladder_case_opts fo = {.seed = 1, .strided = t->opts.strided};
+    cr_assert_eq(ladder_case_make(&f, &ladder_flash_algo, &fp, &fo), LADDER_OK, "%s", ladder_last_error());
+    const char *shared[] = {"q", "k", "v", "do"};
+    for (int i = 0; i < 4; i++) copy_input(&x, shared[i], &f, shared[i]);
+    expect_same(t, &x, &f, "flex causal vs flash causal");
+    ladder_case_free(&f);
+    ladder_case_free(&x);
+}
+
+ParameterizedTestParameters(flex, alibi_equals_memeff_with_the_alibi_bias) {
+    static const ladder_flex_problem ps[] = {FLEX(2, 4, 2, 100, 150, 16, LADDER_FLEX_ALIBI, 1 << LADDER_FLEX_CAUSAL),
+                                             FLEX(1, 2, 2, 130, 70, 8, LADDER_FLEX_ALIBI, 0)};
+    return every_rung(ps, 2);
+}
+
+ParameterizedTest(const test_case *t, flex, alibi_equals_memeff_with_the_alibi_bias) {
+    harness_require_rung(t);
+    if (ladder_algo_rung_available(&ladder_memeff_algo, t->rung) != LADDER_OK) cr_skip_test("%s", ladder_last_error());
+    ladder_case x, m;
+    test_make(t, &x);
+    const ladder_flex_problem *xp = (const ladder_flex_problem *)x.problem;
+    const ladder_attention_problem *p = &xp->attn;
+    ladder_memeff_problem mp = {.attn = xp->attn};
+    if (xp->mask_mods) mp.attn.mask = (ladder_attn_mask){LADDER_CAUSAL_TOP_LEFT, -1, -1};
+    else mp.attn.mask = LADDER_ATTN_NO_MASK;
+    /* bias [1,Hq,Sq,Sk] = slopes[h] * (j - i), the same float the alibi mod adds */
+    const ladder_case_opts mo = {.seed = 1, .strided = t->opts.strided, .with = 1u << T(&ladder_memeff_algo, "bias"),
+                                 .broadcast = 1u};
+    cr_assert_eq(ladder_case_make(&m, &ladder_memeff_algo, &mp, &mo), LADDER_OK, "%s", ladder_last_error());
+    const char *shared[] = {"q", "k", "v", "do"};
+    for (int i = 0; i < 4; i++) copy_input(&x, shared[i], &m, shared[i]);
+    const ladder_tensor *slopes = &x.t[T(&ladder_flex_algo, "slopes")];
+    ladder_tensor *bias = &m.t[T(&ladder_memeff_algo, "bias")];
+    for (int64_t h = 0; h < p->Hq; h++)
+        for (int64_t i = 0; i < p->Sq; i++)
+            for (int64_t j = 0; j < p->Sk; j++) {
+                const int64_t at[4] = {0, h, i, j};
+                const float slope = (float)ladder_tensor_get(slopes, h * slopes->strides[0]);
+                ladder_tensor_set(bias, ladder_tensor_offset(bias, at), (double)(slope * (float)(j - i)));
+            }
+    expect_same(t, &x, &m, "flex alibi vs memeff with the ALiBi bias");
+    /* dslopes[h] = sum_{i,j} dbias[0,h,i,j] * (j - i): the slope's gradient is the bias's, reduced */
+    ladder_result rx, rm;
+    test_run(t, t->rung, t->dtype, &x, &rx);
+    test_run(t, t->rung, t->dtype, &m, &rm);
+    const ladder_tensor *dslopes = &rx.t[T(&ladder_flex_algo, "dslopes")], *dbias = &rm.t[T(&ladder_memeff_algo, "dbias")];
+    cr_assert(dslopes->data && dbias->data, "dslopes and dbias must both be written");
+    double *want = calloc((size_t)p->Hq, sizeof *want);
+    for (int64_t h = 0; h < p->Hq; h++)
+        for (int64_t i = 0; i < p->Sq; i++)
+            for (int64_t j = 0; j < p->Sk; j++) want[h] += ((const float *)dbias->data)[(h * p->Sq + i) * p->Sk + j] * (double)(j - i);
+    const ladder_cmp cmp = test_compare_to_f64(dslopes, want, 1e-4);
+    test_expect_close("flex dslopes vs memeff dbias reduced", t, "dslopes", &cmp);
+    free(want);
+    ladder_result_free(&rx);
+    ladder_result_free(&rm);
+    ladder_case_free(&m);
+    ladder_case_free(&x);
+}
+
+ParameterizedTestParameters(flex, document_equals_flash_varlen) {
+    static const ladder_flex_problem ps[] = {
+        FLEX(1, 4, 2, 300, 300, 16, 0, 1 << LADDER_FLEX_DOCUMENT),
+        FLEX(1, 2, 1, 257, 257, 24, 0, (1 << LADDER_FLEX_DOCUMENT) | (1 << LADDER_FLEX_CAUSAL))};
+    return every_rung(ps, 2);
+}
+
+ParameterizedTest(const test_case *t, flex, document_equals_flash_varlen) {
+    harness_require_rung(t);
+    if (ladder_algo_rung_available(&ladder_flash_algo, t->rung) != LADDER_OK) cr_skip_test("%s", ladder_last_error());
+    ladder_case x, f;
+    test_make(t, &x);
+    const ladder_flex_problem *xp = (const ladder_flex_problem *)x.problem;
+    /* the documents as packed sequences: doc_q = doc_k here (the same cuts of Sq = Sk), ids ascending from 0 */
+    const ladder_tensor *doc = &x.t[T(&ladder_flex_algo, "doc_q")];
+    int64_t lens[LADDER_MAX_SEQS] = {0};
+    int n = 0;
+    for (int64_t i = 0; i < xp->attn.Sq; i++) {
+        const int32_t d = ((const int32_t *)doc->data)[i];
+        cr_assert(d >= 0 && d < LADDER_MAX_SEQS && d >= n - 1, "document ids must ascend from 0");
+        if (d + 1 > n) n = d + 1;
+        lens[d]++;
+    }
+    ladder_flash_problem fp = {.attn = xp->attn};
+    fp.attn.mask = (xp->mask_mods >> LADDER_FLEX_CAUSAL) & 1 ? (ladder_attn_mask){LADDER_CAUSAL_TOP_LEFT, -1, -1}
+                                                             : LADDER_ATTN_NO_MASK;
+    test_case ft = test_case_of(&ladder_flash_algo, &fp);
+    test_case_varlen(&ft, lens, n);
+    ft.opts.strided = t->opts.strided;
+    test_make(&ft, &f);
+    const char *shared[] = {"q", "k", "v", "do"};
+    for (int i = 0; i < 4; i++) copy_input(&x, shared[i], &f, shared[i]);
+    expect_same(t, &x, &f, "flex document vs flash varlen");
+    ladder_case_free(&f);
+    ladder_case_free(&x);
+}
+
+/* ---- 3. block masks ----------------------------------------------------------------------------------------- */
+
+Test(flex, built_lists_are_the_tiles_kinds_element_by_element) {
+    const int masks[] = {1 << LADDER_FLEX_CAUSAL, 1 << LADDER_FLEX_WINDOW, 1 << LADDER_FLEX_PREFIX_LM,
+                         1 << LADDER_FLEX_DOCUMENT, (1 << LADDER_FLEX_DOCUMENT) | (1 << LADDER_FLEX_CAUSAL), 0};
+    for (size_t k = 0; k < sizeof masks / sizeof masks[0]; k++) {
+        ladder_flex_problem p = FLEX(2, 2, 2, 300, 517, 8, 0, masks[k]);
+        p.window_left = 150;
+        ladder_case c;
+        const ladder_case_opts o = {.seed = 5 + k};
+        cr_assert_eq(ladder_case_make(&c, &ladder_flex_algo, &p, &o), LADDER_OK, "%s", ladder_last_error());
+        ladder_flex_args a = {0}, lists = {0};
+        a.prefix = c.t[T(&ladder_flex_algo, "prefix")], a.doc_q = c.t[T(&ladder_flex_algo, "doc_q")];
+        a.doc_k = c.t[T(&ladder_flex_algo, "doc_k")];
+        cr_assert_eq(ladder_flex_block_mask(&p, &a, &lists), LADDER_OK, "%s", ladder_last_error());
+        const int64_t Tq = ladder_flex_tiles(p.attn.Sq), Tk = ladder_flex_tiles(p.attn.Sk);
+        int64_t MB, MH;
+        ladder_flex_block_dims(&p, &MB, &MH);
+        cr_expect_eq(ladder_tensor_numel(&lists.kv_indices), MB * MH * Tq * Tk, "memory is one entry per tile");
+        cr_expect_eq(flex_check_lists(&lists), LADDER_OK, "built lists must validate: %s", ladder_last_error());
+        const ladder_flex_env e = ladder_flex_env_of(&p, &a);
+        for (int64_t b = 0; b < MB; b++)
+            for (int64_t tq = 0; tq < Tq; tq++)
+                for (int64_t tk = 0; tk < Tk; tk++) {
+                    bool any = false, all = true; /* the tile's kind, from every element */
+                    for (int64_t i = tq * LADDER_FLEX_BLOCK; i < (tq + 1) * LADDER_FLEX_BLOCK && i < p.attn.Sq; i++)
+                        for (int64_t j = tk * LADDER_FLEX_BLOCK; j < (tk + 1) * LADDER_FLEX_BLOCK && j < p.attn.Sk; j++) {
+                            const bool ok = ladder_flex_masks((unsigned)p.mask_mods, &e, b, 0, i, j);
+                            any |= ok, all &= ok;
+                        }
+                    const int64_t row = b * Tq + tq;
+                    bool partial = false, full = false;
+                    for (int32_t x = 0; x < ((int32_t *)lists.kv_num_blocks.data)[row]; x++)
+                        partial |= ((int32_t *)lists.kv_indices.data)[row * Tk + x] == tk;
+                    for (int32_t x = 0; x < ((int32_t *)lists.full_kv_num_blocks.data)[row]; x++)
+                        full |= ((int32_t *)lists.full_kv_indices.data)[row * Tk + x] == tk;
+                    cr_expect(full == all && partial == (any && !all), "mask %d, b %lld, tile (%lld, %lld): listed "
+                              "partial %d full %d, but its elements say any %d all %d", masks[k], (long long)b,
+                              (long long)tq, (long long)tk, partial, full, any, all);
+                }
+        ladder_tensor *all = &lists.kv_num_blocks;
+        for (int l = 0; l < 8; l++) ladder_tensor_free(&all[l]);
+        ladder_case_free(&c);
+    }
+}
+
+/* Tile kinds of a hand-made pattern, and a case with those lists in place of the drawn ones. */
+enum { E = LADDER_FLEX_TILE_EMPTY, PA = LADDER_FLEX_TILE_PARTIAL, F = LADDER_FLEX_TILE_FULL };
+
+static void set_lists(ladder_case *c, const unsigned char *kind, int64_t Tq, int64_t Tk) {
+    ladder_tensor *l = &c->t[T(&ladder_flex_algo, "kv_num_blocks")];
+    int32_t *kv_num = l[0].data, *kv_idx = l[1].data, *fkv_num = l[2].data, *fkv_idx = l[3].data;
+    int32_t *q_num = l[4].data, *q_idx = l[5].data, *fq_num = l[6].data, *fq_idx = l[7].data;
+    for (int64_t r = 0; r < Tq; r++)
+        ladder_flex_list_row(kind + r * Tk, 1, Tk, kv_idx + r * Tk, &kv_num[r], fkv_idx + r * Tk, &fkv_num[r]);
+    for (int64_t col = 0; col < Tk; col++)
+        ladder_flex_list_row(kind + col, Tk, Tq, q_idx + col * Tq, &q_num[col], fq_idx + col * Tq, &fq_num[col]);
+}
+
+static void expect_matches_oracle(ladder_case *c, const char *what) {
+    double *v[LADDER_MAX_TENSORS];
+    test_oracle_run(c, v);
+    ladder_result r;
+    cr_assert_eq(ladder_run(LADDER_RUNG_CPU, LADDER_F32, c, &(ladder_run_opts){0}, &r), LADDER_OK, "%s: %s", what,
+                 ladder_last_error());
+    for (int i = 0; i < ladder_flex_algo.n_tensors; i++) {
+        if (!r.t[i].data || !v[i]) continue;
+        const ladder_cmp cmp = test_compare_to_f64(&r.t[i], v[i], 1e-5);
+        char why[256];
+        ladder_cmp_describe(&cmp, why, sizeof why);
+        cr_expect(cmp.ok, "%s: cpu vs oracle, %s: %s", what, ladder_flex_algo.tensors[i].name, why);
+    }
+    ladder_result_free(&r);
+    test_oracle_free(v);
+}
+
+Test(flex, hand_made_block_lists_run_as_the_oracle_reads_them) {
+    static const struct {
+        const char *what;
+        int64_t Sq, Sk;
+        int masks;
+        unsigned char kind[12];
+    } pats[] = {
+        {"a query tile with no key tile (its rows fully masked)", 300, 200, 1 << LADDER_FLEX_CAUSAL,
+         {PA, F, E, E, F, PA}},
+        {"every tile full", 257, 300, 0, {F, F, F, F, F, F, F, F, F}},
+        {"a single partial tile", 100, 90, 1 << LADDER_FLEX_CAUSAL, {PA}},
+        {"partial tiles only, Sq != Sk, ragged ends", 129, 385, 1 << LADDER_FLEX_DOCUMENT,
+         {PA, E, PA, PA, PA, E, E, PA}},
+    };
+    for (size_t k = 0; k < sizeof pats / sizeof pats[0]; k++) {
+        ladder_flex_problem p = FLEX(2, 2, 1, pats[k].Sq, pats[k].Sk, 8, LADDER_FLEX_REL_BIAS, pats[k].masks);
+        test_case t = test_case_of(&ladder_flex_algo, &p);
+        for (int l = 0; l < 8; l++) t.opts.with |= 1u << (T(&ladder_flex_algo, "kv_num_blocks") + l);
+        t.opts.with |= 1u << T(&ladder_flex_algo, "dlse");
+        ladder_case c;
+        test_make(&t, &c);
+        set_lists(&c, pats[k].kind, ladder_flex_tiles(p.attn.Sq), ladder_flex_tiles(p.attn.Sk));
+        expect_matches_oracle(&c, pats[k].what);
+        ladder_case_free(&c);
+    }
+}
+
+/* ---- 4. determinism at every thread count ---------------------------------------------------------------------- */
+
+Test(flex, buffer_gradients_are_the_same_bits_at_every_thread_count) {
+    const int mods[] = {LADDER_FLEX_ALIBI, LADDER_FLEX_REL_BIAS, LADDER_FLEX_T5_BIAS, LADDER_FLEX_BIAS_QK};
+    for (size_t k = 0; k < sizeof mods / sizeof mods[0]; k++) {
+        ladder_flex_problem p = FLEX(2, 3, 1, 150, 170, 8, mods[k], 1 << LADDER_FLEX_CAUSAL);
+        p.num_buckets = 16;
+        test_case t = test_case_of(&ladder_flex_algo, &p);
+        t.opts.with |= 1u << T(&ladder_flex_algo, "dlse");
+        ladder_case c;
+        test_make(&t, &c);
+        ladder_result first;
+        omp_set_num_threads(1);
+        test_run(&t, LADDER_RUNG_CPU, LADDER_F32, &c, &first);
+        for (int threads = 2; threads <= 5; threads++)
+            for (int rep = 0; rep < 4; rep++) {
+                omp_set_num_threads(threads);
+                ladder_result again;
+                test_run(&t, LADDER_RUNG_CPU, LADDER_F32, &c, &again);
+                for (int i = 0; i < ladder_flex_algo.n_tensors; i++) {
+                    if (!first.t[i].data) continue;
+                    const size_t bytes = (size_t)ladder_tensor_numel(&first.t[i]) * sizeof(float);
+                    cr_expect(memcmp(first.t[i].data, again.t[i].data, bytes) == 0, "score mod %s: %s differs "
+                              "between 1 and %d threads", ladder_flex_score_mods[mods[k]].name,
+                              ladder_flex_algo.tensors[i].name, threads);
+                }
+                ladder_result_free(&again);
+            }
+        ladder_result_free(&first);
+        ladder_case_free(&c);
+    }
+}
+
+/* At each GPU rung flex has, every buffer-gradient mod (with dq, dk, dv) repeats bit for bit over 20 runs: the rung
+ * sums every buffer gradient in a fixed order (PyTorch's atomics do not). */
+ParameterizedTestParameters(flex, gpu_buffer_gradients_repeat_bitwise_over_20_runs) {
+    static const int mods[] = {LADDER_FLEX_ALIBI, LADDER_FLEX_REL_BIAS, LADDER_FLEX_T5_BIAS, LADDER_FLEX_BIAS_QK};
+    const ladder_rung rungs[] = {LADDER_RUNG_GPU_NAIVE, LADDER_RUNG_GPU_TILED};
+    test_case cases[8];
+    int k = 0;
+    for (size_t r = 0; r < sizeof rungs / sizeof rungs[0]; r++)
+        for (size_t m = 0; m < sizeof mods / sizeof mods[0]; m++) {
+            ladder_flex_problem p = FLEX(2, 4, 2, 200, 260, 16, mods[m], 1 << LADDER_FLEX_CAUSAL);
+            p.num_buckets = 16;
+            cases[k] = test_case_of(&ladder_flex_algo, &p);
+            cases[k].opts.with |= 1u << T(&ladder_flex_algo, "dlse");
+            cases[k].rung = rungs[r], cases[k++].dtype = LADDER_F32;
+        }
+    return test_params(cases, k);
+}
+
+ParameterizedTest(const test_case *t, flex, gpu_buffer_gradients_repeat_bitwise_over_20_runs) {
+    harness_require_rung(t);
+    const int mod = ((const ladder_flex_problem *)t->problem)->score_mod;
+    ladder_case c;
+    test_make(t, &c);
+    ladder_result first;
+    test_run(t, t->rung, t->dtype, &c, &first);
+    const ladder_flex_score_spec *spec = &ladder_flex_score_mods[mod];
+    for (int r = 0; r < spec->n_reads; r++) {
+        char grad[48];
+        snprintf(grad, sizeof grad, "d%s", spec->reads[r]);
+        cr_assert(first.t[T(&ladder_flex_algo, grad)].data, "score mod %s: %s was not written", spec->name, grad);
+    }
+    for (int rep = 2; rep <= 20; rep++) {
+        ladder_result again;
+        test_run(t, t->rung, t->dtype, &c, &again);
+        for (int i = 0; i < ladder_flex_algo.n_tensors; i++) {
+            if (!first.t[i].data) continue;
+            const size_t bytes = (size_t)ladder_tensor_numel(&first.t[i]) * ladder_dtype_size(first.t[i].dtype);
+            cr_expect(memcmp(first.t[i].data, again.t[i].data, bytes) == 0, "rung %s, score mod %s: %s of run %d "
+                      "differs bitwise from run 1", ladder_rung_name(t->rung), spec->name,
+                      ladder_flex_algo.tensors[i].name, rep);
+        }
+        ladder_result_free(&again);
+    }
+    ladder_result_free(&first);
+    ladder_case_free(&c);
+}
+
+/* ---- 5. bad input ---------------------------------------------------------------------------------------------- */
+
+Test(flex, unknown_mod_names_are_refused_naming_the_registered_ones) {
+    int id, set;
+    cr_expect_eq(ladder_flex_score_parse("alibbi", &id), LADDER_ERR_ARG);
+    cr_expect(strstr(ladder_last_error(), "'alibbi'") && strstr(ladder_last_error(), "rel_bias"), "%s",
+              ladder_last_error());
+    cr_expect_eq(ladder_flex_mask_parse("causal+docment", &set), LADDER_ERR_ARG);
+    cr_expect(strstr(ladder_last_error(), "'docment'") && strstr(ladder_last_error(), "document"), "%s",
+              ladder_last_error());
+    cr_expect_eq(ladder_flex_mask_parse("causal+document", &set), LADDER_OK);
+    cr_expect_eq(set, (1 << LADDER_FLEX_CAUSAL) | (1 << LADDER_FLEX_DOCUMENT));
+    cr_expect_eq(ladder_flex_mask_parse("none", &set), LADDER_OK);
+    cr_expect_eq(set, 0);
+}
+
+/* A valid forward call on a case, for breaking one thing at a time. */
+typedef struct call {
+    ladder_case c;
+    ladder_result r;
+    ladder_flex_args a;
+} call;
+
+static void call_make(call *k, int score_mod, int masks, bool lists) {
+    ladder_flex_problem p = FLEX(2, 2, 1, 200, 300, 4, score_mod, masks);
+    test_case t = test_case_of(&ladder_flex_algo, &p);
+    for (int l = 0; lists && l < 8; l++) t.opts.with |= 1u << (T(&ladder_flex_algo, "kv_num_blocks") + l);
+    test_make(&t, &k->c);
+    cr_assert_eq(ladder_run(LADDER_RUNG_CPU, LADDER_F32, &k->c, &(ladder_run_opts){.forward_only = true}, &k->r),
+                 LADDER_OK, "%s", ladder_last_error());
+    memset(&k->a, 0, sizeof k->a);
+    for (int i = 0; i < ladder_flex_algo.n_tensors; i++) {
+        ladder_tensor *to = (ladder_tensor *)((char *)&k->a + ladder_flex_algo.tensors[i].offset);
+        if (k->c.t[i].data && (ladder_flex_algo.tensors[i].role & (LADDER_IN_FWD | LADDER_INDEX))) *to = k->c.t[i];
+        if (k->r.t[i].data && (ladder_flex_algo.tensors[i].role & LADDER_OUT_FWD)) *to = k->r.t[i];
+    }
+}
+
+static void call_free(call *k) {
+    ladder_result_free(&k->r);
+    ladder_case_free(&k->c);
+}
+
+static void expect_refused(call *k, ladder_status want, const char *needle) {
+    const ladder_status st = ladder_flex_fwd(LADDER_RUNG_CPU, (const ladder_flex_problem *)k->c.problem, &k->a);
+    cr_expect_eq(st, want, "expected %s, got %s (%s)", ladder_status_name(want), ladder_status_name(st),
+                 ladder_last_error());
+    cr_expect(strstr(ladder_last_error(), needle), "the message \"%s\" does not name \"%s\"", ladder_last_error(),
+              needle);
+}
+
+Test(flex, buffers_missing_or_of_the_wrong_shape_or_dtype) {
+    call k;
+    call_make(&k, LADDER_FLEX_ALIBI, 1 << LADDER_FLEX_DOCUMENT, false);
+    cr_assert_eq(ladder_flex_fwd(LADDER_RUNG_CPU, (const ladder_flex_problem *)k.c.problem, &k.a), LADDER_OK, "%s",
+                 ladder_last_error());
+    const ladder_tensor slopes = k.a.slopes, doc_k = k.a.doc_k;
+    k.a.slopes.data = NULL;
+    expect_refused(&k, LADDER_ERR_ARG, "slopes [Hq] is missing");
+    k.a.slopes = slopes, k.a.slopes.shape[0] = 3;
+    expect_refused(&k, LADDER_ERR_SHAPE, "slopes has shape [3]");
+    k.a.slopes = slopes, k.a.slopes.dtype = LADDER_I32;
+    expect_refused(&k, LADDER_ERR_UNSUPPORTED, "slopes");
+    k.a.slopes = slopes;
+    k.a.doc_k.data = NULL; /* a mask whose buffer is missing */
+    expect_refused(&k, LADDER_ERR_ARG, "doc_k [Sk] is missing");
+    k.a.doc_k = doc_k, k.a.doc_k.dtype = LADDER_F32;
+    expect_refused(&k, LADDER_ERR_UNSUPPORTED, "doc_k");
+    k.a.doc_k = doc_k;
+    k.a.bq = slopes; /* a buffer no mod of the problem reads: its shape is still checked */
+    expect_refused(&k, LADDER_ERR_SHAPE, "bq has shape [2]");
+    call_free(&k);
+}
+
+Test(flex, block_lists_unsorted_out_of_range_inconsistent_or_partial) {
+    call k;
+    call_make(&k, LADDER_FLEX_SCORE_NONE, 0, true);
+    /* a known pattern: tiles (0,0) partial, (0,1) full, (1,0) empty, (1,2) partial ... 2 x 3 tiles */
+    const unsigned char kind[6] = {PA, F, PA, E, PA, PA};
+    set_lists(&k.c, kind, 2, 3);
+    cr_assert_eq(ladder_flex_fwd(LADDER_RUNG_CPU, (const ladder_flex_problem *)k.c.problem, &k.a), LADDER_OK, "%s",
+                 ladder_last_error());
+    int32_t *kv_idx = k.a.kv_indices.data, *kv_num = k.a.kv_num_blocks.data, *q_idx = k.a.q_indices.data;
+    /* row 0 lists partial tiles 0, 2: swap them */
+    kv_idx[0] = 2, kv_idx[1] = 0;
+    expect_refused(&k, LADDER_ERR_ARG, "ascending");
+    kv_idx[0] = 0, kv_idx[1] = 3;
+    expect_refused(&k, LADDER_ERR_ARG, "in 0..2");
+    kv_idx[1] = 2, kv_num[0] = 4;
+    expect_refused(&k, LADDER_ERR_ARG, "kv_num_blocks[0,0]");
+    kv_num[0] = 2;
+    q_idx[0] = 1; /* key tile 0's partial query tiles: 0 -> 1, which the forward's lists do not say */
+    expect_refused(&k, LADDER_ERR_ARG, "not the transpose");
+    q_idx[0] = 0;
+    ((int32_t *)k.a.full_kv_indices.data)[0] = 0; /* tile (0, 0) both partial and full */
+    expect_refused(&k, LADDER_ERR_ARG, "also listed as partial");
+    ((int32_t *)k.a.full_kv_indices.data)[0] = 1;
+    cr_assert_eq(ladder_flex_fwd(LADDER_RUNG_CPU, (const ladder_flex_problem *)k.c.problem, &k.a), LADDER_OK, "%s",
+                 ladder_last_error());
+    k.a.q_indices.data = NULL;
+    expect_refused(&k, LADDER_ERR_ARG, "q_indices is missing: block lists come all eight together");
+    call_free(&k);
+}

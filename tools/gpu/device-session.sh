@@ -86,8 +86,9 @@ for step in $steps; do
         tee -a "$summary" <"$out/bench/peers-memeff.csv"
         ;;
     cpu)
-        # about 1.5 minutes on the 16-core host: at 1 thread each algorithm's cpu problem takes a few seconds a run
-        # (dynconv the most, its inputs 1.6 GB), and the inputs are made once a thread count
+        # under 2 minutes on the 16-core host: at 1 thread each algorithm's cpu problem takes a second or two a run
+        # (seven runs: validated, untimed, CPU_REPS timed), and the inputs are made once a thread count (dynconv's
+        # are 1.6 GB)
         n=${CPU_THREADS:-16}
         # threads per core says whether 16 threads have 16 cores (the efficiency target) or share 8
         say "cpu:$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) processors," \

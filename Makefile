@@ -56,6 +56,16 @@ endif
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -fPIC -fopenmp -D_POSIX_C_SOURCE=200809L -Icommon -MMD -MP
 C_WERROR := -Werror
 LDLIBS := -fopenmp -lm
+# The cpu rung's vector width: x86-64-v3 (AVX2 and FMA: 8 floats an instruction, a * b + c in one) where this
+# machine and the compiler have it, as every x86-64 server of the last decade does; `make CPU_ARCH=` builds it for any
+# x86-64 (SSE2: 4 floats). A library built with it runs its cpu rung only on CPUs that have AVX2 and FMA. flash's
+# block products (matmul_acc) are many independent sums, bound by throughput, and there a * b + c as one fused
+# instruction is faster (-ffp-contract=fast; C11 mode keeps them apart); memeff's dot products and recurrent's sums
+# are each one chain of dependent additions, which the fused instruction's longer latency made slower
+# (docs/results/local-2026-11-28-notes-cpu.md), so the other files keep them apart.
+CPU_ARCH ?= $(if $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && \
+                        $(CC) -march=x86-64-v3 -x c -E /dev/null >/dev/null 2>&1 && echo y),-march=x86-64-v3)
+CPU_FLASH_CFLAGS := -ffp-contract=fast
 ifeq ($(SANITIZE),1)
   CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
   LDLIBS += -fsanitize=address,undefined
@@ -98,6 +108,8 @@ help:
 $(OBJ)/%.o: %.c $(OBJ)/flags.inputs
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(C_WERROR) -c $< -o $@
+$(OBJ)/cpu/%.o: CFLAGS += $(CPU_ARCH)
+$(OBJ)/cpu/flash.o: CFLAGS += $(CPU_FLASH_CFLAGS)
 
 $(OBJ)/%.o: %.cu $(OBJ)/flags.inputs
 	@mkdir -p $(dir $@)
@@ -108,7 +120,7 @@ $(OBJ)/%.o: %.cu $(OBJ)/flags.inputs
 # built the old way. $(BUILD)/.inputs/{lib,ladder,tests}.inputs: the objects of the library and of each program,
 # so that a deleted source file, or a build from the other object folder (with and without nvcc share build/),
 # relinks what it was part of. Timestamps alone would do neither.
-INPUTS_flags := $(CC) $(CFLAGS) $(C_WERROR) $(NVCC) $(NVCCFLAGS) $(CU_WERROR) $(ARCH)
+INPUTS_flags := $(CC) $(CFLAGS) cpu/:$(CPU_ARCH) cpu/flash.c:$(CPU_FLASH_CFLAGS) $(C_WERROR) $(NVCC) $(NVCCFLAGS) $(CU_WERROR) $(ARCH)
 INPUTS_lib := $(LIB_OBJ)
 INPUTS_ladder := $(TOOL_SRC:%.c=$(OBJ)/%.o)
 INPUTS_tests := $(TEST_SRC:%.c=$(OBJ)/%.o)

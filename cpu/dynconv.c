@@ -6,6 +6,13 @@
  * backward; no thread ever writes where another writes, and each sum runs
  * in the same order every time, so results are bitwise repeatable.
  *
+ * Inside a token, the loops run along d, the channel: a token's output, its
+ * row of x and its kernels are each one contiguous stretch of memory, so the
+ * compiler vectorises those loops (#pragma omp simd), and one thread walks
+ * through its tokens in order, each row of x read once from memory and then
+ * from cache by the W tokens that use it. This operation moves many bytes for
+ * little arithmetic: what bounds it is how fast memory delivers the kernels.
+ *
  * Preconditions: validated by ladder_dynconv_fwd/bwd (f32, host pointers,
  * any input strides, contiguous outputs).
  * Run it:  build/bin/ladder run dynconv --rung cpu
@@ -15,15 +22,11 @@
 #include "dynconv_rungs.h"
 #include "varlen.h"
 
-/* Strided element access: x is [B,T,D], kernels [B,T,D,W]. */
-#define X(b, t, d) x[(b) * sx[0] + (t) * sx[1] + (d) * sx[2]]
-#define K(b, t, d, w) k[(b) * sk[0] + (t) * sk[1] + (d) * sk[2] + (w) * sk[3]]
-#define DOUT(b, t, d) dout[(b) * sg[0] + (t) * sg[1] + (d) * sg[2]]
-
 ladder_status dynconv_fwd_cpu(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     const float *x = a->x.data, *k = a->kernels.data;
-    const int64_t *sx = a->x.strides, *sk = a->kernels.strides;
-    float *out = a->out.data; /* [B,T,D], contiguous */
+    const int64_t *sx = a->x.strides, *sk = a->kernels.strides; /* x [B,T,D], kernels [B,T,D,W] */
+    const int64_t sxd = sx[2], skd = sk[2], skw = sk[3];
+    float *out = a->out.data;               /* [B,T,D], contiguous */
     const int32_t *cu = a->cu_seqlens.data; /* NULL: every batch row is one sequence */
     const int n_seqs = cu ? (int)a->cu_seqlens.shape[0] - 1 : 0;
     const int64_t T = p->T, D = p->D;
@@ -34,14 +37,16 @@ ladder_status dynconv_fwd_cpu(const ladder_dynconv_problem *p, const ladder_dync
         for (int64_t t = 0; t < T; t++) {
             int64_t start, end;
             ladder_sequence_bounds(cu, n_seqs, T, t, &start, &end);
-            for (int64_t d = 0; d < D; d++) {
-                /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b, t+w-W+1, d], x = 0 before the sequence starts */
-                float acc = 0.0f;
-                for (int w = 0; w < W; w++) {
-                    int64_t src = t + w - W + 1;
-                    if (src >= start) acc += K(b, t, d, w) * X(b, src, d);
-                }
-                out[(b * T + t) * D + d] = acc;
+            float *restrict o = out + (b * T + t) * D;
+            for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+            /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b, t+w-W+1, d], x = 0 before the sequence starts: one w at
+             * a time, for every d */
+            for (int w = 0; w < W; w++) {
+                const int64_t src = t + w - W + 1;
+                if (src < start) continue;
+                const float *xs = x + b * sx[0] + src * sx[1], *kw = k + b * sk[0] + t * sk[1] + w * skw;
+#pragma omp simd
+                for (int64_t d = 0; d < D; d++) o[d] += kw[d * skd] * xs[d * sxd];
             }
         }
     return LADDER_OK;
@@ -50,8 +55,9 @@ ladder_status dynconv_fwd_cpu(const ladder_dynconv_problem *p, const ladder_dync
 ladder_status dynconv_bwd_cpu(const ladder_dynconv_problem *p, const ladder_dynconv_args *a) {
     const float *x = a->x.data, *k = a->kernels.data, *dout = a->dout.data;
     const int64_t *sx = a->x.strides, *sk = a->kernels.strides, *sg = a->dout.strides;
+    const int64_t sxd = sx[2], skd = sk[2], skw = sk[3], sgd = sg[2];
     float *dx = a->dx.data, *dk = a->dkernels.data; /* contiguous */
-    const int32_t *cu = a->cu_seqlens.data; /* NULL: every batch row is one sequence */
+    const int32_t *cu = a->cu_seqlens.data;         /* NULL: every batch row is one sequence */
     const int n_seqs = cu ? (int)a->cu_seqlens.shape[0] - 1 : 0;
     const int64_t T = p->T, D = p->D;
     const int W = p->W;
@@ -61,20 +67,25 @@ ladder_status dynconv_bwd_cpu(const ladder_dynconv_problem *p, const ladder_dync
         for (int64_t t = 0; t < T; t++) {
             int64_t start, end;
             ladder_sequence_bounds(cu, n_seqs, T, t, &start, &end);
-            for (int64_t d = 0; d < D; d++) {
-                /* forward: out[t] += kernels[t,w] * x[t+w-W+1], so dL/dkernels[t,w] = dout[t] * x[t+w-W+1] */
+            const float *g = dout + b * sg[0] + t * sg[1]; /* dout[b,t,:] */
+            /* forward: out[t] += kernels[t,w] * x[t+w-W+1], so dL/dkernels[t,w] = dout[t] * x[t+w-W+1], written in
+             * the order of dkernels, (d, w) */
+            float *restrict dkt = dk + (b * T + t) * D * W;
+            for (int64_t d = 0; d < D; d++)
                 for (int w = 0; w < W; w++) {
-                    int64_t src = t + w - W + 1;
-                    dk[((b * T + t) * D + d) * W + w] = src >= start ? DOUT(b, t, d) * X(b, src, d) : 0.0f;
+                    const int64_t src = t + w - W + 1;
+                    dkt[d * W + w] = src >= start ? g[d * sgd] * x[b * sx[0] + src * sx[1] + d * sxd] : 0.0f;
                 }
-                /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w] for every w whose
-                 * output token is still in s's sequence, so dL/dx[s] = sum_w dout[s+W-1-w] * kernels[s+W-1-w, w] */
-                float acc = 0.0f;
-                for (int w = 0; w < W; w++) {
-                    int64_t dst = t + W - 1 - w;
-                    if (dst < end) acc += DOUT(b, dst, d) * K(b, dst, d, w);
-                }
-                dx[(b * T + t) * D + d] = acc;
+            /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w] for every w whose output token is
+             * still in s's sequence, so dL/dx[s] = sum_w dout[s+W-1-w] * kernels[s+W-1-w, w], for every d */
+            float *restrict dxt = dx + (b * T + t) * D;
+            for (int64_t d = 0; d < D; d++) dxt[d] = 0.0f;
+            for (int w = 0; w < W; w++) {
+                const int64_t dst = t + W - 1 - w;
+                if (dst >= end) continue;
+                const float *gd = dout + b * sg[0] + dst * sg[1], *kw = k + b * sk[0] + dst * sk[1] + w * skw;
+#pragma omp simd
+                for (int64_t d = 0; d < D; d++) dxt[d] += gd[d * sgd] * kw[d * skd];
             }
         }
     return LADDER_OK;

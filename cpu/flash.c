@@ -1,17 +1,24 @@
 /*
  * cpu/flash.c: FlashAttention-2 forward and backward, the CPU rung.
  *
- * The math, written to be read, one query row at a time: the scores of the row, their softmax, the weighted
- * sum of V (common/attention.h has the mask, the softcap and the fully-masked-row rules). OpenMP runs over
- * (sequence, head, block of QB query rows); each task first gathers the rows it reads into contiguous scratch
- * (inputs may have any strides), so the inner loops are plain dot products.
+ * The math, written to be read, a block of query rows at a time: the block's scores S = scale * Q K^T, each
+ * row's softmax P (its max m and its sum l), then O = P V (common/attention.h has the mask, the softcap and the
+ * fully-masked-row rules). Every product of two matrices is one helper, matmul_acc(), whose inner loop runs along
+ * a contiguous row: the compiler turns it into vector instructions, and each element's sum runs in one fixed
+ * order. Each task first gathers what it reads into contiguous scratch (inputs may have any strides), K
+ * transposed, one block of KB keys at a time, so that the block stays in cache while every row of the query
+ * block uses it.
  *
- * The backward recomputes P = exp(S - lse) instead of storing it, and splits the work by what each task
- * writes, so that no two threads ever add into the same element and every sum runs in one fixed order
- * (bitwise-repeatable results, no atomics):
- *   - dQ: a task per (sequence, query head, query block), summing over the keys of each row;
- *   - dK, dV: a task per (sequence, key/value head, key block), summing over every query row of every
- *     query head of the group that sees the block.
+ * OpenMP runs over (sequence, head, block of QB query rows): B = 1 and 8 heads at S = 1024 are 128 tasks, work
+ * for 16 threads. The backward recomputes P = exp(S - lse) instead of storing it, and splits the work by what
+ * each task writes, so that no two threads ever add into the same element and no sum depends on the thread
+ * count (bitwise-repeatable results, no atomics):
+ *   - Delta = rowsum(dO * O) - dlse, once per row (the preprocess);
+ *   - dQ: a task per (sequence, query head, query block), summing over its key blocks;
+ *   - dK, dV: a task per (sequence, key/value head, key block), summing over the query blocks of every query
+ *     head of the group that sees the block.
+ * Both recompute the tile of S, P, dP and dS they need (tile_grads()): seven block products where a single pass
+ * with atomics would do five, the price of writing each output from one task.
  *
  * Preconditions: validated by ladder_flash_fwd/bwd (f32, host pointers, any input strides, contiguous outputs).
  * Run it:  build/bin/ladder run flash --rung cpu
@@ -22,7 +29,7 @@
 
 #include "flash_rungs.h"
 
-enum { QB = 64, KB = 64 }; /* query rows and keys per task */
+enum { QB = 64, KB = 64 }; /* query rows per query block, keys per key block */
 
 /* Pointer to element [b, h, s, 0] of a rank-4 tensor (its last dimension has stride t->strides[3]). */
 static const float *at4(const ladder_tensor *t, int64_t b, int64_t h, int64_t s) {
@@ -31,22 +38,63 @@ static const float *at4(const ladder_tensor *t, int64_t b, int64_t h, int64_t s)
 
 /* Rows [s0, s0+n) of head h of batch row b of @p t, each of @p d entries, into dst[n][d]. */
 static void gather(const ladder_tensor *t, int64_t b, int64_t h, int64_t s0, int64_t n, int64_t d, float *dst) {
+    const int64_t se = t->strides[3];
     for (int64_t r = 0; r < n; r++) {
         const float *src = at4(t, b, h, s0 + r);
-        for (int64_t e = 0; e < d; e++) dst[r * d + e] = src[e * t->strides[3]];
+        for (int64_t e = 0; e < d; e++) dst[r * d + e] = src[e * se];
     }
 }
 
-/* a . b with 8 partial sums, added in a fixed order: the compiler may keep them in one SIMD register (it
- * may not reorder a single running sum), and the result does not depend on the thread count */
-static float dot(const float *a, const float *b, int64_t n) {
-    float part[8] = {0};
-    int64_t e = 0;
-    for (; e + 8 <= n; e += 8)
-        for (int k = 0; k < 8; k++) part[k] += a[e + k] * b[e + k];
-    float acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-    for (; e < n; e++) acc += a[e] * b[e];
-    return acc;
+/* The same rows transposed, into dst[d][n]: column r holds row s0 + r. */
+static void gather_t(const ladder_tensor *t, int64_t b, int64_t h, int64_t s0, int64_t n, int64_t d, float *dst) {
+    const int64_t se = t->strides[3];
+    for (int64_t r = 0; r < n; r++) {
+        const float *src = at4(t, b, h, s0 + r);
+        for (int64_t e = 0; e < d; e++) dst[e * n + r] = src[e * se];
+    }
+}
+
+/* c[j] += a * b[j] for j < m: one multiple of a row of B into a row of C. */
+static void axpy(int64_t m, float a, const float *restrict b, float *restrict c) {
+#pragma omp simd
+    for (int64_t j = 0; j < m; j++) c[j] += a * b[j];
+}
+
+/*
+ * C += A B, for an n x k matrix A read as A[r * ar + e * ae] (so a transposed A costs nothing: its elements are
+ * read one at a time) and a k x m matrix B whose rows are contiguous (row e at B + e * ldb); row r of C is at
+ * C + r * ldc. Row r of C collects A(r, e) times row e of B for e = 0, 1, ... in that order, each element's sum
+ * one chain of multiply-adds. The loops along a row of B and of C are contiguous, so they vectorise; what bounds
+ * them is loading and storing C, so the main loop takes four rows of C and four rows of B at a time: each element
+ * of C is loaded and stored once per four multiply-adds, and each element of B loaded once for four rows. (The
+ * compiler keeps these spelled-out statements in registers; a loop over the four rows it would not.)
+ */
+static void matmul_acc(int64_t n, int64_t k, int64_t m, const float *A, int64_t ar, int64_t ae,
+                       const float *restrict B, int64_t ldb, float *restrict C, int64_t ldc) {
+    int64_t r = 0;
+    for (; r + 4 <= n; r += 4) {
+        float *restrict c0 = C + r * ldc, *restrict c1 = c0 + ldc, *restrict c2 = c1 + ldc, *restrict c3 = c2 + ldc;
+        int64_t e = 0;
+        for (; e + 4 <= k; e += 4) {
+            float a[4][4]; /* a[i][q] = A(r + i, e + q) */
+            for (int i = 0; i < 4; i++)
+                for (int q = 0; q < 4; q++) a[i][q] = A[(r + i) * ar + (e + q) * ae];
+            const float *restrict b0 = B + e * ldb, *restrict b1 = b0 + ldb, *restrict b2 = b1 + ldb,
+                                  *restrict b3 = b2 + ldb;
+#pragma omp simd
+            for (int64_t j = 0; j < m; j++) {
+                const float x0 = b0[j], x1 = b1[j], x2 = b2[j], x3 = b3[j];
+                c0[j] = c0[j] + a[0][0] * x0 + a[0][1] * x1 + a[0][2] * x2 + a[0][3] * x3;
+                c1[j] = c1[j] + a[1][0] * x0 + a[1][1] * x1 + a[1][2] * x2 + a[1][3] * x3;
+                c2[j] = c2[j] + a[2][0] * x0 + a[2][1] * x1 + a[2][2] * x2 + a[2][3] * x3;
+                c3[j] = c3[j] + a[3][0] * x0 + a[3][1] * x1 + a[3][2] * x2 + a[3][3] * x3;
+            }
+        }
+        for (; e < k; e++) /* the last k % 4 rows of B */
+            for (int i = 0; i < 4; i++) axpy(m, A[(r + i) * ar + e * ae], B + e * ldb, C + (r + i) * ldc);
+    }
+    for (; r < n; r++) /* the last n % 4 rows of C */
+        for (int64_t e = 0; e < k; e++) axpy(m, A[r * ar + e * ae], B + e * ldb, C + r * ldc);
 }
 
 /* How a task finds its sequence: units are batch rows, or packed sequences (then the batch row is 0). */
@@ -62,38 +110,47 @@ static units units_of(const ladder_flash_problem *p, const ladder_flash_args *a)
     return u;
 }
 
-/* S for query row q (D entries) and key row k: scale * q.k, softcapped. */
-static float score(const ladder_attention_problem *p, float scale, const float *q, const float *k) {
-    return ladder_attn_softcap(scale * dot(q, k, p->D), (float)p->softcap);
-}
-
-/* A query-block task: its sequence, batch row and K/V head, its rows [i0, i1), and the keys [klo, khi) any of
- * them sees (the ranges only move right as i grows, so the first and last rows bound them). */
+/* A query block: its sequence, batch row, query head and K/V head, its rows [i0, i0 + n), and the keys [klo,
+ * khi) that some row of it sees (ladder_attn_block_range: the first and the last row bound them). */
 typedef struct qblock {
     ladder_attn_seq seq;
-    int64_t b, hk, i0, i1, klo, khi;
+    int64_t b, h, hk, i0, n, klo, khi;
 } qblock;
 
-/* Task (s, h, qb) of the forward and of dQ; false when the block holds no row of its sequence. */
+/* Query block qb of head h of sequence s; false when the block holds no row of its sequence. */
 static bool query_block(const ladder_attention_problem *p, const units *u, int64_t s, int64_t h, int64_t qb,
                         qblock *t) {
     t->seq = ladder_attn_sequence(u->cu_q, u->cu_k, s, p->Sq, p->Sk);
     t->b = u->packed ? 0 : s;
+    t->h = h;
     t->hk = ladder_attn_kv_head(h, p->Hq, p->Hkv);
     t->i0 = qb * QB;
-    t->i1 = t->i0 + QB < t->seq.Lq ? t->i0 + QB : t->seq.Lq;
-    if (t->i0 >= t->i1) return false;
-    int64_t lo, hi;
-    ladder_attn_key_range(&p->mask, t->i0, t->seq.Lq, t->seq.Lk, &t->klo, &hi);
-    ladder_attn_key_range(&p->mask, t->i1 - 1, t->seq.Lq, t->seq.Lk, &lo, &t->khi);
-    if (t->khi < t->klo) t->khi = t->klo;
+    t->n = t->seq.Lq - t->i0 < QB ? t->seq.Lq - t->i0 : QB;
+    if (t->n <= 0) return false;
+    const ladder_attn_block k = ladder_attn_block_range(&p->mask, t->i0, t->n, t->seq.Lq, t->seq.Lk);
+    t->klo = k.lo;
+    t->khi = k.hi > k.lo ? k.hi : k.lo;
     return true;
+}
+
+/* Row i of the block's sequence: its row along Sq of the [B, Hq, Sq] outputs. */
+static int64_t out_row(const ladder_attention_problem *p, const qblock *t, int64_t i) {
+    return (t->b * p->Hq + t->h) * p->Sq + t->seq.q0 + i;
+}
+
+/* Per-task scratch, one allocation; false (and a message) when there is no memory. */
+static bool scratch(float **mem, int64_t floats, const char *pass, ladder_status *st) {
+    *mem = malloc((size_t)floats * sizeof **mem);
+    if (*mem) return true;
+#pragma omp critical
+    *st = ladder_fail(LADDER_ERR_NOMEM, "cpu flash %s: no memory for a block's scratch", pass);
+    return false;
 }
 
 ladder_status flash_fwd_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a) {
     const ladder_attention_problem *p = &fp->attn;
     const units u = units_of(fp, a);
-    const float scale = (float)ladder_attention_scale(p);
+    const float scale = (float)ladder_attention_scale(p), cap = (float)p->softcap;
     const int64_t D = p->D, Dv = p->Dv, n_qblocks = (p->Sq + QB - 1) / QB;
     float *o = a->o.data, *lse = a->lse.data; /* [B,Hq,Sq,Dv] and [B,Hq,Sq], contiguous */
     ladder_status st = LADDER_OK;
@@ -104,60 +161,114 @@ ladder_status flash_fwd_cpu(const ladder_flash_problem *fp, const ladder_flash_a
             for (int64_t qb = 0; qb < n_qblocks; qb++) {
                 qblock t;
                 if (!query_block(p, &u, s, h, qb, &t)) continue;
-                const ladder_attn_seq seq = t.seq;
-                const int64_t b = t.b, hk = t.hk, i0 = t.i0, i1 = t.i1, klo = t.klo, nk = t.khi - t.klo;
-                int64_t lo, hi;
-                float *K = malloc((size_t)(nk * D + nk * Dv + QB * D + nk + 1) * sizeof(float));
-                if (!K) {
-#pragma omp critical
-                    st = ladder_fail(LADDER_ERR_NOMEM, "cpu flash forward: no memory for a block's scratch");
-                    continue;
+                const int64_t n = t.n, nk = t.khi - t.klo, k0 = t.seq.k0;
+                const int64_t KVD = D > Dv ? D : Dv;
+                float *Q; /* then S [n][nk], the block's scores and then P; a key block of K^T or V; l [n] */
+                if (!scratch(&Q, QB * D + QB * nk + KB * KVD + QB, "forward", &st)) continue;
+                float *S = Q + QB * D, *KV = S + QB * nk, *l = KV + KB * KVD;
+                float *O = o + out_row(p, &t, t.i0) * Dv; /* the block's rows of o, [n][Dv] */
+                gather(&a->q, t.b, t.h, t.seq.q0 + t.i0, n, D, Q);
+                /* S = Q K^T, a key block at a time: K^T's block is D x KB, row e holding entry e of each key */
+                memset(S, 0, (size_t)(n * nk) * sizeof *S);
+                for (int64_t j0 = t.klo; j0 < t.khi; j0 += KB) {
+                    const int64_t m = t.khi - j0 < KB ? t.khi - j0 : KB;
+                    gather_t(&a->k, t.b, t.hk, k0 + j0, m, D, KV);
+                    matmul_acc(n, D, m, Q, D, 1, KV, m, S + (j0 - t.klo), nk);
                 }
-                float *V = K + nk * D, *Q = V + nk * Dv, *S = Q + QB * D; /* S: the scores of one row */
-                gather(&a->k, b, hk, seq.k0 + klo, nk, D, K);
-                gather(&a->v, b, hk, seq.k0 + klo, nk, Dv, V);
-                gather(&a->q, b, h, seq.q0 + i0, i1 - i0, D, Q);
-                for (int64_t i = i0; i < i1; i++) {
-                    ladder_attn_key_range(&p->mask, i, seq.Lq, seq.Lk, &lo, &hi);
-                    const int64_t row = (b * p->Hq + h) * p->Sq + seq.q0 + i;
-                    /* m = max_j S_ij, l = sum_j exp(S_ij - m): subtracting m keeps every exp <= 1 */
-                    float m = -INFINITY, l = 0.0f;
+                /* each row's softmax over the keys it sees: m = max_j S_ij, then P_ij = exp(S_ij - m) (every exp
+                 * <= 1) and l = sum_j P_ij; a key the row does not see gets P = 0 */
+                for (int64_t r = 0; r < n; r++) {
+                    int64_t lo, hi;
+                    ladder_attn_key_range(&p->mask, t.i0 + r, t.seq.Lq, t.seq.Lk, &lo, &hi);
+                    float *Sr = S + r * nk - t.klo, mx = -INFINITY, sum = 0.0f; /* Sr[j]: key j */
                     for (int64_t j = lo; j < hi; j++) {
-                        S[j - klo] = score(p, scale, Q + (i - i0) * D, K + (j - klo) * D);
-                        if (S[j - klo] > m) m = S[j - klo];
+                        Sr[j] = ladder_attn_softcap(scale * Sr[j], cap);
+                        if (Sr[j] > mx) mx = Sr[j];
                     }
-                    for (int64_t j = lo; j < hi; j++) l += S[j - klo] = expf(S[j - klo] - m);
-                    /* O_i = sum_j P_ij V_j with P_ij = exp(S_ij - m) / l; an empty row (l = 0) gives O_i = 0 */
-                    float *oi = o + row * Dv;
-                    for (int64_t e = 0; e < Dv; e++) oi[e] = 0.0f;
-                    for (int64_t j = lo; j < hi; j++) {
-                        const float pj = S[j - klo] / l;
-                        for (int64_t e = 0; e < Dv; e++) oi[e] += pj * V[(j - klo) * Dv + e];
-                    }
-                    lse[row] = ladder_attn_lse(m, l);
+                    for (int64_t j = t.klo; j < t.khi; j++)
+                        if (j >= lo && j < hi) sum += Sr[j] = expf(Sr[j] - mx);
+                        else Sr[j] = 0.0f;
+                    l[r] = sum;
+                    lse[out_row(p, &t, t.i0 + r)] = ladder_attn_lse(mx, sum);
                 }
-                free(K);
+                /* O = P V, a key block at a time, then O_i /= l_i; an empty row (l = 0) keeps O_i = 0 */
+                memset(O, 0, (size_t)(n * Dv) * sizeof *O);
+                for (int64_t j0 = t.klo; j0 < t.khi; j0 += KB) {
+                    const int64_t m = t.khi - j0 < KB ? t.khi - j0 : KB;
+                    gather(&a->v, t.b, t.hk, k0 + j0, m, Dv, KV);
+                    matmul_acc(n, m, Dv, S + (j0 - t.klo), nk, 1, KV, Dv, O, Dv);
+                }
+                for (int64_t r = 0; r < n; r++)
+                    for (int64_t e = 0; l[r] != 0.0f && e < Dv; e++) O[r * Dv + e] /= l[r];
+                free(Q);
             }
     return st;
 }
 
-/* Delta_i = rowsum(dO_i * O_i) - dlse_i for row i of head h of batch row b (the preprocess, one row). */
-static float delta_of(const ladder_attention_problem *p, const ladder_flash_args *a, int64_t b, int64_t h, int64_t i) {
-    const int64_t row = (b * p->Hq + h) * p->Sq + i;
-    const float *dlse = a->dlse.data;
-    const int64_t *sl = a->dlse.strides;
-    const float dl = dlse ? dlse[b * sl[0] + h * sl[1] + i * sl[2]] : 0.0f;
-    return ladder_attn_delta((const float *)a->o.data + row * p->Dv, at4(&a->dout, b, h, i), a->dout.strides[3],
-                             p->Dv, dl);
+/* What the backward's tiles read about a query block: its rows of Q [n][D] and dO [n][Dv], and per row the lse
+ * to subtract (L) and Delta. */
+typedef struct qrows {
+    float *Q, *dO, *L, *Delta;
+} qrows;
+
+static void gather_rows(const ladder_attention_problem *p, const ladder_flash_args *a, const qblock *t,
+                        const float *delta, qrows *q) {
+    gather(&a->q, t->b, t->h, t->seq.q0 + t->i0, t->n, p->D, q->Q);
+    gather(&a->dout, t->b, t->h, t->seq.q0 + t->i0, t->n, p->Dv, q->dO);
+    for (int64_t r = 0; r < t->n; r++) {
+        const int64_t row = out_row(p, t, t->i0 + r);
+        q->L[r] = ladder_attn_lse_for_bwd(((const float *)a->lse.data)[row]);
+        q->Delta[r] = delta[row];
+    }
 }
 
-/* dQ_i = scale * sum_j dS'_ij K_j, one task per (sequence, query head, query block). */
-static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a) {
+/*
+ * The backward's tile: the query block's rows against keys [j0, j0 + m) of its sequence (K^T and V^T of those
+ * keys given, D x m and Dv x m). Into P and dS (each [n][m]):
+ *     forward: S_ij = softcap(scale * Q_i . K_j), P_ij = exp(S_ij - lse_i), O_i = sum_j P_ij V_j, so
+ *     dP_ij = dO_i . V_j, through the softmax dS_ij = P_ij (dP_ij - Delta_i), and through the softcap and the
+ *     scale dS'_ij = scale * softcap'(S_ij) * dS_ij, which is what dQ and dK collect.
+ * An element the row does not see gets P = dS' = 0.
+ */
+static void tile_grads(const ladder_attention_problem *p, const qblock *t, const qrows *q, const float *Kt,
+                       const float *Vt, int64_t j0, int64_t m, float *P, float *dS) {
+    const float scale = (float)ladder_attention_scale(p), cap = (float)p->softcap;
+    memset(P, 0, (size_t)(t->n * m) * sizeof *P);
+    memset(dS, 0, (size_t)(t->n * m) * sizeof *dS);
+    matmul_acc(t->n, p->D, m, q->Q, p->D, 1, Kt, m, P, m);     /* Q K^T, scale and softcap still to come */
+    matmul_acc(t->n, p->Dv, m, q->dO, p->Dv, 1, Vt, m, dS, m); /* dP = dO V^T */
+    for (int64_t r = 0; r < t->n; r++) {
+        int64_t lo, hi;
+        ladder_attn_key_range(&p->mask, t->i0 + r, t->seq.Lq, t->seq.Lk, &lo, &hi);
+        for (int64_t j = 0; j < m; j++) {
+            const int64_t x = r * m + j;
+            if (j0 + j < lo || j0 + j >= hi) {
+                P[x] = dS[x] = 0.0f;
+                continue;
+            }
+            const float S = ladder_attn_softcap(scale * P[x], cap);
+            P[x] = expf(S - q->L[r]);
+            dS[x] = scale * ladder_attn_softcap_grad(S, cap) * P[x] * (dS[x] - q->Delta[r]);
+        }
+    }
+}
+
+/* Scratch of a backward task: the query block's rows, K^T and V^T of a key block, the P and dS tiles. */
+static int64_t bwd_scratch_floats(const ladder_attention_problem *p) {
+    return QB * (p->D + p->Dv + 2) + KB * (p->D + p->Dv) + 2 * QB * KB;
+}
+
+static void bwd_scratch_split(const ladder_attention_problem *p, float *mem, qrows *q, float **Kt, float **Vt,
+                              float **P, float **dS) {
+    q->Q = mem, q->dO = q->Q + QB * p->D, q->L = q->dO + QB * p->Dv, q->Delta = q->L + QB;
+    *Kt = q->Delta + QB, *Vt = *Kt + KB * p->D, *P = *Vt + KB * p->Dv, *dS = *P + QB * KB;
+}
+
+/* dQ_i = sum_j dS'_ij K_j, one task per (sequence, query head, query block). */
+static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a, const float *delta) {
     const ladder_attention_problem *p = &fp->attn;
     const units u = units_of(fp, a);
-    const float scale = (float)ladder_attention_scale(p), cap = (float)p->softcap;
     const int64_t D = p->D, Dv = p->Dv, n_qblocks = (p->Sq + QB - 1) / QB;
-    const float *lse = a->lse.data;
     float *dq = a->dq.data;
     ladder_status st = LADDER_OK;
 
@@ -167,50 +278,34 @@ static ladder_status dq_cpu(const ladder_flash_problem *fp, const ladder_flash_a
             for (int64_t qb = 0; qb < n_qblocks; qb++) {
                 qblock t;
                 if (!query_block(p, &u, s, h, qb, &t)) continue;
-                const ladder_attn_seq seq = t.seq;
-                const int64_t b = t.b, hk = t.hk, i0 = t.i0, i1 = t.i1, klo = t.klo, nk = t.khi - t.klo;
-                int64_t lo, hi;
-                float *K = malloc((size_t)(nk * D + nk * Dv + D + Dv) * sizeof(float));
-                if (!K) {
-#pragma omp critical
-                    st = ladder_fail(LADDER_ERR_NOMEM, "cpu flash backward: no memory for a block's scratch");
-                    continue;
+                float *mem, *Kt, *Vt, *P, *dS;
+                qrows q;
+                if (!scratch(&mem, bwd_scratch_floats(p) + KB * D, "backward", &st)) continue;
+                bwd_scratch_split(p, mem, &q, &Kt, &Vt, &P, &dS);
+                float *K = dS + QB * KB; /* the key block again, untransposed: [m][D] */
+                float *dQ = dq + out_row(p, &t, t.i0) * D;
+                memset(dQ, 0, (size_t)(t.n * D) * sizeof *dQ);
+                gather_rows(p, a, &t, delta, &q);
+                for (int64_t j0 = t.klo; j0 < t.khi; j0 += KB) {
+                    const int64_t m = t.khi - j0 < KB ? t.khi - j0 : KB;
+                    gather_t(&a->k, t.b, t.hk, t.seq.k0 + j0, m, D, Kt);
+                    gather_t(&a->v, t.b, t.hk, t.seq.k0 + j0, m, Dv, Vt);
+                    gather(&a->k, t.b, t.hk, t.seq.k0 + j0, m, D, K);
+                    tile_grads(p, &t, &q, Kt, Vt, j0, m, P, dS);
+                    matmul_acc(t.n, m, D, dS, m, 1, K, D, dQ, D); /* dQ += dS' K */
                 }
-                float *V = K + nk * D, *q = V + nk * Dv, *dO = q + D;
-                gather(&a->k, b, hk, seq.k0 + klo, nk, D, K);
-                gather(&a->v, b, hk, seq.k0 + klo, nk, Dv, V);
-                for (int64_t i = i0; i < i1; i++) {
-                    const int64_t row = (b * p->Hq + h) * p->Sq + seq.q0 + i;
-                    float *dqi = dq + row * D;
-                    for (int64_t e = 0; e < D; e++) dqi[e] = 0.0f;
-                    ladder_attn_key_range(&p->mask, i, seq.Lq, seq.Lk, &lo, &hi);
-                    if (lo >= hi) continue; /* fully masked: zero gradient */
-                    gather(&a->q, b, h, seq.q0 + i, 1, D, q);
-                    gather(&a->dout, b, h, seq.q0 + i, 1, Dv, dO);
-                    const float L = ladder_attn_lse_for_bwd(lse[row]), Delta = delta_of(p, a, b, h, seq.q0 + i);
-                    for (int64_t j = lo; j < hi; j++) {
-                        const float *kj = K + (j - klo) * D;
-                        /* forward: P_ij = exp(S_ij - lse_i) and O_i = sum_j P_ij V_j, so dP_ij = dO_i . V_j, and
-                         * through the softmax dS_ij = P_ij (dP_ij - Delta_i); through the softcap and the scale,
-                         * dQ_i += scale * dS'_ij K_j */
-                        const float S = score(p, scale, q, kj), P = expf(S - L);
-                        const float dP = dot(dO, V + (j - klo) * Dv, Dv);
-                        const float dS = P * (dP - Delta) * ladder_attn_softcap_grad(S, cap);
-                        for (int64_t e = 0; e < D; e++) dqi[e] += scale * dS * kj[e];
-                    }
-                }
-                free(K);
+                free(mem);
             }
     return st;
 }
 
-/* dV_j = sum_i P_ij dO_i and dK_j = scale * sum_i dS'_ij Q_i over the group's query heads, per key block. */
-static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a) {
+/* dV_j = sum_i P_ij dO_i and dK_j = sum_i dS'_ij Q_i over the group's query heads, one task per (sequence, K/V
+ * head, key block). */
+static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a, const float *delta) {
     const ladder_attention_problem *p = &fp->attn;
     const units u = units_of(fp, a);
-    const float scale = (float)ladder_attention_scale(p), cap = (float)p->softcap;
-    const int64_t D = p->D, Dv = p->Dv, n_kblocks = (p->Sk + KB - 1) / KB, group = p->Hq / p->Hkv;
-    const float *lse = a->lse.data;
+    const int64_t D = p->D, Dv = p->Dv, n_kblocks = (p->Sk + KB - 1) / KB, n_qblocks = (p->Sq + QB - 1) / QB;
+    const int64_t group = p->Hq / p->Hkv;
     float *dk = a->dk.data, *dv = a->dv.data;
     ladder_status st = LADDER_OK;
 
@@ -219,51 +314,54 @@ static ladder_status dkdv_cpu(const ladder_flash_problem *fp, const ladder_flash
         for (int64_t hk = 0; hk < p->Hkv; hk++)
             for (int64_t kb = 0; kb < n_kblocks; kb++) {
                 const ladder_attn_seq seq = ladder_attn_sequence(u.cu_q, u.cu_k, s, p->Sq, p->Sk);
-                const int64_t b = u.packed ? 0 : s;
-                const int64_t j0 = kb * KB, j1 = j0 + KB < seq.Lk ? j0 + KB : seq.Lk;
-                if (j0 >= j1) continue;
-                const int64_t nk = j1 - j0;
-                float *K = malloc((size_t)(nk * D + nk * Dv + D + Dv) * sizeof(float));
-                if (!K) {
-#pragma omp critical
-                    st = ladder_fail(LADDER_ERR_NOMEM, "cpu flash backward: no memory for a block's scratch");
-                    continue;
-                }
-                float *V = K + nk * D, *q = V + nk * Dv, *dO = q + D;
-                gather(&a->k, b, hk, seq.k0 + j0, nk, D, K);
-                gather(&a->v, b, hk, seq.k0 + j0, nk, Dv, V);
-                float *dkb = dk + ((b * p->Hkv + hk) * p->Sk + seq.k0 + j0) * D;
-                float *dvb = dv + ((b * p->Hkv + hk) * p->Sk + seq.k0 + j0) * Dv;
-                memset(dkb, 0, (size_t)(nk * D) * sizeof(float));
-                memset(dvb, 0, (size_t)(nk * Dv) * sizeof(float));
+                const int64_t b = u.packed ? 0 : s, j0 = kb * KB, m = seq.Lk - j0 < KB ? seq.Lk - j0 : KB;
+                if (m <= 0) continue;
+                float *mem, *Kt, *Vt, *P, *dS;
+                qrows q;
+                if (!scratch(&mem, bwd_scratch_floats(p), "backward", &st)) continue;
+                bwd_scratch_split(p, mem, &q, &Kt, &Vt, &P, &dS);
+                gather_t(&a->k, b, hk, seq.k0 + j0, m, D, Kt);
+                gather_t(&a->v, b, hk, seq.k0 + j0, m, Dv, Vt);
+                float *dK = dk + ((b * p->Hkv + hk) * p->Sk + seq.k0 + j0) * D;
+                float *dV = dv + ((b * p->Hkv + hk) * p->Sk + seq.k0 + j0) * Dv;
+                memset(dK, 0, (size_t)(m * D) * sizeof *dK);
+                memset(dV, 0, (size_t)(m * Dv) * sizeof *dV);
                 for (int64_t h = hk * group; h < (hk + 1) * group; h++)
-                    for (int64_t i = 0; i < seq.Lq; i++) {
-                        int64_t lo, hi;
-                        ladder_attn_key_range(&p->mask, i, seq.Lq, seq.Lk, &lo, &hi);
-                        if (lo < j0) lo = j0;
-                        if (hi > j1) hi = j1;
-                        if (lo >= hi) continue; /* row i sees no key of this block */
-                        const int64_t row = (b * p->Hq + h) * p->Sq + seq.q0 + i;
-                        gather(&a->q, b, h, seq.q0 + i, 1, D, q);
-                        gather(&a->dout, b, h, seq.q0 + i, 1, Dv, dO);
-                        const float L = ladder_attn_lse_for_bwd(lse[row]), Delta = delta_of(p, a, b, h, seq.q0 + i);
-                        for (int64_t j = lo; j < hi; j++) {
-                            const float *kj = K + (j - j0) * D;
-                            const float S = score(p, scale, q, kj), P = expf(S - L);
-                            const float dP = dot(dO, V + (j - j0) * Dv, Dv);
-                            const float dS = P * (dP - Delta) * ladder_attn_softcap_grad(S, cap);
-                            /* forward: O_i += P_ij V_j and S_ij = scale * Q_i . K_j, so V_j collects P_ij dO_i and
-                             * K_j collects scale * dS'_ij Q_i, from every query row (and head) that sees it */
-                            for (int64_t e = 0; e < Dv; e++) dvb[(j - j0) * Dv + e] += P * dO[e];
-                            for (int64_t e = 0; e < D; e++) dkb[(j - j0) * D + e] += scale * dS * q[e];
-                        }
+                    for (int64_t qb = 0; qb < n_qblocks; qb++) {
+                        qblock t;
+                        if (!query_block(p, &u, s, h, qb, &t)) break;
+                        if (t.khi <= j0 || t.klo >= j0 + m) continue; /* no row of it sees this key block */
+                        gather_rows(p, a, &t, delta, &q);
+                        tile_grads(p, &t, &q, Kt, Vt, j0, m, P, dS);
+                        /* forward: O_i += P_ij V_j and S_ij = scale * Q_i . K_j, so V_j collects P_ij dO_i and K_j
+                         * collects dS'_ij Q_i, from every query row (and head) that sees it: P^T dO and dS'^T Q */
+                        matmul_acc(m, t.n, Dv, P, 1, m, q.dO, Dv, dV, Dv);
+                        matmul_acc(m, t.n, D, dS, 1, m, q.Q, D, dK, D);
                     }
-                free(K);
+                free(mem);
             }
     return st;
 }
 
-ladder_status flash_bwd_cpu(const ladder_flash_problem *p, const ladder_flash_args *a) {
-    LADDER_TRY(dq_cpu(p, a));
-    return dkdv_cpu(p, a);
+ladder_status flash_bwd_cpu(const ladder_flash_problem *fp, const ladder_flash_args *a) {
+    const ladder_attention_problem *p = &fp->attn;
+    const int64_t rows = p->B * p->Hq * p->Sq;
+    float *delta = malloc((size_t)rows * sizeof *delta); /* [B,Hq,Sq], like lse */
+    if (!delta) return ladder_fail(LADDER_ERR_NOMEM, "cpu flash backward: no memory for Delta of %lld rows",
+                                   (long long)rows);
+    /* the preprocess: Delta_i = rowsum(dO_i * O_i) - dlse_i (a row no sequence owns is never read) */
+    const float *o = a->o.data, *dlse = a->dlse.data;
+    const int64_t *sl = a->dlse.strides;
+#pragma omp parallel for collapse(3) schedule(static)
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t h = 0; h < p->Hq; h++)
+            for (int64_t i = 0; i < p->Sq; i++) {
+                const int64_t row = (b * p->Hq + h) * p->Sq + i;
+                const float dl = dlse ? dlse[b * sl[0] + h * sl[1] + i * sl[2]] : 0.0f;
+                delta[row] = ladder_attn_delta(o + row * p->Dv, at4(&a->dout, b, h, i), a->dout.strides[3], p->Dv, dl);
+            }
+    ladder_status st = dq_cpu(fp, a, delta);
+    if (st == LADDER_OK) st = dkdv_cpu(fp, a, delta);
+    free(delta);
+    return st;
 }

@@ -236,7 +236,9 @@ ladder_status memeff_bwd_cpu(const ladder_memeff_problem *mp, const ladder_memef
     if (a->dbias.data) {
         float *dbias = a->dbias.data; /* the bias's shape, contiguous */
         const int64_t n = ladder_tensor_numel(&a->dbias);
-#pragma omp parallel for schedule(dynamic, 4)
+        /* guided: a full bias has millions of one-element sums (large chunks, few trips to the shared counter), a
+         * broadcast one a few long ones (chunks down to one element, so that every thread gets one) */
+#pragma omp parallel for schedule(guided)
         for (int64_t e = 0; e < n; e++) dbias[e] = dbias_element(&c, &a->dbias, e);
     }
     ctx_free(&c);

@@ -1,6 +1,7 @@
 /* tests/harness.c: the test machinery every suite shares (see harness.h). */
 #include "harness.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,31 +106,50 @@ static int64_t first_bitwise_difference(const ladder_tensor *a, const ladder_ten
     return -1;
 }
 
-void test_expect_deterministic(const test_case *t) {
-    /* under compute-sanitizer (the small grids) a second run already replays every kernel the first ran, and ten
-     * of them made the determinism suite alone outlast the sanitizer's time */
-    const int repeats = harness_small() ? 2 : 10;
-    char label[64], what[512];
+/*
+ * Run @p t's rung once, then @p n more times, the k-th of them at threads[k] OpenMP threads (the first at 1), or,
+ * with @p threads NULL, at whatever count the first ran; assert that every output of each is bitwise equal to the
+ * first's.
+ */
+static void expect_repeats_bitwise_equal(const test_case *t, int n, const int *threads) {
+    char label[64], what[512], again_is[48];
+    const char *first_is = threads ? "the run at 1 thread" : "run 1";
     test_rung_label(t->rung, t->dtype, label, sizeof label);
     test_case_str(t, what, sizeof what);
     ladder_case c;
     test_make(t, &c);
     ladder_result first, again;
+    if (threads) omp_set_num_threads(1);
     test_run(t, t->rung, t->dtype, &c, &first);
-    for (int rep = 1; rep < repeats; rep++) {
+    for (int k = 0; k < n; k++) {
+        if (threads) omp_set_num_threads(threads[k]);
         test_run(t, t->rung, t->dtype, &c, &again);
+        if (threads) snprintf(again_is, sizeof again_is, "the run at %d threads", threads[k]);
+        else snprintf(again_is, sizeof again_is, "run %d", k + 2);
         for (int i = 0; i < c.algo->n_tensors; i++) {
             if (!first.t[i].data) continue;
             int64_t bad = first_bitwise_difference(&first.t[i], &again.t[i]);
             if (bad >= 0)
-                cr_assert_fail("%s on %s: %s of run %d differs bitwise from run 1 at flat index %lld (%.9g vs %.9g)",
-                               label, what, c.algo->tensors[i].name, rep + 1, (long long)bad,
+                cr_assert_fail("%s on %s: %s of %s differs bitwise from %s at flat index %lld (%.9g vs %.9g)", label,
+                               what, c.algo->tensors[i].name, again_is, first_is, (long long)bad,
                                ladder_tensor_get(&again.t[i], bad), ladder_tensor_get(&first.t[i], bad));
         }
         ladder_result_free(&again);
     }
     ladder_result_free(&first);
     ladder_case_free(&c);
+}
+
+void test_expect_deterministic(const test_case *t) {
+    /* under compute-sanitizer (the small grids) a second run already replays every kernel the first ran, and ten
+     * of them made the determinism suite alone outlast the sanitizer's time */
+    expect_repeats_bitwise_equal(t, harness_small() ? 1 : 9, NULL);
+}
+
+void test_expect_thread_count_independent(const test_case *t) {
+    /* 2 and 3 split the tasks differently, 7 leaves some threads with more tasks than others */
+    static const int threads[] = {2, 3, 7};
+    expect_repeats_bitwise_equal(t, (int)(sizeof threads / sizeof threads[0]), threads);
 }
 
 void harness_require_rung(const test_case *t) {

@@ -88,6 +88,9 @@ void test_expect_results_close(const char *who, const test_case *t, const ladder
                                const ladder_result *want, double tol);
 /** Run @p t's rung 10 times (2 with LADDER_TEST_SMALL=1); assert every output is bitwise equal to the first run's. */
 void test_expect_deterministic(const test_case *t);
+/** Run @p t's rung at 1 OpenMP thread, then at 2, 3 and 7; assert every output is bitwise equal to the first run's
+ * (the cpu rung's sums run in an order that the thread count does not change). */
+void test_expect_thread_count_independent(const test_case *t);
 
 /** Skip the current test (with the reason) unless @p t's algorithm can run on its rung here. */
 void harness_require_rung(const test_case *t);

@@ -8,7 +8,7 @@
  *    rung rounds: flash's P and dS, ladder_run_tc_reference()), the tensor-core rung on the same values converted
  *    to the dtype (strides kept), and its outputs must match to ladder_tolerance(dtype). Outputs are NaN-poisoned
  *    before every call.
- * 3. Determinism: 10 repeats of every rung, bitwise equal.
+ * 3. Determinism: 10 repeats of every rung, bitwise equal; and the cpu rung bitwise equal at 1, 2, 3 and 7 threads.
  * LADDER_TEST_SMALL=1 shrinks the grids for compute-sanitizer. Without a usable GPU the GPU cases skip.
  */
 #include <stdio.h>
@@ -82,6 +82,11 @@ ParameterizedTest(const test_case *t, gpu_tensorcore, fp16_matches_cpu) { check_
 
 ParameterizedTestParameters(cpu, deterministic) { return test_all(TEST_DETERMINISM, LADDER_RUNG_CPU, LADDER_F32); }
 ParameterizedTest(const test_case *t, cpu, deterministic) { test_expect_deterministic(t); }
+
+ParameterizedTestParameters(cpu, thread_count_independent) {
+    return test_all(TEST_DETERMINISM, LADDER_RUNG_CPU, LADDER_F32);
+}
+ParameterizedTest(const test_case *t, cpu, thread_count_independent) { test_expect_thread_count_independent(t); }
 
 ParameterizedTestParameters(gpu, deterministic) { return test_all_gpu_rungs(TEST_DETERMINISM); }
 ParameterizedTest(const test_case *t, gpu, deterministic) {

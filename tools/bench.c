@@ -7,14 +7,15 @@
  * rung function alone, timed: --warmup untimed runs, then --reps runs, each bracketed by CUDA events with L2
  * flushed before it, median reported. Each bench problem runs the rungs of its set (ladder_algo::bench_rungs), and
  * the lowest of them that is available is the reference. Where that is the cpu rung, its one validated call per
- * pass is also its timing (it is the reference, not the subject), and the other rungs get their speedup over it; a
- * problem too large for the cpu rung has a GPU rung as its reference, timed like the others, and no speedup.
+ * pass is also its timing (it is the reference, not the subject; --cpu-reps N times it N times after one untimed
+ * run, for when it is the subject), and the other rungs get their speedup over it; a problem too large for the cpu
+ * rung has a GPU rung as its reference, timed like the others, and no speedup.
  */
+#include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tool.h"
-
-enum { CPU_REPS = 1 };
 
 /* The rungs and dtypes a sweep times, in report order. */
 static const struct {
@@ -119,7 +120,8 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     char what[64];
     snprintf(what, sizeof what, "%s f32 (the reference)", ladder_rung_name(ref));
     progress(algo->name, shape, ++step, steps, what, t0);
-    const ladder_run_opts cpu_opts = {.reps = CPU_REPS};
+    /* one timed run is the validated call itself (ladder_run_opts::reps); more get one untimed run first */
+    const ladder_run_opts cpu_opts = {.warmup = o->cpu_reps > 1, .reps = o->cpu_reps};
     const ladder_run_opts gpu_opts = {.warmup = o->warmup, .reps = o->reps, .flush_l2 = true};
     ladder_result ref_res;
     const ladder_run_opts once = {0}; /* a reference that is not itself asked for is run, not timed */
@@ -206,6 +208,46 @@ static bool same_problem(const ladder_algo *algo, const tool_opts *o, int i, int
     uint32_t wi, wj;
     return resolved(algo, o, i, pi, &wi) && resolved(algo, o, j, pj, &wj) && wi == wj &&
            memcmp(pi, pj, algo->problem_size) == 0;
+}
+
+/*
+ * Like the device's copy ceiling (ladder_gpu_copy_bandwidth: two 1 GiB buffers, median of 20 copies after 3), with
+ * buffers several times any last-level cache: each thread copies its own slice with memcpy (the C library's fastest
+ * copy, non-temporal stores included), the slices first touched by the thread that copies them, so that on a machine
+ * with several memory nodes each thread copies memory near it. Bytes counted as read + write, as the GPU's are.
+ */
+int tool_cpu_copy_gbps(double *gbps, int *threads) {
+    enum { WARMUP = 3, REPS = 11 };
+    const size_t bytes = (size_t)256 << 20;
+    char *src = malloc(bytes), *dst = malloc(bytes);
+    if (!src || !dst) {
+        free(src), free(dst);
+        fprintf(stderr, "ladder: cannot allocate 2 x %zu bytes for the host copy benchmark\n", bytes);
+        return TOOL_FAIL;
+    }
+    const int n = omp_get_max_threads();
+    const size_t slice = (bytes / (size_t)n + 63) / 64 * 64; /* whole cache lines */
+    double ms[REPS];
+    for (int rep = -1; rep < WARMUP + REPS; rep++) {
+        const double t0 = tool_now_ms();
+#pragma omp parallel for schedule(static) num_threads(n)
+        for (int i = 0; i < n; i++) {
+            const size_t lo = (size_t)i * slice < bytes ? (size_t)i * slice : bytes;
+            const size_t len = bytes - lo < slice ? bytes - lo : slice;
+            if (rep < 0) memset(src + lo, 0x3c, len), memset(dst + lo, 0, len); /* first touch; not zeros */
+            else memcpy(dst + lo, src + lo, len);
+        }
+        if (rep >= WARMUP) ms[rep - WARMUP] = tool_now_ms() - t0;
+    }
+    free(src), free(dst);
+    for (int i = 1; i < REPS; i++) /* sort, for the median */
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+            const double m = ms[j];
+            ms[j] = ms[j - 1], ms[j - 1] = m;
+        }
+    *gbps = 2.0 * (double)bytes / (ms[REPS / 2] * 1e-3) / 1e9;
+    *threads = n;
+    return TOOL_OK;
 }
 
 static uint32_t own_rungs(const ladder_algo *algo, int i) {

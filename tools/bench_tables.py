@@ -43,11 +43,17 @@ The header `ladder bench` writes now (shape is space-separated NAME=VALUE
 pairs such as "B=8 T=4096 D=2048 W=4"):
 
     gpu,date,commit,algo,pass,rung,dtype,shape,median_ms,bytes,flops,gbps,tflops,
-    copy_gbps,gemm_tflops,pct_of_copy,pct_of_gemm,floor_ms,speedup_vs_cpu
+    copy_gbps,gemm_tflops,pct_of_copy,pct_of_gemm,floor_ms,speedup_vs_cpu,
+    cpu_copy_gbps,cpu_threads
 
 copy_gbps, gemm_tflops, pct_of_copy, pct_of_gemm and floor_ms are empty cells
 when that ceiling was not measured (never 0); an empty cell prints as "-".
-The older header of the first committed run is still read:
+A cpu row's pct_of_copy and floor_ms are against cpu_copy_gbps, the host's
+copy bandwidth measured in the same run at cpu_threads threads, which the
+line under a table names; the other rows' against copy_gbps, the device's.
+Files written before the host's ceiling was measured lack its two columns
+(every row's % of copy is then of the device's copy), and are still read; so
+is the older header of the first committed run:
 
     gpu,date,commit,algo,pass,rung,dtype,B,T,D,W,median_ms,bytes,gbps,copy_gbps,
     pct_of_copy,floor_ms,speedup_vs_cpu
@@ -119,7 +125,9 @@ from xml.sax.saxutils import escape
 HEADER = [
     "gpu", "date", "commit", "algo", "pass", "rung", "dtype", "shape", "median_ms", "bytes", "flops", "gbps",
     "tflops", "copy_gbps", "gemm_tflops", "pct_of_copy", "pct_of_gemm", "floor_ms", "speedup_vs_cpu",
+    "cpu_copy_gbps", "cpu_threads",
 ]
+PREV_HEADER = HEADER[:-2]  # before the host's copy ceiling: every row's % of copy is of the device's copy
 OLD_HEADER = [
     "gpu", "date", "commit", "algo", "pass", "rung", "dtype", "B", "T", "D", "W",
     "median_ms", "bytes", "gbps", "copy_gbps", "pct_of_copy", "floor_ms", "speedup_vs_cpu",
@@ -185,13 +193,13 @@ def read_csv(path):
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
         header = next(reader, None)
-        if header == HEADER:
+        if header in (HEADER, PREV_HEADER):
             old = False
         elif header == OLD_HEADER:
             old = True
         else:
             raise Failure(f"{path}: header is {','.join(header or [])}, expected {','.join(HEADER)} "
-                          f"(or the older {','.join(OLD_HEADER)})")
+                          f"(or the older {','.join(PREV_HEADER)}, or {','.join(OLD_HEADER)})")
         width = len(header)
         rows = []
         for lineno, cells in enumerate(reader, start=2):
@@ -200,11 +208,9 @@ def read_csv(path):
             if len(cells) != width:
                 raise Failure(f"{path}:{lineno}: {len(cells)} fields, expected {width}")
             raw = dict(zip(header, cells))
+            row = {k: raw.get(k, "") for k in HEADER}
             if old:
-                row = {k: raw.get(k, "") for k in HEADER}
                 row["shape"] = " ".join(f"{k}={raw[k]}" for k in ("B", "T", "D", "W"))
-            else:
-                row = raw
             row["_pairs"] = parse_shape(row["shape"], f"{path}:{lineno}")
             row["_line"] = f"{path}:{lineno}"
             rows.append(row)
@@ -364,9 +370,13 @@ def measured(rows, at):
     commits = one_or_list(r["commit"] for r in rows)
     copies = one_or_list(fmt(r["copy_gbps"], 0) for r in rows)
     gemms = one_or_list(fmt(r["gemm_tflops"], 0) for r in rows)
+    hosts = one_or_list(f"{fmt(r['cpu_copy_gbps'], 0)} GB/s at {fmt(r['cpu_threads'], 0)} threads"
+                        for r in rows if r["rung"] == "cpu" and num(r["cpu_copy_gbps"]) is not None)
     # one run, one measurement of each ceiling; several only if files were merged
     ceilings = ("copy bandwidth not measured" if copies == ["-"]
                 else f"copy bandwidth {' / '.join(copies)} GB/s measured in the same run")
+    if hosts:
+        ceilings += f"; host copy {' / '.join(hosts)} in the same run, the cpu rung's % of copy"
     if gemms != ["-"]:
         ceilings += f"; bf16 GEMM {' / '.join(gemms)} TFLOP/s in the same run"
     return f"Measured on {', '.join(gpus)} on {', '.join(dates)} at {at} (commit {', '.join(commits)}); {ceilings}."

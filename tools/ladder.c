@@ -4,7 +4,7 @@
  *   ladder list
  *   ladder run ALGO|all [--rung R]... [the algorithm's flags] [--dtype bf16|fp16|fp32] [--seed N]
  *   ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16|fp32]
- *   ladder bench ALGO|all [--rung R]... [flags] [--reps N] [--warmup N] [--out DIR] [--gemm-tflops X]
+ *   ladder bench ALGO|all [--rung R]... [flags] [--reps N] [--warmup N] [--cpu-reps N] [--out DIR] [--gemm-tflops X]
  *
  * Everything algorithm-specific (flags, file names, shapes) comes from the descriptors in common/ (engine.h).
  * Exit codes: 0 all good, 1 a failed check or run, 2 a usage error (bad flag, bad file, a rung that cannot run).
@@ -25,7 +25,8 @@ static void usage(FILE *f) {
             "                            (exit 1 on any failed check)\n"
             "  run ALGO --in DIR         run one rung on DIR/<name>.npy, write its outputs as float32 .npy\n"
             "  bench ALGO|all            warmed-up timings (median), GB/s and TFLOP/s beside the copy bandwidth\n"
-            "                            measured in the same run; writes CSV, Markdown and SVG into --out DIR\n"
+            "                            (the device's, and the host's for the cpu rung) measured in the same\n"
+            "                            run; writes CSV, Markdown and SVG into --out DIR\n"
             "  help                      this text (also --help; `ladder run --help` for the flags)\n"
             "\n"
             "algorithms:\n");
@@ -113,6 +114,8 @@ static void run_usage(FILE *f, const ladder_algo *only) {
             "                    bench: where the CSV, Markdown and SVG go (default build/bench)\n"
             "  --reps N          bench: timed runs per measurement, median reported (default 20, at least 20)\n"
             "  --warmup N        bench: untimed runs first (default 3)\n"
+            "  --cpu-reps N      bench: timed runs of the cpu rung, median reported (default 1: its validated\n"
+            "                    call, no warm-up; above 1: one untimed run first)\n"
             "  --gemm-tflops X   bench: the measured bf16 GEMM rate, for the FLOP floor\n");
     for (int i = 0; i < ladder_n_algos; i++)
         if (!only || only == ladder_algos[i]) algo_usage(f, ladder_algos[i]);
@@ -173,6 +176,7 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
     o->seed = 1;
     o->warmup = 3;
     o->reps = 20;
+    o->cpu_reps = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long x;
@@ -209,6 +213,9 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
         } else if (!strcmp(a, "--reps")) {
             if (parse_int(a, v, 20, 100000, &x)) return TOOL_USAGE;
             o->reps = (int)x;
+        } else if (!strcmp(a, "--cpu-reps")) {
+            if (parse_int(a, v, 1, 100000, &x)) return TOOL_USAGE;
+            o->cpu_reps = (int)x;
         } else if (!strcmp(a, "--warmup")) {
             if (parse_int(a, v, 0, 100000, &x)) return TOOL_USAGE;
             o->warmup = (int)x;
@@ -266,8 +273,13 @@ static int bench(const ladder_algo *chosen, const tool_opts *o) {
         fprintf(stderr, "bench: %s, device-to-device copy %.0f GB/s (read + write)\n", env.gpu, env.copy_gbps);
     } else {
         snprintf(env.gpu, sizeof env.gpu, "cpu-only");
-        fprintf(stderr, "bench: %s: only the cpu rung is timed; the copy and GEMM ceilings are n/a\n",
+        fprintf(stderr, "bench: %s: only the cpu rung is timed; the device copy and GEMM ceilings are n/a\n",
                 ladder_gpu_absent_reason());
+    }
+    if (tool_rung_wanted(o, LADDER_RUNG_CPU)) {
+        if (tool_cpu_copy_gbps(&env.cpu_copy_gbps, &env.cpu_threads) != TOOL_OK) return TOOL_FAIL;
+        fprintf(stderr, "bench: host copy %.0f GB/s (read + write) at %d thread%s\n", env.cpu_copy_gbps,
+                env.cpu_threads, env.cpu_threads == 1 ? "" : "s");
     }
     enum { MAX_ROWS = 512 };
     static bench_row rows[MAX_ROWS];

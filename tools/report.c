@@ -1,7 +1,10 @@
 /*
  * Benchmark reports: one CSV (the committed record), a Markdown table and an SVG bar chart.
  * A ceiling that was not measured (no GPU, no --gemm-tflops) leaves its cells empty in the CSV and "-" in the
- * Markdown: never 0. tools/bench_tables.py prints the CSV's values with the same formats as the Markdown here.
+ * Markdown: never 0. A row's % of copy and floor are against the copy bandwidth of the processor that ran it: the
+ * host's (cpu_copy_gbps, at cpu_threads threads) for the cpu rung, the device's (copy_gbps) for the GPU rungs; the
+ * GEMM ceiling is the GPU's, and no cpu row is measured against it. tools/bench_tables.py prints the CSV's values
+ * with the same formats as the Markdown here.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -31,15 +34,21 @@ typedef struct derived {
     double gbps, tflops, pct_copy, pct_gemm, floor_ms;
 } derived;
 
+/* The copy ceiling of the processor that ran @p r: the host's for the cpu rung, the device's for the others. */
+static double copy_of(const bench_env *env, const bench_row *r) {
+    return strcmp(r->rung, "cpu") == 0 ? env->cpu_copy_gbps : env->copy_gbps;
+}
+
 static derived derive(const bench_env *env, const bench_row *r) {
     derived d = {.pct_copy = -1, .pct_gemm = -1, .floor_ms = -1};
     d.gbps = r->bytes / (r->median_ms * 1e-3) / 1e9;
     d.tflops = r->flops / (r->median_ms * 1e-3) / 1e12;
-    if (env->copy_gbps > 0) {
-        d.pct_copy = 100 * d.gbps / env->copy_gbps;
-        d.floor_ms = r->bytes / (env->copy_gbps * 1e9) * 1e3;
+    const double copy = copy_of(env, r);
+    if (copy > 0) {
+        d.pct_copy = 100 * d.gbps / copy;
+        d.floor_ms = r->bytes / (copy * 1e9) * 1e3;
     }
-    if (env->gemm_tflops > 0) {
+    if (env->gemm_tflops > 0 && strcmp(r->rung, "cpu") != 0) {
         d.pct_gemm = 100 * d.tflops / env->gemm_tflops;
         double f = r->flops / (env->gemm_tflops * 1e12) * 1e3;
         if (f > d.floor_ms) d.floor_ms = f;
@@ -58,18 +67,20 @@ static int write_csv(const char *path, const bench_env *env, const bench_row *ro
     FILE *f = fopen(path, "w");
     if (!f) return fprintf(stderr, "ladder: cannot write %s: %s\n", path, strerror(errno)), 1;
     fprintf(f, "gpu,date,commit,algo,pass,rung,dtype,shape,median_ms,bytes,flops,gbps,tflops,copy_gbps,gemm_tflops,"
-               "pct_of_copy,pct_of_gemm,floor_ms,speedup_vs_cpu\n");
+               "pct_of_copy,pct_of_gemm,floor_ms,speedup_vs_cpu,cpu_copy_gbps,cpu_threads\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         derived d = derive(env, r);
-        char copy[32], gemm[32], pc[32], pg[32], fl[32], sp[32];
-        fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.0f,%.1f,%.3f,%s,%s,%s,%s,%s,%s\n", env->gpu, env->date,
+        char copy[32], gemm[32], pc[32], pg[32], fl[32], sp[32], hc[32], th[32];
+        fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.0f,%.1f,%.3f,%s,%s,%s,%s,%s,%s,%s,%s\n", env->gpu, env->date,
                 env->commit, r->algo, r->pass, r->rung, r->dtype, r->shape, r->median_ms, r->bytes, r->flops, d.gbps,
                 d.tflops, cell(copy, sizeof copy, "%.1f", env->copy_gbps > 0 ? env->copy_gbps : -1, ""),
                 cell(gemm, sizeof gemm, "%.1f", env->gemm_tflops > 0 ? env->gemm_tflops : -1, ""),
                 cell(pc, sizeof pc, "%.1f", d.pct_copy, ""), cell(pg, sizeof pg, "%.2f", d.pct_gemm, ""),
                 cell(fl, sizeof fl, "%.4f", d.floor_ms, ""),
-                cell(sp, sizeof sp, "%.1f", r->speedup_vs_cpu > 0 ? r->speedup_vs_cpu : -1, ""));
+                cell(sp, sizeof sp, "%.1f", r->speedup_vs_cpu > 0 ? r->speedup_vs_cpu : -1, ""),
+                cell(hc, sizeof hc, "%.1f", env->cpu_copy_gbps > 0 ? env->cpu_copy_gbps : -1, ""),
+                cell(th, sizeof th, "%.0f", env->cpu_copy_gbps > 0 ? env->cpu_threads : -1, ""));
     }
     return fclose(f) != 0;
 }
@@ -77,11 +88,14 @@ static int write_csv(const char *path, const bench_env *env, const bench_row *ro
 static int write_md(const char *path, const bench_env *env, const bench_row *rows, int n) {
     FILE *f = fopen(path, "w");
     if (!f) return fprintf(stderr, "ladder: cannot write %s: %s\n", path, strerror(errno)), 1;
-    char copy[32], gemm[32];
-    fprintf(f, "Measured on %s on %s (commit %s); device-to-device copy %s GB/s and bf16 GEMM %s TFLOP/s in the "
-               "same run.\n\n",
+    char copy[32], gemm[32], host[64] = "n/a";
+    if (env->cpu_copy_gbps > 0)
+        snprintf(host, sizeof host, "%.0f GB/s at %d thread%s", env->cpu_copy_gbps, env->cpu_threads,
+                 env->cpu_threads == 1 ? "" : "s");
+    fprintf(f, "Measured on %s on %s (commit %s); device-to-device copy %s GB/s, host copy %s and bf16 GEMM %s TFLOP/s "
+               "in the same run (%% of copy: of the host's for the cpu rung, of the device's for the others).\n\n",
             env->gpu, env->date, env->commit, cell(copy, sizeof copy, "%.0f", env->copy_gbps > 0 ? env->copy_gbps : -1, "n/a"),
-            cell(gemm, sizeof gemm, "%.0f", env->gemm_tflops > 0 ? env->gemm_tflops : -1, "n/a"));
+            host, cell(gemm, sizeof gemm, "%.0f", env->gemm_tflops > 0 ? env->gemm_tflops : -1, "n/a"));
     fprintf(f, "| algo | pass | rung | dtype | shape | median ms | GB/s | TFLOP/s | %% of copy | %% of GEMM | floor ms | "
                "x cpu |\n");
     fprintf(f, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");

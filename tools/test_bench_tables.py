@@ -37,6 +37,12 @@ NEW = NEW_HEAD + (
     "70.0,0.04,0.8765,8.5\n"
     "GPU Y,2026-02-01,def,dynconv,bwd,gpu_tiled,f32,B=8 T=4096 D=2048 W=4,1.0,1,2,2774.4,0.81,3000.4,780.2,"
     "92.5,0.1,0.987,159.6\n")
+# A run that measured the host's copy too: the cpu row's % of copy is of that.
+HOST = NEW_HEAD.replace("speedup_vs_cpu\n", "speedup_vs_cpu,cpu_copy_gbps,cpu_threads\n") + (
+    "GPU H,2026-04-01,aaa,dynconv,fwd,cpu,f32,B=8 T=4096 D=2048 W=4,20.0,1,2,80.0,0.01,3000.4,,53.3,,13.3,1.0,"
+    "150.2,16\n"
+    "GPU H,2026-04-01,aaa,dynconv,fwd,gpu_tiled,f32,B=8 T=4096 D=2048 W=4,0.55,1,2,2900.0,0.1,3000.4,,96.7,,0.53,"
+    "36.4,150.2,16\n")
 # A run without a GPU: no ceilings measured, so those cells are empty (never 0).
 NO_GPU = NEW_HEAD + (
     "none,2026-03-01,fed,dynconv,fwd,cpu,f32,B=1 T=64 D=8 W=4,0.25,1,2,4.0,0.5,,,,,,1.0\n")
@@ -129,6 +135,14 @@ class BenchTablesTest(unittest.TestCase):
         # 92.5 prints as 92%: an exact tie rounds to even, as C's printf("%.0f") does
         self.assertIn("| gpu_tiled | f32 | 1.000 | 2774 | 0.81 | 92% | 0.1% | 0.987 | 159.6 |", text)
         self.assertIn("copy bandwidth 3000 GB/s measured in the same run; bf16 GEMM 780 TFLOP/s", text)
+
+    def test_host_copy_ceiling_is_named_for_cpu_rows(self):
+        write(os.path.join(self.results, "gpuh-2026-04-01.csv"), HOST)
+        text = self.splice("dynconv:fwd:cpu")
+        self.assertIn("| cpu | f32 | 20.000 | 80 | 0.01 | 53% | 13.300 | 1.0 |", text)
+        self.assertIn("copy bandwidth 3000 GB/s measured in the same run; host copy 150 GB/s at 16 threads in the "
+                      "same run, the cpu rung's % of copy.", text)
+        self.assertNotIn("host copy", self.splice("dynconv:fwd:gpu_tiled"))
 
     def test_empty_cells_print_as_dash_and_empty_columns_are_left_out(self):
         write(os.path.join(self.results, "none-2026-03-01.csv"), NO_GPU)

@@ -36,6 +36,7 @@ typedef struct tool_opts {
                                             --bias):
                                             with --in the files are the case, so it is refused there */
     int warmup, reps;                    /* --warmup N, --reps N (bench) */
+    int cpu_reps;                        /* --cpu-reps N (bench): timed runs of the cpu rung */
     double gemm_tflops;                  /* --gemm-tflops X: measured bf16 GEMM rate (bench) */
 } tool_opts;
 
@@ -69,9 +70,15 @@ typedef struct bench_row {
 /* The machine facts every row is reported against; 0 means not measured. */
 typedef struct bench_env {
     char gpu[128], date[16], commit[48];
-    double copy_gbps;   /* device-to-device copy bandwidth measured in this run */
-    double gemm_tflops; /* bf16 GEMM rate passed with --gemm-tflops */
+    double copy_gbps;     /* device-to-device copy bandwidth measured in this run */
+    double gemm_tflops;   /* bf16 GEMM rate passed with --gemm-tflops */
+    double cpu_copy_gbps; /* host memory copy bandwidth measured in this run, at cpu_threads OpenMP threads */
+    int cpu_threads;      /* the OpenMP threads the cpu rung runs with (OMP_NUM_THREADS, else one a core) */
 } bench_env;
+
+/* The host's copy bandwidth in GB/s (read + write), at every OpenMP thread the cpu rung would use: the ceiling of the
+ * cpu rung's bytes/s, as the device-to-device copy is the GPU rungs'. Returns TOOL_OK or TOOL_FAIL (no memory). */
+int tool_cpu_copy_gbps(double *gbps, int *threads);
 
 /* `ladder bench ALGO`: append rows (at most max_rows in all) for every bench problem of @p algo. */
 int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int max_rows, int *n_rows);

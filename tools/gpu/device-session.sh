@@ -3,11 +3,14 @@
 # the full suites, the suites under compute-sanitizer (memcheck, racecheck, synccheck), the SASS check,
 # the Python module's tests, and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|peers|ab|ncu]...
+#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|peers|cpu|ab|ncu]...
 #   (default: tests sanitize sass labs bench)
 #   ab: AB_ALGO's sweep (default flash) at AB_RUNGS (default gpu_tiled gpu_tensorcore), this bundle and a baseline
 #   library in .baseline/ (bin/ladder and lib/libladder.so.xz, carried along) alternately, AB_ROUNDS (default 2)
 #   times each, in one lease.
+#   cpu: every algorithm's cpu rung (its bench problem, CPU_REPS timed runs, default 5) at 1 and CPU_THREADS (default
+#   16) OpenMP threads, and PyTorch's CPU attention at flash's shape and the same thread counts, into $OUT/bench/cpu-*;
+#   one line per algorithm: times, parallel efficiency, % of the host copy, and flash against PyTorch.
 #   SAN_TOOLS (default: memcheck racecheck synccheck), SAN_ALGOS (default: every algorithm) and SAN_TIMEOUT
 #   (seconds per tool, default 300) shape the sanitizer step; one device call holds 10 minutes, so the three
 #   tools may need a call each.
@@ -81,6 +84,27 @@ for step in $steps; do
         python3 tools/gpu/peers_memeff.py "$out/bench/peers-memeff.csv" >/tmp/logs/peers.log 2>&1
         say "peers: exit $?"
         tee -a "$summary" <"$out/bench/peers-memeff.csv"
+        ;;
+    cpu)
+        # under 2 minutes on the 16-core host: at 1 thread each algorithm's cpu problem takes a second or two a run
+        # (seven runs: validated, untimed, CPU_REPS timed), and the inputs are made once a thread count (dynconv's
+        # are 1.6 GB)
+        n=${CPU_THREADS:-16}
+        # threads per core says whether 16 threads have 16 cores (the efficiency target) or share 8
+        say "cpu:$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) processors," \
+            "$(lscpu 2>/dev/null | grep -E '^(Thread|Core|Socket)' | tr -s ' ' | paste -sd ';')"
+        for t in 1 "$n"; do
+            start=$SECONDS
+            LADDER_COMMIT=$(cat build/COMMIT) OMP_NUM_THREADS=$t build/bin/ladder bench all --rung cpu \
+                --cpu-reps "${CPU_REPS:-5}" \
+                --out "$out/bench/cpu-$t" >/tmp/logs/cpu-$t.log 2>&1
+            rc=$?
+            say "cpu bench at $t threads: exit $rc in $((SECONDS - start)) s | $(grep -a -m1 'host copy' /tmp/logs/cpu-$t.log)"
+        done
+        python3 tools/gpu/peers_cpu.py "$out/bench/cpu-peers.csv" --threads "1,$n" >/tmp/logs/cpu-peers.log 2>&1
+        say "peers_cpu: exit $?"
+        python3 tools/gpu/cpu_summary.py "$out/bench/cpu-1" "$out/bench/cpu-$n" "$out/bench/cpu-peers.csv" 2>&1 |
+            tee -a "$summary"
         ;;
     ab)
         mkdir -p /tmp/base/bin /tmp/base/lib "$out/ab"

@@ -134,6 +134,20 @@ __device__ __forceinline__ void ladder_attn_kept_frag(const ladder_attn_hooks &k
         }
 }
 
+/**
+ * Dropout's kept bits of a warp's 16 rows from query position @p q0 (rows q0 + g and q0 + g + 8 for lane 4g + t)
+ * and its 8 * NB keys from key position @p k0, of head @p h, batch row @p b: ladder_attn_kept_frag() at their Philox
+ * counters. Every bit is set without dropout (then keep_scale is 1, so kept ? keep_scale : 0 serves both).
+ */
+template <int NB>
+__device__ __forceinline__ void ladder_attn_kept_rows(const ladder_attn_hooks &k, const ladder_attn_call &a, int64_t b,
+                                                      int64_t h, int64_t q0, int64_t k0, int lane, uint32_t (&kept)[2]) {
+    kept[0] = kept[1] = ~0u;
+    if (k.dropout_p <= 0.0f) return;
+    const uint64_t n0 = ladder_dropout_counter(k.offset, b, h, q0 + lane / 4, k0, a.Hq, a.Sq, a.Sk);
+    ladder_attn_kept_frag<NB>(k, n0, n0 + 8 * (uint64_t)a.Sk, lane, kept);
+}
+
 /** dS[b, h, i, j] into the sink (the bias's gradient), rounded to T unless the sink is an f32 scratch. */
 template <class T>
 __device__ __forceinline__ void ladder_attn_sink_ds(const ladder_attn_ds_sink &d, int64_t b, int64_t h, int64_t i,

@@ -162,7 +162,7 @@ __device__ __forceinline__ void p_and_ds(const args &a, const bwd_smem<Pol, HD, 
  * before the softcap's slope goes to the bias's gradient when this pass writes it. Elements outside the row's
  * range (MASKED) get P = dS = 0, and 0 in the bias's gradient, which was cleared anyway; past @p pos's rows and
  * keys (another sequence's or the tensor's end) nothing is read or written. The bias and its gradient move a key
- * pair at a time, and dropout's bits come for the warp's rows at once (ladder_attn_kept_frag).
+ * pair at a time, and dropout's bits come for the warp's rows at once (ladder_attn_kept_rows).
  */
 template <class Pol, class T, int HD, int HDV, bool MASKED, bool CAPPED, int MT, int NT>
 __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Pol, HD, HDV> &sm,
@@ -174,13 +174,8 @@ __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Po
     const ladder_attn_hooks &hk = a.hooks;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
-        /* dropout's kept bits of the warp's 16 rows (all kept without dropout: then keep_scale is 1) */
-        uint32_t kept[2] = {~0u, ~0u};
-        if (hk.dropout_p > 0.0f) {
-            const uint64_t n0 = ladder_dropout_counter(hk.offset, pos.b, pos.h, pos.q0 + r0 + mt * 16 + g,
-                                                       pos.k0 + c0, a.Hq, a.Sq, a.Sk);
-            ladder_attn_kept_frag<NT>(hk, n0, n0 + 8 * (uint64_t)a.Sk, lane, kept);
-        }
+        uint32_t kept[2]; /* dropout's bits of the warp's 16 rows */
+        ladder_attn_kept_rows<NT>(hk, a, pos.b, pos.h, pos.q0 + r0 + mt * 16, pos.k0 + c0, lane, kept);
 #pragma unroll
         for (int k = 0; k < 2; k++) {
             const int r = r0 + mt * 16 + g + 8 * k;

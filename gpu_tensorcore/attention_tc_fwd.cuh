@@ -98,9 +98,8 @@ __device__ __forceinline__ void drop_p(const args &a, uint32_t (&pa)[MT][BC / 16
                                        int64_t q0, int64_t k0, int lane) {
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
-        const uint64_t n0 = ladder_dropout_counter(a.hooks.offset, b, h, q0 + mt * 16 + lane / 4, k0, a.Hq, a.Sq, a.Sk);
         uint32_t kept[2];
-        ladder_attn_kept_frag<BC / 8>(a.hooks, n0, n0 + 8 * (uint64_t)a.Sk, lane, kept);
+        ladder_attn_kept_rows<BC / 8>(a.hooks, a, b, h, q0 + mt * 16, k0, lane, kept);
 #pragma unroll
         for (int k = 0; k < 2; k++)
 #pragma unroll

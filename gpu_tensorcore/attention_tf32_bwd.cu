@@ -63,13 +63,8 @@ __device__ __forceinline__ void p_and_ds_tf32(const args &a, const tf32_bwd_smem
     const ladder_attn_hooks &hk = a.hooks;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
-        /* dropout's kept bits of the warp's 16 rows (all kept without dropout: then keep_scale is 1) */
-        uint32_t kept[2] = {~0u, ~0u};
-        if (hk.dropout_p > 0.0f) {
-            const uint64_t n0 = ladder_dropout_counter(hk.offset, pos.b, pos.h, pos.q0 + r0 + mt * 16 + g,
-                                                       pos.k0 + c0, a.Hq, a.Sq, a.Sk);
-            ladder_attn_kept_frag<NT>(hk, n0, n0 + 8 * (uint64_t)a.Sk, lane, kept);
-        }
+        uint32_t kept[2]; /* dropout's bits of the warp's 16 rows */
+        ladder_attn_kept_rows<NT>(hk, a, pos.b, pos.h, pos.q0 + r0 + mt * 16, pos.k0 + c0, lane, kept);
 #pragma unroll
         for (int k = 0; k < 2; k++) {
             const int r = r0 + mt * 16 + g + 8 * k;

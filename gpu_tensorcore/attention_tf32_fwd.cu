@@ -45,14 +45,13 @@ __device__ __forceinline__ void bias_scores_f32(float (&s)[BC / 8][4], const flo
 
 /*
  * Dropout on P in its C fragments: the lane's keys nb*8 + 2t (+1) of rows q0 + g (+8), from key position k0 on,
- * are zeroed where dropped, by the keep bits of ladder_attn_kept_frag() (common/attention_gpu.cuh).
+ * are zeroed where dropped, by the keep bits of ladder_attn_kept_rows() (common/attention_gpu.cuh).
  */
 template <int BC>
 __device__ __forceinline__ void drop_p_f32(const args &a, float (&p)[BC / 8][4], int64_t b, int64_t h, int64_t q0,
                                            int64_t k0, int lane) {
-    const uint64_t n0 = ladder_dropout_counter(a.hooks.offset, b, h, q0 + lane / 4, k0, a.Hq, a.Sq, a.Sk);
     uint32_t kept[2];
-    ladder_attn_kept_frag<BC / 8>(a.hooks, n0, n0 + 8 * (uint64_t)a.Sk, lane, kept);
+    ladder_attn_kept_rows<BC / 8>(a.hooks, a, b, h, q0, k0, lane, kept);
 #pragma unroll
     for (int k = 0; k < 2; k++)
 #pragma unroll

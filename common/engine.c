@@ -502,19 +502,24 @@ static ladder_status call_once(void *ctx) {
     return t->algo->call_rung(t->rung, t->pass, t->problem, t->args);
 }
 
-static ladder_status cpu_median_ms(timed_call *t, int warmup, int reps, double *median) {
+static ladder_status cpu_median_ms(ladder_work_fn fn, void *ctx, int warmup, int reps, double *median) {
     double *ms = malloc((size_t)reps * sizeof *ms);
     if (!ms) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %d timings", reps);
     ladder_status st = LADDER_OK;
-    for (int i = 0; i < warmup && st == LADDER_OK; i++) st = call_once(t);
+    for (int i = 0; i < warmup && st == LADDER_OK; i++) st = fn(ctx);
     for (int i = 0; i < reps && st == LADDER_OK; i++) {
         double t0 = now_ms();
-        st = call_once(t);
+        st = fn(ctx);
         ms[i] = now_ms() - t0;
     }
     if (st == LADDER_OK) *median = ladder_median(ms, reps);
     free(ms);
     return st;
+}
+
+ladder_status ladder_time_ms(ladder_rung rung, ladder_work_fn fn, void *ctx, const ladder_run_opts *o, double *ms) {
+    return ladder_rung_is_gpu(rung) ? ladder_gpu_median_ms(fn, ctx, o->warmup, o->reps, o->flush_l2, ms)
+                                    : cpu_median_ms(fn, ctx, o->warmup, o->reps, ms);
 }
 
 /*
@@ -537,8 +542,7 @@ static ladder_status run_pass(const ladder_algo *algo, ladder_rung rung, ladder_
     }
     if (st != LADDER_OK || o->reps <= 0) return st;
     timed_call t = {algo, rung, pass, problem, args};
-    return ladder_rung_is_gpu(rung) ? ladder_gpu_median_ms(call_once, &t, o->warmup, o->reps, o->flush_l2, ms)
-                                    : cpu_median_ms(&t, o->warmup, o->reps, ms);
+    return ladder_time_ms(rung, call_once, &t, o, ms);
 }
 
 int64_t ladder_memory_available(void) {

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "compare.h"
+#include "gpu.h"
 #include "rung.h"
 #include "status.h"
 #include "tensor.h"
@@ -122,6 +123,26 @@ typedef struct ladder_param {
     const char *help;       /**< one line for --help */
 } ladder_param;
 
+struct ladder_case; /* below: a problem with its inputs */
+
+/**
+ * Building what a user with a fixed problem computes once and passes to every call (ladder_algo::fixed_inputs; flex:
+ * the block lists of a mask), as `ladder bench` times it on its own: one row per rung in @p rungs, pass "build", at
+ * @p problem with the command line's flags applied.
+ */
+typedef struct ladder_bench_build {
+    const void *problem; /**< the problem built for (flex: the document mask at 128k tokens) */
+    uint32_t rungs;      /**< bit r: time rung r's builder (a builder several rungs share: the lowest of them) */
+    /**
+     * Draw what building reads for @p problem at @p rung (in the rung's memory) and allocate what it writes, into
+     * *@p state; *@p bytes: the bytes one build reads and writes. @p shape, the row's shape column, holds the
+     * problem (ladder_problem_str()); begin() appends what it drew (flex: " docs=32").
+     */
+    ladder_status (*begin)(ladder_rung rung, const void *problem, void **state, double *bytes, char *shape, size_t n);
+    ladder_work_fn run; /**< one build, on begin()'s state: what the timer brackets */
+    void (*end)(void *state); /**< free begin()'s state (safe after a failed begin) */
+} ladder_bench_build;
+
 /** An algorithm, as the engine sees it. Each algorithm defines one (common/ALGO_desc.c). */
 typedef struct ladder_algo {
     const char *name;    /**< "dynconv" */
@@ -181,6 +202,13 @@ typedef struct ladder_algo {
      * @p problem into @p t (allocated here, i32), from @p seed. NULL: the algorithm has no such tensor.
      */
     ladder_status (*draw_index)(const void *problem, int i, uint64_t seed, ladder_tensor *t);
+    /**
+     * Add to case @p c, as inputs, what a user with a fixed problem computes once and passes to every call (flex:
+     * the block lists of its mask mods), unless the case has them already. `ladder bench` calls it before timing,
+     * so that the timed runs are the passes alone. NULL: the algorithm has nothing of the kind.
+     */
+    ladder_status (*fixed_inputs)(struct ladder_case *c);
+    const ladder_bench_build *bench_build; /**< building fixed_inputs() timed on its own, or NULL */
 } ladder_algo;
 
 /** Every algorithm, in chapter order. */
@@ -381,6 +409,12 @@ ladder_status ladder_result_write_dir(const ladder_case *c, const ladder_result 
  * can imply a huge output (a cu_seqlens of 100,000 empty sequences asks recurrent for 100,000 final states).
  */
 int64_t ladder_memory_available(void);
+
+/**
+ * Median milliseconds of @p o->reps runs of @p fn after @p o->warmup runs: CUDA events (and @p o->flush_l2) at a GPU
+ * @p rung (ladder_gpu_median_ms()), the host clock at the cpu rung.
+ */
+ladder_status ladder_time_ms(ladder_rung rung, ladder_work_fn fn, void *ctx, const ladder_run_opts *o, double *ms);
 
 /** Median of @p n times (sorts them in place). */
 double ladder_median(double *ms, int n);

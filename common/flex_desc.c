@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "flex.h"
 #include "flex_rungs.h"
+#include "gpu.h"
 #include "rng.h"
 
 #define P(field) offsetof(ladder_flex_problem, field)
@@ -170,7 +171,8 @@ static ladder_status call(ladder_rung rung, ladder_pass pass, const void *proble
     return pass == LADDER_PASS_FWD ? ladder_flex_fwd(rung, problem, args) : ladder_flex_bwd(rung, problem, args);
 }
 
-/* The rung alone, block lists built first when the case gives none (so a timing includes the build then). */
+/* The rung alone, block lists built first when the case gives none (so a timing includes the build then: `ladder
+ * bench` gives them, fixed_inputs()). */
 static ladder_status call_rung(ladder_rung rung, ladder_pass pass, const void *problem, const void *args) {
     return flex_run(rung, pass == LADDER_PASS_BWD, problem, args);
 }
@@ -196,6 +198,121 @@ static double flops(const void *problem, ladder_pass pass) {
     const ladder_flex_problem *p = problem;
     return pass == LADDER_PASS_FWD ? ladder_attention_fwd_flops(&p->attn) : ladder_attention_bwd_flops(&p->attn);
 }
+
+/* ---- block lists built once, and building them timed alone --------------------------------------------------- */
+
+/* The tensor of @p a that tensors[i] names. */
+static ladder_tensor *arg_of(ladder_flex_args *a, int i) { return (ladder_tensor *)((char *)a + tensors[i].offset); }
+
+/*
+ * The block lists of the case's mask mods, built once on the host (ladder_flex_block_mask()) as a user with a fixed
+ * mask builds them, and given to every call from then on, unless the case has lists already.
+ */
+static ladder_status fixed_inputs(ladder_case *c) {
+    if ((c->present >> FIRST_LIST) & 1u) return LADDER_OK;
+    ladder_flex_args a = {0}, lists = {0};
+    for (int i = 0; i < FIRST_LIST; i++) /* q, k, v and the buffers: what the mask mods read */
+        if ((c->present >> i) & 1u) *arg_of(&a, i) = c->t[i];
+    LADDER_TRY(ladder_flex_block_mask((const ladder_flex_problem *)c->problem, &a, &lists));
+    for (int l = 0; l < 8; l++) {
+        c->buf[FIRST_LIST + l] = c->t[FIRST_LIST + l] = *arg_of(&lists, FIRST_LIST + l);
+        c->present |= 1u << (FIRST_LIST + l);
+    }
+    return LADDER_OK;
+}
+
+/* The documents the build row masks: lengths drawn uniformly in 1..2L/32 (L = max(Sq, Sk); about 32 documents of
+ * 4096 tokens at 128k, as packed pretraining sequences hold) from a fixed seed, the last cut at L. */
+enum { BUILD_DOCS = 32 };
+#define BUILD_SEED 0xd0c5b11dull
+
+/* doc_q (@p len = Sq) or doc_k (Sk) of those documents into @p t: both number the same positions; *@p docs: how
+ * many documents the first @p len positions hold. */
+static ladder_status draw_documents(int64_t L, int64_t len, ladder_tensor *t, int *docs) {
+    LADDER_TRY(ladder_tensor_alloc(t, LADDER_I32, 1, &len));
+    const int64_t mean = L / BUILD_DOCS > 1 ? L / BUILD_DOCS : 1;
+    ladder_rng rng;
+    ladder_rng_seed(&rng, BUILD_SEED);
+    int32_t *id = t->data, d = 0;
+    for (int64_t e = 0; e < len; d++) {
+        const int64_t end = e + 1 + (int64_t)(ladder_rng_next(&rng) % (uint64_t)(2 * mean));
+        for (; e < end && e < len; e++) id[e] = d;
+    }
+    *docs = d;
+    return LADDER_OK;
+}
+
+/* What one timed build runs on: the problem, the rung, and the buffers and lists in the rung's memory. */
+typedef struct build_state {
+    ladder_flex_problem p;
+    ladder_rung rung;
+    ladder_flex_args a;
+} build_state;
+
+static void build_end(void *state) {
+    build_state *s = state;
+    if (!s) return;
+    const bool on_device = ladder_rung_is_gpu(s->rung);
+    flex_free_lists(on_device, &s->a);
+    for (int i = 0; i < FIRST_LIST; i++) {
+        if (on_device) ladder_gpu_free(arg_of(&s->a, i));
+        else ladder_tensor_free(arg_of(&s->a, i));
+    }
+    free(s);
+}
+
+/* The index buffers the mask mods read (the documents above, others as cases draw them) and the eight lists, in
+ * the rung's memory; the bytes: those buffers and the lists' arrays. */
+static ladder_status build_begin(ladder_rung rung, const void *problem, void **state, double *bytes, char *shape,
+                                 size_t n) {
+    build_state *s = calloc(1, sizeof *s);
+    if (!s) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate the build's state");
+    *state = s;
+    s->p = *(const ladder_flex_problem *)problem;
+    s->rung = rung;
+    const bool on_device = ladder_rung_is_gpu(rung);
+    const int64_t L = s->p.attn.Sq > s->p.attn.Sk ? s->p.attn.Sq : s->p.attn.Sk;
+    const uint32_t read = needs(problem);
+    int docs = -1;
+    *bytes = 0;
+    for (int i = 0; i < FIRST_LIST; i++) {
+        if (!((read >> i) & 1u) || !(tensors[i].role & LADDER_INDEX)) continue; /* a score mod's: not read here */
+        ladder_tensor host = {0};
+        const bool doc_q = strcmp(tensors[i].name, "doc_q") == 0, doc_k = strcmp(tensors[i].name, "doc_k") == 0;
+        if (doc_q || doc_k) LADDER_TRY(draw_documents(L, doc_q ? s->p.attn.Sq : s->p.attn.Sk, &host, &docs));
+        else LADDER_TRY(draw_index(problem, i, BUILD_SEED, &host));
+        *bytes += (double)ladder_tensor_numel(&host) * 4;
+        ladder_status st = on_device ? ladder_gpu_upload(&host, arg_of(&s->a, i)) : LADDER_OK;
+        if (on_device) ladder_tensor_free(&host);
+        else *arg_of(&s->a, i) = host;
+        LADDER_TRY(st);
+    }
+    LADDER_TRY(flex_alloc_lists(&s->p, on_device, &s->a));
+    for (int l = 0; l < 8; l++) *bytes += (double)ladder_tensor_numel(arg_of(&s->a, FIRST_LIST + l)) * 4;
+    if (docs >= 0) {
+        const size_t used = strlen(shape);
+        snprintf(shape + used, n - used, " docs=%d", docs);
+    }
+    return LADDER_OK;
+}
+
+static ladder_status build_run(void *state) {
+    const build_state *s = state;
+    return flex_build_rungs[s->rung](&s->p, &s->a);
+}
+
+/* The document mask at 128k tokens, one batch row and head (a mask that reads neither b nor h is built once for all
+ * of them), built by the cpu builder and the GPU one (flex_build_gpu, shared by every GPU rung). */
+static const ladder_flex_problem build_problem = {
+    .attn = {.B = 1, .Hq = 1, .Hkv = 1, .Sq = 131072, .Sk = 131072, .D = 64, .Dv = 64, .mask = {0, -1, -1}},
+    .mask_mods = 1 << LADDER_FLEX_DOCUMENT, .window_left = -1};
+static const ladder_bench_build bench_build = {
+    .problem = &build_problem,
+    .rungs = (1u << LADDER_RUNG_CPU) | (1u << LADDER_RUNG_GPU_NAIVE),
+    .begin = build_begin,
+    .run = build_run,
+    .end = build_end,
+};
 
 /* A small size at which the cpu and gpu_naive rungs run: ALiBi with learnable slopes under a causal mask. */
 static const ladder_flex_problem bench_problems[] = {
@@ -224,4 +341,6 @@ const ladder_algo ladder_flex_algo = {
     .named_params = named_params,
     .n_named_params = sizeof named_params / sizeof named_params[0],
     .draw_index = draw_index,
+    .fixed_inputs = fixed_inputs,
+    .bench_build = &bench_build,
 };

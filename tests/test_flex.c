@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "flash.h"
 #include "flex.h"
@@ -357,6 +358,77 @@ Test(flex, built_lists_are_the_tiles_kinds_element_by_element) {
         for (int l = 0; l < 8; l++) ladder_tensor_free(&all[l]);
         ladder_case_free(&c);
     }
+}
+
+/* The issue's reason for block lists: PyTorch's builder materialises the Sq x Sk mask and runs out of memory near
+ * 24k tokens. Building a document mask at 16k tokens here must take memory per tile (128 x 128 tiles: kinds and
+ * lists under 1 MB), never per element (256 MB as one byte each): the process's peak resident memory must not grow
+ * by even 32 MB. */
+Test(flex, building_a_long_document_mask_takes_memory_per_tile_not_per_element) {
+    enum { S = 16384, DOC = 1000 };
+    const ladder_flex_problem p = FLEX(1, 1, 1, S, S, 8, 0, 1 << LADDER_FLEX_DOCUMENT);
+    const int64_t n = S;
+    ladder_flex_args a = {0}, lists = {0};
+    cr_assert_eq(ladder_tensor_alloc(&a.doc_q, LADDER_I32, 1, &n), LADDER_OK);
+    for (int64_t i = 0; i < n; i++) ((int32_t *)a.doc_q.data)[i] = (int32_t)(i / DOC);
+    a.doc_k = a.doc_q;
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    cr_assert_eq(ladder_flex_block_mask(&p, &a, &lists), LADDER_OK, "%s", ladder_last_error());
+    getrusage(RUSAGE_SELF, &after);
+    cr_expect_lt(after.ru_maxrss - before.ru_maxrss, 32 * 1024, "building grew the peak resident memory by %ld kB",
+                 after.ru_maxrss - before.ru_maxrss);
+    cr_expect_eq(flex_check_lists(&lists), LADDER_OK, "%s", ladder_last_error());
+    const int32_t *full = lists.full_kv_num_blocks.data;
+    cr_expect_eq(full[0], 7, "query tile 0 (rows 0..127 of document 0) has key tiles 0..6 full, got %d", full[0]);
+    ladder_tensor *all = &lists.kv_num_blocks;
+    for (int l = 0; l < 8; l++) ladder_tensor_free(&all[l]);
+    ladder_tensor_free(&a.doc_q);
+}
+
+/* `ladder bench` gives a case the lists of its mask before timing (ladder_algo::fixed_inputs), as a user with a fixed
+ * mask would: they are the builder's, and every output is the same bits as with the lists built inside the call. */
+Test(flex, fixed_inputs_are_the_built_lists_and_change_no_output) {
+    const ladder_flex_problem p = FLEX(2, 2, 1, 300, 517, 8, LADDER_FLEX_ALIBI,
+                                       (1 << LADDER_FLEX_DOCUMENT) | (1 << LADDER_FLEX_CAUSAL));
+    test_case t = test_case_of(&ladder_flex_algo, &p);
+    ladder_case built, given;
+    test_make(&t, &built);
+    test_make(&t, &given);
+    const int first = T(&ladder_flex_algo, "kv_num_blocks");
+    cr_assert_eq((given.present >> first) & 0xffu, 0, "the case should have no lists yet");
+    cr_assert_eq(ladder_flex_algo.fixed_inputs(&given), LADDER_OK, "%s", ladder_last_error());
+    cr_assert_eq((given.present >> first) & 0xffu, 0xffu, "fixed_inputs should add all eight lists");
+    ladder_flex_args a = {0}, lists = {0};
+    a.doc_q = given.t[T(&ladder_flex_algo, "doc_q")], a.doc_k = given.t[T(&ladder_flex_algo, "doc_k")];
+    cr_assert_eq(ladder_flex_block_mask(&p, &a, &lists), LADDER_OK, "%s", ladder_last_error());
+    ladder_tensor *want = &lists.kv_num_blocks;
+    for (int l = 0; l < 8; l += 2) { /* each count, and the entries it counts (the rest of a row is not read) */
+        const ladder_tensor *num = &given.t[first + l], *idx = &given.t[first + l + 1];
+        const int64_t rows = ladder_tensor_numel(num), width = idx->shape[3];
+        for (int64_t r = 0; r < rows; r++) {
+            const int32_t n = ((const int32_t *)num->data)[r];
+            cr_expect(n == ((const int32_t *)want[l].data)[r] &&
+                          memcmp((const int32_t *)idx->data + r * width, (const int32_t *)want[l + 1].data + r * width,
+                                 (size_t)n * sizeof(int32_t)) == 0,
+                      "%s row %lld differs from the builder's", ladder_flex_algo.tensors[first + l + 1].name,
+                      (long long)r);
+        }
+    }
+    for (int l = 0; l < 8; l++) ladder_tensor_free(&want[l]);
+    ladder_result rb, rg;
+    cr_assert_eq(ladder_run(LADDER_RUNG_CPU, LADDER_F32, &built, &(ladder_run_opts){0}, &rb), LADDER_OK, "%s",
+                 ladder_last_error());
+    cr_assert_eq(ladder_run(LADDER_RUNG_CPU, LADDER_F32, &given, &(ladder_run_opts){0}, &rg), LADDER_OK, "%s",
+                 ladder_last_error());
+    for (int i = 0; i < ladder_flex_algo.n_tensors; i++) {
+        if (!rb.t[i].data) continue;
+        const size_t bytes = (size_t)ladder_tensor_numel(&rb.t[i]) * ladder_dtype_size(rb.t[i].dtype);
+        cr_expect(memcmp(rb.t[i].data, rg.t[i].data, bytes) == 0, "%s: given lists change the bits",
+                  ladder_flex_algo.tensors[i].name);
+    }
+    ladder_result_free(&rb), ladder_result_free(&rg);
+    ladder_case_free(&built), ladder_case_free(&given);
 }
 
 /* Tile kinds of a hand-made pattern, and a case with those lists in place of the drawn ones. */

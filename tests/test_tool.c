@@ -377,6 +377,19 @@ Test(tool, bench_cpu_reps) {
     cr_assert_eq(run_ladder("bench recurrent --rung cpu --cpu-reps 0"), 2);
 }
 
+/* flex times building its block lists alone (the document mask, at 128k tokens unless the flags say otherwise), in a
+ * row of its own at the cpu rung and, with a GPU, the GPU builder's; the passes' rows are timed with the lists given. */
+Test(tool, bench_times_building_the_block_lists_in_a_row_of_its_own) {
+    char out[8192];
+    run_bench("flex --rung cpu --B 1 --Hq 1 --Hkv 1 --Sq 300 --Sk 700 --D 8 --Dv 8", out, sizeof out);
+    cr_assert_not_null(strstr(out, "| flex | fwd | cpu | f32 | B=1 Hq=1 Hkv=1 Sq=300 Sk=700 "), "stdout: %s", out);
+    const char *row = strstr(out, "| flex | build | cpu | i32 | B=1 Hq=1 Hkv=1 Sq=300 Sk=700 D=8 Dv=8 ");
+    cr_assert_not_null(row, "stdout '%s' should have the cpu builder's row at the flags' size", out);
+    cr_assert_not_null(strstr(row, "mask_mod=document "), "the build row masks documents: %s", row);
+    cr_assert_not_null(strstr(row, " docs="), "the build row names its documents: %s", row);
+    cr_assert_eq(run_ladder("bench flex --rung cpu --Sq 0"), 2, "a bad size is a usage error, for the build row too");
+}
+
 /* Size flags that make the small problem the same as one of the sweep's take the sweep's rungs there: flash's first
  * problem at B=16 Hq=32 (the sweep's D=64 S=1024 size) must not run the cpu rung, which would take minutes. */
 Test(tool, bench_flags_that_merge_problems_keep_the_narrower_rung_set) {

@@ -10,6 +10,10 @@
  * pass is also its timing (it is the reference, not the subject; --cpu-reps N times it N times after one untimed
  * run, for when it is the subject), and the other rungs get their speedup over it; a problem too large for the cpu
  * rung has a GPU rung as its reference, timed like the others, and no speedup.
+ *
+ * What a user with a fixed problem computes once (ladder_algo::fixed_inputs: flex's block lists) is added to each
+ * case before any rung runs, so that the timed runs are the passes alone; building it is timed on its own, at its own
+ * problem (ladder_algo::bench_build), in rows whose pass is "build".
  */
 #include <omp.h>
 #include <stdlib.h>
@@ -114,6 +118,11 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     if (ladder_case_make(&c, algo, problem, &co) != LADDER_OK) {
         fprintf(stderr, "ladder: %s\n", ladder_last_error());
         return TOOL_USAGE;
+    }
+    if (algo->fixed_inputs && algo->fixed_inputs(&c) != LADDER_OK) {
+        fprintf(stderr, "ladder: %s\n", ladder_last_error());
+        ladder_case_free(&c);
+        return TOOL_FAIL;
     }
     ladder_problem_str(algo, c.problem, shape, sizeof shape); /* varlen may have changed the sizes */
     with_str(algo, co.with, shape, sizeof shape);
@@ -250,6 +259,54 @@ int tool_cpu_copy_gbps(double *gbps, int *threads) {
     return TOOL_OK;
 }
 
+/* The build rows (ladder_bench_build): each rung of its set that is asked for and runs here builds the algorithm's
+ * fixed inputs at the build problem, timed like that rung's passes; the GPU's row has its speedup over the cpu's. */
+static int bench_builds(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int max_rows, int *n_rows) {
+    const ladder_bench_build *bb = algo->bench_build;
+    _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];
+    ladder_case_opts co;
+    if (tool_problem(algo, o, bb->problem, problem, &co) != TOOL_OK) return TOOL_USAGE;
+    const ladder_run_opts cpu_opts = {.warmup = o->cpu_reps > 1, .reps = o->cpu_reps};
+    const ladder_run_opts gpu_opts = {.warmup = o->warmup, .reps = o->reps, .flush_l2 = true};
+    double cpu_ms = 0;
+    int failures = 0;
+    for (int r = 0; r < LADDER_RUNG_COUNT && *n_rows < max_rows; r++) {
+        const ladder_rung rung = (ladder_rung)r;
+        const bool gpu = ladder_rung_is_gpu(rung);
+        if (!((bb->rungs >> r) & 1u) || !tool_rung_wanted(o, rung) || ladder_algo_rung_available(algo, rung) != LADDER_OK)
+            continue;
+        char shape[320];
+        ladder_problem_str(algo, problem, shape, sizeof shape);
+        const double t0 = tool_now_ms();
+        void *state = NULL;
+        double bytes = 0, ms = 0;
+        ladder_status st = bb->begin(rung, problem, &state, &bytes, shape, sizeof shape);
+        char what[64];
+        snprintf(what, sizeof what, "building at the %s rung", ladder_rung_name(rung));
+        progress(algo->name, shape, 1, 1, what, t0);
+        if (st == LADDER_OK) st = ladder_time_ms(rung, bb->run, state, gpu ? &gpu_opts : &cpu_opts, &ms);
+        bb->end(state);
+        if (st != LADDER_OK) {
+            fprintf(stderr, "ladder: %s: %s: %s\n", algo->name, what, ladder_last_error());
+            failures++;
+            continue;
+        }
+        if (rung == LADDER_RUNG_CPU) cpu_ms = ms;
+        bench_row *row = &rows[(*n_rows)++];
+        memset(row, 0, sizeof *row);
+        snprintf(row->algo, sizeof row->algo, "%s", algo->name);
+        snprintf(row->pass, sizeof row->pass, "build");
+        snprintf(row->rung, sizeof row->rung, "%s", ladder_rung_name(rung));
+        snprintf(row->dtype, sizeof row->dtype, "%s", ladder_dtype_name(LADDER_I32));
+        snprintf(row->shape, sizeof row->shape, "%s", shape);
+        row->median_ms = ms;
+        row->bytes = bytes;
+        row->speedup_vs_cpu = cpu_ms > 0 ? cpu_ms / ms : 0;
+        fprintf(stderr, "bench %s [%s] %s done in %.1f s\n", algo->name, shape, what, (tool_now_ms() - t0) * 1e-3);
+    }
+    return failures ? TOOL_FAIL : TOOL_OK;
+}
+
 static uint32_t own_rungs(const ladder_algo *algo, int i) {
     return algo->bench_rungs ? algo->bench_rungs[i] : LADDER_RUNGS_ALL;
 }
@@ -271,6 +328,10 @@ int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int
         const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;
         const uint32_t with = algo->bench_with ? algo->bench_with[i] : 0;
         int r = bench_problem(algo, o, base, with, rungs, rows, max_rows, n_rows);
+        if (r > rc) rc = r;
+    }
+    if (algo->bench_build && rc != TOOL_USAGE) {
+        int r = bench_builds(algo, o, rows, max_rows, n_rows);
         if (r > rc) rc = r;
     }
     return rc;

@@ -61,9 +61,9 @@ int tool_run(const ladder_algo *algo, const tool_opts *o);
 /* `ladder run ALGO --in DIR`: one rung on DIR/<name>.npy, outputs written as .npy. */
 int tool_run_npy(const ladder_algo *algo, const tool_opts *o);
 
-/* One row of a benchmark: one pass of one rung at one dtype and shape. */
+/* One row of a benchmark: one pass (fwd, bwd, or build: ladder_bench_build) of one rung at one dtype and shape. */
 typedef struct bench_row {
-    char algo[24], pass[4], rung[16], dtype[8], shape[320];
+    char algo[24], pass[8], rung[16], dtype[8], shape[320];
     double median_ms, bytes, flops, speedup_vs_cpu;
 } bench_row;
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "compare.h"
+#include "gpu.h"
 
 ladder_tensor labcheck_alloc(ladder_dtype dtype, int rank, const int64_t *shape) {
     ladder_tensor t;
@@ -49,6 +50,13 @@ bool labcheck_compare(const char *lab, const char *shape, const char *tensor, co
     if (cmp.first_bad >= 0 && isnan(cmp.got_at_bad) && !isnan(cmp.want_at_bad))
         printf("     (NaN there: outputs are poisoned with NaN before each run, so that element was never written)\n");
     return false;
+}
+
+void labcheck_require_gpu(const char *lab) {
+    if (ladder_gpu_built() && ladder_gpu_count() >= 1) return;
+    printf("SKIP %s needs a CUDA GPU: %s\n", lab,
+           ladder_gpu_built() ? ladder_gpu_absent_reason() : "ladder was built without nvcc");
+    exit(LABCHECK_SKIP);
 }
 
 int labcheck_pass(const char *lab, int n_shapes) {

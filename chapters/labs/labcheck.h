@@ -46,6 +46,10 @@ void labcheck_ok(const char *lab, ladder_status st, const char *what);
 bool labcheck_compare(const char *lab, const char *shape, const char *tensor, const ladder_tensor *got,
                       const ladder_tensor *want);
 
+/* A GPU lab's first call: without a CUDA GPU here (or without nvcc at build time) prints "SKIP <lab> needs a CUDA
+ * GPU: <why>" and exits 2. */
+void labcheck_require_gpu(const char *lab);
+
 /* Prints "PASS <lab>: all <n> shapes match" and returns 0. */
 int labcheck_pass(const char *lab, int n_shapes);
 

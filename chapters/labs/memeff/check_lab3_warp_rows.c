@@ -75,11 +75,7 @@ static bool check_one(int s) {
 }
 
 int main(void) {
-    if (!ladder_gpu_built() || ladder_gpu_count() < 1) {
-        printf("SKIP %s needs a CUDA GPU: %s\n", LAB,
-               ladder_gpu_built() ? ladder_gpu_absent_reason() : "ladder was built without nvcc");
-        return LABCHECK_SKIP;
-    }
+    labcheck_require_gpu(LAB);
     const int n = (int)(sizeof shapes / sizeof shapes[0]);
     for (int s = 0; s < n; s++)
         if (!check_one(s)) return LABCHECK_FAIL;

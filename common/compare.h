@@ -32,14 +32,15 @@ extern "C" {
  * against the cpu rung on the unrounded inputs (no reference rounds where the rung rounds, as the 16-bit rungs'
  * does). TF32 keeps 10 explicit mantissa bits, so rounding an operand costs up to u = 2^-11 (4.9e-4) of it, and
  * the deepest chain of the backward (dS = P (dP - Delta) from q.k and dO.v, then dS times k or q) rounds four
- * operands on the way: 4u = 2.0e-3 per term. Measured on the H100 (2026-11-28, memeff's grid): relative L2 up to
- * 2.08e-3 (dQ where every row sees one key, so dS is a difference of equal terms), single elements of such rows
- * up to 30 times their tensor's L2 error; so bf16's tolerance, as for an input rounding of that size.
+ * operands on the way: 4u = 2.0e-3 per term. On the H100, memeff's grid reached a relative L2 error of 2.08e-3
+ * (dQ where every row sees one key, so dS is a difference of equal terms), and single elements of such rows 30
+ * times their tensor's L2 error (docs/results, the run records); so bf16's tolerance, as for an input rounding of
+ * that size.
  */
 #define LADDER_TOL_TF32 1e-2
 /**
  * fp32 inputs with three TF32 products per multiply (memeff at the tensor-core rung without allow_tf32), against
- * the cpu rung. Measured on the H100 (2026-11-28, memeff's grid): relative L2 at most 7.1e-6, within the fp32
+ * the cpu rung. On the H100, memeff's grid stayed at a relative L2 error of 7.1e-6 at most, within the fp32
  * rungs' 1e-5; but in rows that see one key, dS is a difference of equal terms and its elements are rounding
  * noise on both sides, and the element test (4 tol (|want| + rms)) needs twice the fp32 tolerance there.
  */

@@ -36,17 +36,7 @@ template <class Pol, class T> ladder_status bwd_for(const args &a, bool determin
 template <class Pol> ladder_status fwd(const args &a, ladder_dtype dtype) {
     const bool bf16 = dtype == LADDER_BF16;
     if (!Pol::EXTRAS || a.splits <= 1) return bf16 ? fwd_for<Pol, __nv_bfloat16>(a) : fwd_for<Pol, __half>(a);
-    /* split keys: each split's (o, lse) into fp32 partials, then one combine */
-    const int64_t rows = a.B * a.Hq * a.Sq;
-    ladder_scratch o_part, lse_part;
-    LADDER_TRY(o_part.alloc(sizeof(float) * (size_t)(a.splits * rows * a.Dv)));
-    LADDER_TRY(lse_part.alloc(sizeof(float) * (size_t)(a.splits * rows)));
-    args s = a;
-    s.o_part = (float *)o_part.ptr, s.lse_part = (float *)lse_part.ptr;
-    const ladder_status st = bf16 ? fwd_for<Pol, __nv_bfloat16>(s) : fwd_for<Pol, __half>(s);
-    if (st != LADDER_OK) return st;
-    return bf16 ? ladder_attn_combine<__nv_bfloat16>(rows, a.Dv, a.splits, s.o_part, s.lse_part, a.o, a.lse)
-                : ladder_attn_combine<__half>(rows, a.Dv, a.splits, s.o_part, s.lse_part, a.o, a.lse);
+    return bf16 ? fwd_split<__nv_bfloat16>(a, fwd_for<Pol, __nv_bfloat16>) : fwd_split<__half>(a, fwd_for<Pol, __half>);
 }
 
 template <class Pol> ladder_status bwd(args a, bool deterministic, ladder_dtype dtype) {

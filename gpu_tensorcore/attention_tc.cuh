@@ -118,6 +118,21 @@ inline bool pack_gqa_rows(args &a) {
     return true;
 }
 
+/*
+ * A split-key forward (a.splits > 1): @p run (the forward's launch, args -> ladder_status) writes each split's
+ * normalised o and lse into fp32 partials, which one combine then merges into a.o and a.lse (stored as T).
+ */
+template <class T, class Run> ladder_status fwd_split(const args &a, Run run) {
+    const int64_t rows = a.B * a.Hq * a.Sq;
+    ladder_scratch o_part, lse_part;
+    LADDER_TRY(o_part.alloc(sizeof(float) * (size_t)(a.splits * rows * a.Dv)));
+    LADDER_TRY(lse_part.alloc(sizeof(float) * (size_t)(a.splits * rows)));
+    args s = a;
+    s.o_part = (float *)o_part.ptr, s.lse_part = (float *)lse_part.ptr;
+    LADDER_TRY(run(s));
+    return ladder_attn_combine<T>(rows, a.Dv, a.splits, s.o_part, s.lse_part, a.o, a.lse);
+}
+
 /* The forward of policy Pol (attention_tc.cu): o and lse, in @p dtype (bf16 or f16). */
 template <class Pol> ladder_status fwd(const args &a, ladder_dtype dtype);
 /* The backward of policy Pol (attention_tc.cu): dq, dk, dv, and dS into a.hooks.dbias when set. */
@@ -185,6 +200,15 @@ __device__ __forceinline__ void load_tile(uint16_t *smem, int ld, const view4 &t
 template <int BC> __device__ __forceinline__ int tile_offset(int64_t key, int64_t j0) {
     const int64_t d = key - j0;
     return d < 0 ? 0 : d > BC ? BC : (int)d;
+}
+
+/* Split keys: this block's share [jbeg, khi) of its query tile's key tiles, when @p splits blocks share them
+ * (block x takes share x % splits): whole tiles of BC keys, as many to each share as they divide. */
+template <int BC> __device__ __forceinline__ void split_share(int64_t splits, int64_t &jbeg, int64_t &khi) {
+    if (splits <= 1) return;
+    const int64_t per = ((khi - jbeg + BC - 1) / BC + splits - 1) / splits * BC; /* keys per split */
+    jbeg += (int64_t)(blockIdx.x % splits) * per;
+    khi = jbeg + per < khi ? jbeg + per : khi;
 }
 
 /* Forward launchers, one per compiled (Pol, T, HD, HDV); defined in attention_fwd_*.cu. */

@@ -489,11 +489,7 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq
     const int qr = warp / C::Q_WN * C::Q_MT * 16, qc = warp % C::Q_WN * C::Q_NT * 8;
     const ladder_attn_block span = ladder_attn_block_range(&a.mask, i0, q.rows, seq.Lq, seq.Lk);
     int64_t jbeg = span.lo / BC * BC, khi = span.hi; /* this split's share of the key tiles */
-    if (splits > 1) {
-        const int64_t per = ((khi - jbeg + BC - 1) / BC + splits - 1) / splits * BC;
-        jbeg += (int64_t)(blockIdx.x % splits) * per;
-        khi = jbeg + per < khi ? jbeg + per : khi;
-    }
+    split_share<BC>(splits, jbeg, khi);
 
     load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, h, seq.q0 + i0, q.rows, a.D);
     load_tile<BR, HDV, C::THREADS>(sm.dO(0), LDV, a.dout, b, h, seq.q0 + i0, q.rows, a.Dv);

@@ -158,11 +158,7 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
     /* the keys seen by some row of the block, and those seen by all; this split's share of the key tiles */
     const ladder_attn_block span = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
     int64_t jbeg = span.lo / BC * BC, khi = span.hi;
-    if (splits > 1) {
-        const int64_t per = ((khi - jbeg + BC - 1) / BC + splits - 1) / splits * BC; /* keys per split */
-        jbeg += (int64_t)(blockIdx.x % splits) * per;
-        khi = jbeg + per < khi ? jbeg + per : khi;
-    }
+    split_share<BC>(splits, jbeg, khi);
     for (int r = threadIdx.x; r < BR; r += blockDim.x) { /* visible after the loop's first __syncthreads() */
         range[2 * r] = range[2 * r + 1] = 0;                 /* a row past the tile's end sees nothing */
         if (r < rows) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &range[2 * r], &range[2 * r + 1]);

@@ -242,11 +242,7 @@ __global__ void __launch_bounds__(tf32_bwd_cfg<HD>::THREADS, 1) attn_bwd_dq_tf32
     const int qr = warp / 4 * C::Q_MT * 16, qc = warp % 4 * C::Q_NT * 8;
     const ladder_attn_block span = ladder_attn_block_range(&a.mask, i0, q.rows, seq.Lq, seq.Lk);
     int64_t jbeg = span.lo / BC * BC, khi = span.hi; /* this split's share of the key tiles */
-    if (splits > 1) {
-        const int64_t per = ((khi - jbeg + BC - 1) / BC + splits - 1) / splits * BC;
-        jbeg += (int64_t)(blockIdx.x % splits) * per;
-        khi = jbeg + per < khi ? jbeg + per : khi;
-    }
+    split_share<BC>(splits, jbeg, khi);
 
     load_query_tile<HD>(a, sm, seq, q, b);
     float dq[C::Q_MT][C::Q_NT][4];

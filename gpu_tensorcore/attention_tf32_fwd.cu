@@ -79,11 +79,7 @@ __global__ void __launch_bounds__(tf32_fwd_cfg<HD>::THREADS) attn_fwd_tf32_kerne
 
     const ladder_attn_block span = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
     int64_t jbeg = span.lo / BC * BC, khi = span.hi;
-    if (splits > 1) {
-        const int64_t per = ((khi - jbeg + BC - 1) / BC + splits - 1) / splits * BC; /* keys per split */
-        jbeg += (int64_t)(blockIdx.x % splits) * per;
-        khi = jbeg + per < khi ? jbeg + per : khi;
-    }
+    split_share<BC>(splits, jbeg, khi);
     for (int r = threadIdx.x; r < BR; r += blockDim.x) { /* visible after the loop's first __syncthreads() */
         range[2 * r] = range[2 * r + 1] = 0;
         if (r < rows) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &range[2 * r], &range[2 * r + 1]);
@@ -227,15 +223,7 @@ ladder_status fwd_tf32_for(const args &a, bool three) {
 
 ladder_status fwd_tf32(const args &a, bool three) {
     if (a.splits <= 1) return fwd_tf32_for(a, three);
-    /* split keys: each split's (o, lse) into fp32 partials, then one combine */
-    const int64_t rows = a.B * a.Hq * a.Sq;
-    ladder_scratch o_part, lse_part;
-    LADDER_TRY(o_part.alloc(sizeof(float) * (size_t)(a.splits * rows * a.Dv)));
-    LADDER_TRY(lse_part.alloc(sizeof(float) * (size_t)(a.splits * rows)));
-    args s = a;
-    s.o_part = (float *)o_part.ptr, s.lse_part = (float *)lse_part.ptr;
-    LADDER_TRY(fwd_tf32_for(s, three));
-    return ladder_attn_combine<float>(rows, a.Dv, a.splits, s.o_part, s.lse_part, a.o, a.lse);
+    return fwd_split<float>(a, [three](const args &s) { return fwd_tf32_for(s, three); });
 }
 
 } // namespace attn_tc

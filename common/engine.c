@@ -374,6 +374,17 @@ static ladder_status make_index(ladder_tensor *t, const int64_t *lens, int n) {
     return LADDER_OK;
 }
 
+void ladder_problem_packed(const ladder_algo *algo, const ladder_case_opts *opts, void *problem) {
+    if (opts->n_seqs <= 0 || !algo->varlen_batch || !algo->varlen_dim) return;
+    int64_t sum = 0, sum2 = 0;
+    for (int i = 0; i < opts->n_seqs; i++) sum += opts->seqlens[i], sum2 += opts->seqlens2[i];
+    ladder_param_set(algo, problem, ladder_algo_param(algo, algo->varlen_batch), 1);
+    ladder_param_set(algo, problem, ladder_algo_param(algo, algo->varlen_dim), (double)sum);
+    if (algo->varlen_dim2)
+        ladder_param_set(algo, problem, ladder_algo_param(algo, algo->varlen_dim2),
+                         (double)(opts->has_seqlens2 ? sum2 : sum));
+}
+
 ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const void *problem,
                                const ladder_case_opts *opts) {
     memset(c, 0, sizeof *c);
@@ -401,12 +412,11 @@ ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const vo
             }
             c->t[i] = c->buf[i];
             c->present |= 1u << i;
-            ladder_param_set(algo, c->problem, pb, 1);
-            ladder_param_set(algo, c->problem, pd, ((int32_t *)c->t[i].data)[opts->n_seqs]);
         }
         if (n_index == 0)
             return ladder_fail(LADDER_ERR_ARG, "%s takes no packed sequences (or more than %d)", algo->name,
                                LADDER_MAX_SEQS);
+        ladder_problem_packed(algo, opts, c->problem);
     }
     const ladder_tensor *index_t = case_index(c);
     const uint32_t with = opts->with | (algo->needs ? algo->needs(c->problem) : 0);

@@ -305,6 +305,11 @@ typedef struct ladder_case {
 } ladder_case;
 
 /**
+ * The sizes @p opts's packed sequences give @p problem: the algorithm's varlen_batch 1, its varlen_dim the sum of
+ * the lengths, its varlen_dim2 the sum of seqlens2 (or of the same lengths). Nothing without packed sequences.
+ */
+void ladder_problem_packed(const ladder_algo *algo, const ladder_case_opts *opts, void *problem);
+/**
  * Make a seeded random case of @p problem (copied). Varlen options build every index tensor of the algorithm
  * (the first from seqlens, a second from seqlens2 or seqlens) and set each one's packed size and varlen_batch.
  */

@@ -120,19 +120,10 @@ int tool_broadcast_flag(const ladder_algo *algo, const tool_opts *o, const void 
         co->with &= ~(1u << t);
         return TOOL_OK;
     }
-    /* the problem's sizes as the case will have them: packed sequences set the batch to 1 and the packed sizes to
-     * the lengths' sums (ladder_case_make) */
+    /* the problem's sizes as the case will have them (packed sequences change them) */
     _Alignas(8) unsigned char sized[LADDER_PROBLEM_MAX];
     memcpy(sized, problem, algo->problem_size);
-    if (co->n_seqs > 0) {
-        int64_t sum = 0, sum2 = 0;
-        for (int i = 0; i < co->n_seqs; i++) sum += co->seqlens[i], sum2 += co->seqlens2[i];
-        ladder_param_set(algo, sized, ladder_algo_param(algo, algo->varlen_batch), 1);
-        ladder_param_set(algo, sized, ladder_algo_param(algo, algo->varlen_dim), (double)sum);
-        if (algo->varlen_dim2)
-            ladder_param_set(algo, sized, ladder_algo_param(algo, algo->varlen_dim2),
-                             (double)(co->has_seqlens2 ? sum2 : sum));
-    }
+    ladder_problem_packed(algo, co, sized);
     int64_t full[LADDER_MAX_RANK];
     const int rank = ladder_tensor_shape_of(algo, sized, NULL, t, full);
     const char *p = o->bcast;

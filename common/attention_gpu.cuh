@@ -105,7 +105,7 @@ __device__ __forceinline__ void ladder_attn_kept_frag(const ladder_attn_hooks &k
         const bool odd = t & 1;
         const uint64_t first = (odd ? n8 : n0) + 4 * (t / 2); /* this lane's row, its first quad */
         uint32_t drawn = 0;                                     /* bit 4nb + w: word w of block nb */
-#pragma unroll 1 /* unrolled, the Philox rounds of every block interleave and spill */
+#pragma unroll 2 /* two blocks at a time, two independent chains of multiplies; all unrolled, they spilled */
         for (int nb = 0; nb < NB; nb++) {
             const ladder_philox4 x = ladder_philox_block(k.seed, (first + 8 * nb) / 4);
 #pragma unroll
@@ -155,25 +155,6 @@ __device__ __forceinline__ void ladder_attn_sink_ds(const ladder_attn_ds_sink &d
     const int64_t at = b * d.s[0] + h * d.s[1] + i * d.s[2] + j * d.s[3];
     if (d.f32) ((float *)d.p)[at] = dS;
     else ladder_attn_store<T>(d.p, at, dS);
-}
-
-/**
- * The bias at elements @p at and, when @p second, at + sbias[3] (keys j and j + 1 of one row: a lane's pair of an
- * mma fragment), as floats in @p x. Where the row is contiguous and the pair 4-byte aligned, one load reads both.
- */
-template <class T>
-__device__ __forceinline__ void ladder_attn_bias_pair(const ladder_attn_hooks &k, int64_t at, bool second,
-                                                      float (&x)[2]) {
-    if constexpr (sizeof(T) == 2) {
-        const uint16_t *p = (const uint16_t *)k.bias + at;
-        if (second && k.sbias[3] == 1 && ((uintptr_t)p & 3) == 0) {
-            const uint32_t w = *(const uint32_t *)p;
-            x[0] = ladder_to_float<T>((uint16_t)w), x[1] = ladder_to_float<T>((uint16_t)(w >> 16));
-            return;
-        }
-    }
-    x[0] = ladder_attn_elem<T>(k.bias, at);
-    if (second) x[1] = ladder_attn_elem<T>(k.bias, at + k.sbias[3]);
 }
 
 /**

@@ -105,7 +105,7 @@ __device__ __forceinline__ void ladder_attn_kept_frag(const ladder_attn_hooks &k
         const bool odd = t & 1;
         const uint64_t first = (odd ? n8 : n0) + 4 * (t / 2); /* this lane's row, its first quad */
         uint32_t drawn = 0;                                     /* bit 4nb + w: word w of block nb */
-#pragma unroll 2 /* two blocks at a time, two independent chains of multiplies; all unrolled, they spilled */
+#pragma unroll 1 /* unrolled, the Philox rounds of every block interleave and spill */
         for (int nb = 0; nb < NB; nb++) {
             const ladder_philox4 x = ladder_philox_block(k.seed, (first + 8 * nb) / 4);
 #pragma unroll

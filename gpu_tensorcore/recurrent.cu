@@ -32,9 +32,10 @@
  * lo = round(x - hi), and a product takes hi*hi + hi*lo + lo*hi: about 16 bits of x, the states stored in fp32.
  * bf16, not fp16, whatever the inputs: under strong decay the states, dH and the decayed operands fall below
  * fp16's normal range (6e-5), where neither half keeps its bits, and a large state would overflow fp16; bf16 has
- * fp32's exponent range. An fp16 input is exactly a bf16 hi + lo, split in registers after its load (mma_split,
- * OP_F16); a bf16 input is its own hi. Products of two inputs (D = do v^T, q . k) are exact in either dtype and
- * run on the input's own mma. The fp32 sums (pairs inside sub-chunks, the column weights of gv) need no split.
+ * fp32's exponent range. An fp16 input is exactly a bf16 hi + lo (11 significant bits in two of 8), split in shared
+ * memory where a product takes it against a state (split_f16_tile); a bf16 input is its own hi. Products of two
+ * inputs (D = do v^T, q . k) are exact in the fp32 accumulator in either dtype and run on the input's own mma. The
+ * fp32 sums (the pairs inside sub-chunks, the column weights of gv) need no split.
  *
  * Preconditions: validated by ladder_recurrent_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all f16; gates,
  * states and their gradients f32; device pointers; any input strides; contiguous outputs; K, V <= 256).

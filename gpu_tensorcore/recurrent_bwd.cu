@@ -135,15 +135,6 @@ __device__ __forceinline__ void state_product(float (&acc)[1][4][4], const uint1
                                                            lane);
 }
 
-/* An fp16 tile [64][P16] split in place: its bf16 hi over it, its lo into @p lo (fp16 is exactly the two). */
-__device__ __forceinline__ void split_tile(uint16_t *x, uint16_t *lo) {
-    for (int id = threadIdx.x; id < SC * BC / 2; id += blockDim.x) {
-        const int at = id / (BC / 2) * P16 + id % (BC / 2) * 2;
-        const uint32_t x2 = ladder_lds32(x + at);
-        put2<BF, true>(x, lo, at, ladder_to_float<__half>(x2 & 0xffff), ladder_to_float<__half>(x2 >> 16));
-    }
-}
-
 /*
  * One column tile j0.. of rows_kernel's V loop: stage do, v (gv), load S and dH (fp32, split in hi + lo); the state
  * parts accSq += do S^T and accSk += v dH^T, do and v as rows_kernel's inputs hold them (a bf16 input exact, an fp16
@@ -189,11 +180,11 @@ __device__ __forceinline__ void rows_tile(unsigned char *sm, const tc_call &a, c
             ladder_mma_warp_tile<T, 1, 2, BC / 16, false, false>(accE, dO + 16 * (di + 1) * P16, P16,
                                                                  v + 16 * (di + 1) * P16, P16, lane);
     }
-    constexpr bool F16 = !GV && raw_kind<T>::value == OP_F16; /* split do and v where D's tiles will go */
+    constexpr bool F16 = !GV && is_f16<T>::value; /* split do and v where D's tiles will go */
     if (F16) {
         __syncthreads(); /* D's products are done with the fp16 tiles */
-        if (!Z) split_tile(dO, (uint16_t *)(sm + L::D));
-        split_tile(v, (uint16_t *)(sm + L::D) + SC * P16);
+        if (!Z) split_f16_tile<BC>(dO, (uint16_t *)(sm + L::D));
+        split_f16_tile<BC>(v, (uint16_t *)(sm + L::D) + SC * P16);
         __syncthreads();
     }
     /* the lo tiles: gv's operands lie one tile after their hi, the split fp16 inputs in D's tiles */
@@ -305,6 +296,7 @@ __device__ __forceinline__ void rows_cross(unsigned char *sm, float scale, float
             accSk[0][nt][e] *= ladder_exp_ftz(A[(SC - 1) * P32 + i] - A[bk * P32 + i]);
         }
     __syncthreads();
+    /* the three products of the pairs as three calls: in one mma_split, both pairs' fragments at once spilled */
     for (int kk = 0; kk < sub; kk++) {
         const int at = 16 * sub * P16 + 16 * kk, kr = (8 * sub * (sub - 1) + 16 * kk) * P16 + cw;
         ladder_mma_warp_tile<BF, 1, 4, 1, false, true>(accSq, Dh + at, P16, Krh + kr, P16, lane);
@@ -403,9 +395,7 @@ __device__ __forceinline__ void rows_halves(unsigned char *sm, bool gk, float (&
     for (int np = 0; np < 4; np += 2) {
         const int at = 16 * sub * P16 + cw + 8 * np;
         float x[1][2][4] = {}, y[1][2][4] = {};
-        ladder_mma_warp_tile<BF, 1, 2, 1, false, true>(x, Dqh, P16, KQh + at, P16, lane);
-        ladder_mma_warp_tile<BF, 1, 2, 1, false, true>(x, Dqh, P16, KQl + at, P16, lane);
-        ladder_mma_warp_tile<BF, 1, 2, 1, false, true>(x, Dql, P16, KQh + at, P16, lane);
+        mma_split<OP_PAIR, OP_PAIR, 1, 2, 1, false, true>(x, Dqh, Dql, P16, KQh + at, KQl + at, P16, lane);
 #pragma unroll
         for (int o = 0; o < 2; o++) {
             const int i = cw + 8 * (np + o) + 2 * tq;
@@ -413,9 +403,7 @@ __device__ __forceinline__ void rows_halves(unsigned char *sm, bool gk, float (&
             accSq[0][np + o][2] += x[0][o][2] * ladder_exp_ftz(At.x - Am.x);
             accSq[0][np + o][3] += x[0][o][3] * ladder_exp_ftz(At.y - Am.y);
         }
-        ladder_mma_warp_tile<BF, 1, 2, 1, true, true>(y, Dqh, P16, KQh + at, P16, lane);
-        ladder_mma_warp_tile<BF, 1, 2, 1, true, true>(y, Dqh, P16, KQl + at, P16, lane);
-        ladder_mma_warp_tile<BF, 1, 2, 1, true, true>(y, Dql, P16, KQh + at, P16, lane);
+        mma_split<OP_PAIR, OP_PAIR, 1, 2, 1, true, true>(y, Dqh, Dql, P16, KQh + at, KQl + at, P16, lane);
 #pragma unroll
         for (int o = 0; o < 2; o++) {
             const int i = cw + 8 * (np + o) + 2 * tq;

@@ -80,6 +80,31 @@ __device__ void stage_rows(unsigned char *sm, const tc_call &a, const rec_seq &s
 }
 
 /*
+ * One row tile's products: the state part acc += Qe S (the warp's 16 steps, 64 columns) and, warps 0..5, P's
+ * off-diagonal sub-block (si, sj) += Qi Kr^T; one rounding of each operand, or (BWD) hi + lo pairs.
+ */
+template <class T, bool GV, bool BWD>
+__device__ __forceinline__ void row_products(const unsigned char *sm, float (&acc)[1][OVB / 16][4],
+                                             float (&pacc)[1][2][4], int warp, int si, int sj, int lane) {
+    using L = plan<GV, BWD>;
+    const uint16_t *Qe = (const uint16_t *)(sm + L::QE) + 16 * (warp & 3) * P16;
+    const uint16_t *St = (const uint16_t *)(sm + L::S) + 64 * (warp >> 2);
+    const uint16_t *Qi = (const uint16_t *)(sm + L::QI) + SUB * si * P16;
+    const uint16_t *Kr = (const uint16_t *)(sm + L::KRT) + (8 * si * (si - 1) + SUB * sj) * P16;
+    if (!BWD) {
+        ladder_mma_warp_tile<T, 1, OVB / 16, BC / 16, false, true>(acc, Qe, P16, St, V16, lane);
+        if (warp < 6) ladder_mma_warp_tile<T, 1, 2, BC / 16, false, false>(pacc, Qi, P16, Kr, P16, lane);
+        return;
+    }
+    constexpr int PK = OP_PAIR; /* each lo tile lies at the same offsets in its own region */
+    mma_split<PK, PK, 1, OVB / 16, BC / 16, false, true>(acc, Qe, Qe + (L::QEL - L::QE) / 2, P16, St,
+                                                       St + (L::SL - L::S) / 2, V16, lane);
+    if (warp < 6)
+        mma_split<PK, PK, 1, 2, BC / 16, false, false>(pacc, Qi, Qi + (L::QIL - L::QI) / 2, P16, Kr,
+                                                      Kr + (L::KRL - L::KRT) / 2, P16, lane);
+}
+
+/*
  * P from the warps' fragments: the off-diagonal sub-block (si, sj) of warps 0..5 (@p pacc), the diagonal
  * sub-blocks' entries below their diagonals (@p pd, two a thread, diag_pair()), and P_tt on the diagonal. Without
  * gv rounded to T into P16 [t][s] with zeros above the diagonal (P V on the mma); with gv fp32 into P32, whose
@@ -178,8 +203,7 @@ __global__ void __launch_bounds__(THREADS, GV ? 1 : 2) out_kernel(tc_call a, con
     const rec_seq s = rec_seq_of(a.c, n);
     const int64_t nch = (s.len + SC - 1) / SC;
     const float gamma = rec_ld(a.c.g_gamma, h, 0, 0, 0);
-    uint16_t *St = (uint16_t *)(sm + L::S), *Sl = (uint16_t *)(sm + L::SL), *Qe = (uint16_t *)(sm + L::QE);
-    uint16_t *Qi = (uint16_t *)(sm + L::QI), *Kr = (uint16_t *)(sm + L::KRT);
+    uint16_t *Qe = (uint16_t *)(sm + L::QE), *Qi = (uint16_t *)(sm + L::QI), *Kr = (uint16_t *)(sm + L::KRT);
     float *A = (float *)(sm + L::A), *Ptt = (float *)(sm + L::PT);
     /* warp w < 6 owns P's sub-block (si, sj), si > sj; Kr holds sub-chunk si's keys at row 8 si (si - 1) */
     const int si = warp < 1 ? 1 : warp < 3 ? 2 : 3, sj = warp < 1 ? 0 : warp < 3 ? warp - 1 : warp - 3;
@@ -207,19 +231,7 @@ __global__ void __launch_bounds__(THREADS, GV ? 1 : 2) out_kernel(tc_call a, con
                 diag_pair<T>(pd[m], (const uint16_t *)(sm + L::Q), (const uint16_t *)(sm + L::K), P16, A, P32,
                              a.gk.p != nullptr, m, tl, ul);
             __syncthreads();
-            const uint16_t *Qw = Qe + 16 * (warp & 3) * P16, *Sw = St + 64 * (warp >> 2);
-            const uint16_t *Qs = Qi + SUB * si * P16, *Ks = Kr + (8 * si * (si - 1) + SUB * sj) * P16;
-            constexpr int PK = OP_PAIR;
-            if (BWD) {
-                mma_split<PK, PK, 1, OVB / 16, BC / 16, false, true>(acc, Qw, Qw + (L::QEL - L::QE) / 2, P16, Sw,
-                                                                   Sw + (L::SL - L::S) / 2, V16, lane);
-                if (warp < 6)
-                    mma_split<PK, PK, 1, 2, BC / 16, false, false>(pacc, Qs, Qs + (L::QIL - L::QI) / 2, P16, Ks,
-                                                                  Ks + (L::KRL - L::KRT) / 2, P16, lane);
-            } else {
-                ladder_mma_warp_tile<T, 1, OVB / 16, BC / 16, false, true>(acc, Qw, P16, Sw, V16, lane);
-                if (warp < 6) ladder_mma_warp_tile<T, 1, 2, BC / 16, false, false>(pacc, Qs, P16, Ks, P16, lane);
-            }
+            row_products<T, GV, BWD>(sm, acc, pacc, warp, si, sj, lane);
             __syncthreads(); /* the tiles are done with before the next rows (or P16) are written over them */
         }
         assemble_p<T, GV>((uint16_t *)(sm + L::Q), (float *)(sm + L::P), pacc, pd, Ptt, warp, si, sj, lane);

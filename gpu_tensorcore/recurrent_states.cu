@@ -43,6 +43,7 @@ template <int MODE, bool GV> struct plan {
     static constexpr int G = A + SC * SK32 * 4, B = G + SC * 4, BUF = B + (GV ? SC * SV32 * 4 : 0);
     static constexpr int KT = 2 * BUF, KTL = KT + (Z ? 0 : SC * SK16 * 2), VL = KTL + (SPLIT ? SC * SK16 * 2 : 0);
     static constexpr int EA = VL + (SPLIT && GV ? SC * SV16 * 2 : 0), TOTAL = EA + SKB * 4;
+    static_assert(SC * SK32 * 4 >= SC * SV16 * 2, "an fp16 v's lo tile fits over A (split_f16_tile)");
 };
 
 /*
@@ -143,13 +144,14 @@ __device__ void link_operands(unsigned char *sm, unsigned char *b, float scale) 
 /*
  * The link itself on the warp's fragments: the decay exp(A_63 + B_63) (without gv the row factor EA alone, one
  * load for both columns of a pair), then the product. The forward's operands are one rounding each; the backward's
- * Kt is a hi + lo pair, and v (or do) a bf16 input as it is, an fp16 one split in registers, or with gv a pair
- * (mma_split): the gate sums need about 16 bits of the states.
+ * Kt is a hi + lo pair, and v (or do) a bf16 input as it is, or a pair: an fp16 input split, or with gv the operand
+ * of link_operands() (mma_split). The gate sums need about 16 bits of the states.
  */
 template <class T, int MODE, bool GV>
 __device__ __forceinline__ void link_update(float (&S)[1][8][4], const unsigned char *sm, const unsigned char *b,
                                             int r0, int j0, int lane) {
     using L = plan<MODE, GV>;
+    constexpr bool F16 = L::SPLIT && !GV && is_f16<T>::value; /* v's lo over A (split_link) */
     const int g = lane >> 2, tq = lane & 3;
     const float *Ac = (const float *)(b + L::A) + (SC - 1) * SK32, *Bc = (const float *)(b + L::B) + (SC - 1) * SV32;
 #pragma unroll
@@ -161,12 +163,13 @@ __device__ __forceinline__ void link_update(float (&S)[1][8][4], const unsigned 
         }
     if (MODE == ST_Z) return;
     const uint16_t *Kt = (const uint16_t *)(sm + L::KT) + r0, *Ktl = (const uint16_t *)(sm + L::KTL) + r0;
-    const uint16_t *v = (const uint16_t *)(b + L::V) + j0, *vl = (const uint16_t *)(sm + L::VL) + j0;
+    const uint16_t *v = (const uint16_t *)(b + L::V) + j0;
+    const uint16_t *vl = (const uint16_t *)(F16 ? b + L::A : sm + L::VL) + j0;
     if (!L::SPLIT) {
         ladder_mma_warp_tile<T, 1, 8, SC / 16, true, true>(S, Kt, SK16, v, SV16, lane);
         return;
     }
-    constexpr int VK = GV ? OP_PAIR : raw_kind<T>::value;
+    constexpr int VK = GV || F16 ? OP_PAIR : OP_BF16;
 #pragma unroll 1 /* 16 steps at a time: two whole products in a row spilled */
     for (int kk = 0; kk < SC; kk += 16)
         mma_split<OP_PAIR, VK, 1, 8, 1, true, true>(S, Kt + kk * SK16, Ktl + kk * SK16, SK16, v + kk * SV16,
@@ -275,6 +278,10 @@ __global__ void __launch_bounds__(THREADS, GV ? 1 : 2) states_kernel(tc_call a, 
         __syncthreads();
         link_operands<T, MODE, GV>(sm, b, a.c.scale);
         __syncthreads();
+        if (L::SPLIT && !GV && is_f16<T>::value) { /* fp16 v (do) as bf16 pairs, lo over A, which is done with */
+            split_f16_tile<SVB>((uint16_t *)(b + L::V), (uint16_t *)(b + L::A));
+            __syncthreads();
+        }
         link_update<T, MODE, GV>(S, sm, b, r0, j0, lane);
         __syncthreads(); /* every warp is done with this buffer and the operands before they are refilled */
     }

@@ -135,49 +135,37 @@ template <class T> __device__ __forceinline__ uint2 split2(float x0, float x1) {
 }
 
 /*
- * How a tile holds an operand of the backward's products (mma_split): OP_BF16, one bf16 tile, exact (a bf16 input
- * as it is); OP_F16, one fp16 tile (an fp16 input), each fragment split into a bf16 hi + lo in registers after its
- * load, which holds the fp16 number exactly (11 significant bits in two of 8); OP_PAIR, two bf16 tiles, hi and lo
- * (split2), at the same offsets.
+ * How a tile holds an operand of the backward's products (mma_split): OP_BF16, one bf16 tile taken as exact (a bf16
+ * input as it is); OP_PAIR, two bf16 tiles, hi and lo (split2), at the same offsets. An fp16 input becomes a pair
+ * exactly (split_f16_tile(): 11 significant bits in two of 8).
  */
-enum op_kind { OP_BF16, OP_F16, OP_PAIR };
+enum op_kind { OP_BF16, OP_PAIR };
 
-/* The kind of a raw 16-bit input of type T. */
-template <class T> struct raw_kind {
-    static constexpr int value = OP_BF16;
+/* Whether T is fp16, whose inputs the backward splits into bf16 pairs. */
+template <class T> struct is_f16 {
+    static constexpr bool value = false;
 };
-template <> struct raw_kind<__half> {
-    static constexpr int value = OP_F16;
+template <> struct is_f16<__half> {
+    static constexpr bool value = true;
 };
-
-/* Whether an operand of kind @p k has a lo part, which takes a product of its own. */
-__host__ __device__ constexpr bool has_lo(int k) { return k == OP_F16 || k == OP_PAIR; }
 
 /*
- * An operand fragment as op_kind @p KIND holds it, after its load into @p x: hi in x and (has_lo) lo in @p xl, from
- * the lo tile at @p lo_at (OP_PAIR) or split in registers (OP_F16).
+ * An fp16 tile of SC rows and W columns (pitch W + 8) split in place: its bf16 hi over it, its lo into @p lo at the
+ * same offsets. Every thread of the block takes a share (no barrier inside).
  */
-template <int KIND>
-__device__ __forceinline__ void fragment_lo(uint32_t (&x)[4], uint32_t (&xl)[4], const uint16_t *lo_at,
-                                            bool trans) {
-    if (KIND == OP_PAIR) {
-        if (trans)
-            ladder_ldsm_x4_trans(xl, lo_at);
-        else
-            ladder_ldsm_x4(xl, lo_at);
+template <int W> __device__ __forceinline__ void split_f16_tile(uint16_t *x, uint16_t *lo) {
+    for (int id = threadIdx.x; id < SC * W / 2; id += blockDim.x) {
+        const int at = id / (W / 2) * (W + 8) + id % (W / 2) * 2;
+        const uint32_t x2 = ladder_lds32(x + at);
+        const uint2 y = split2<BF>(ladder_to_float<__half>(x2 & 0xffff), ladder_to_float<__half>(x2 >> 16));
+        *(uint32_t *)(x + at) = y.x, *(uint32_t *)(lo + at) = y.y;
     }
-    if (KIND == OP_F16)
-#pragma unroll
-        for (int r = 0; r < 4; r++) {
-            const uint2 y = split2<BF>(ladder_to_float<__half>(x[r] & 0xffff), ladder_to_float<__half>(x[r] >> 16));
-            x[r] = y.x, xl[r] = y.y;
-        }
 }
 
 /*
  * acc += A B on the matrix units in bf16, as ladder_mma_warp_tile (the same tiles, pointers and warp tile of MT*16
  * rows, NT*8 columns, K16*16 k's), with A and B held as op_kind AK and BK (@p Al, @p Bl: the lo tiles of OP_PAIR):
- * hi*hi, and hi*lo, lo*hi where a side has a lo. The lo*lo term, 2^-16 of the product, is left out.
+ * hi*hi, and hi*lo, lo*hi where a side is a pair. The lo*lo term, 2^-16 of the product, is left out.
  */
 template <int AK, int BK, int MT, int NT, int K16, bool A_KM, bool B_KN>
 __device__ __forceinline__ void mma_split(float (&acc)[MT][NT][4], const uint16_t *A, const uint16_t *Al, int lda,
@@ -194,7 +182,8 @@ __device__ __forceinline__ void mma_split(float (&acc)[MT][NT][4], const uint16_
                 ladder_ldsm_x4_trans(a[mt], A + at);
             else
                 ladder_ldsm_x4(a[mt], A + at);
-            fragment_lo<AK>(a[mt], al[mt], Al + at, A_KM);
+            if (AK == OP_PAIR && A_KM) ladder_ldsm_x4_trans(al[mt], Al + at);
+            if (AK == OP_PAIR && !A_KM) ladder_ldsm_x4(al[mt], Al + at);
         }
 #pragma unroll
         for (int nt = 0; nt < NT; nt += 2) {
@@ -205,12 +194,13 @@ __device__ __forceinline__ void mma_split(float (&acc)[MT][NT][4], const uint16_
                 ladder_ldsm_x4_trans(b, B + at);
             else
                 ladder_ldsm_x4(b, B + at);
-            fragment_lo<BK>(b, bl, Bl + at, B_KN);
+            if (BK == OP_PAIR && B_KN) ladder_ldsm_x4_trans(bl, Bl + at);
+            if (BK == OP_PAIR && !B_KN) ladder_ldsm_x4(bl, Bl + at);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
                 ladder_mma_m16n16k16<BF>(acc[mt][nt], acc[mt][nt + 1], a[mt], b);
-                if (has_lo(BK)) ladder_mma_m16n16k16<BF>(acc[mt][nt], acc[mt][nt + 1], a[mt], bl);
-                if (has_lo(AK)) ladder_mma_m16n16k16<BF>(acc[mt][nt], acc[mt][nt + 1], al[mt], b);
+                if (BK == OP_PAIR) ladder_mma_m16n16k16<BF>(acc[mt][nt], acc[mt][nt + 1], a[mt], bl);
+                if (AK == OP_PAIR) ladder_mma_m16n16k16<BF>(acc[mt][nt], acc[mt][nt + 1], al[mt], b);
             }
         }
     }

@@ -173,25 +173,24 @@ static int inputs_of(const ladder_flex_args *a, const ladder_tensor **ins, const
     return n;
 }
 
-/* The float tensors take the rung's dtype (the float buffers and, in the backward, their gradients too); lse and
- * dlse stay f32. */
+/* q, k, v, o (and do, dq, dk, dv) take the rung's dtype; lse, dlse, the float buffers and their gradients stay f32
+ * at every rung, as the mods read and the buffer gradients' sums write them. */
 static ladder_status check_dtypes(ladder_rung rung, const ladder_flex_args *a, bool backward) {
-    const ladder_tensor *ts[8 + 2 * LADDER_FLEX_MAX_BUFFERS] = {&a->q, &a->k, &a->v, &a->o, &a->dout, &a->dq, &a->dk,
-                                                                &a->dv};
-    const char *names[8 + 2 * LADDER_FLEX_MAX_BUFFERS] = {"q", "k", "v", "o", "do", "dq", "dk", "dv"};
+    const ladder_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->dout, &a->dq, &a->dk, &a->dv};
+    const char *names[] = {"q", "k", "v", "o", "do", "dq", "dk", "dv"};
+    const ladder_tensor *f32s[2 + 2 * LADDER_FLEX_MAX_BUFFERS] = {&a->lse, &a->dlse};
+    const char *f32_names[2 + 2 * LADDER_FLEX_MAX_BUFFERS] = {"lse", "dlse"};
     char grad_names[LADDER_FLEX_MAX_BUFFERS][48];
-    int n = backward ? 8 : 4;
+    int n = backward ? 2 : 1;
     for (int i = 0; i < ladder_flex_n_buffers; i++) {
         const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
-        if (s->dtype != LADDER_F32 || !field(a, s->arg)->data) continue;
-        ts[n] = field(a, s->arg), names[n++] = s->name;
-        if (!backward || !field(a, s->grad)->data) continue;
+        if (s->dtype != LADDER_F32) continue;
+        f32s[n] = field(a, s->arg), f32_names[n++] = s->name;
+        if (!backward) continue;
         snprintf(grad_names[i], sizeof grad_names[i], "d%s", s->name);
-        ts[n] = field(a, s->grad), names[n++] = grad_names[i];
+        f32s[n] = field(a, s->grad), f32_names[n++] = grad_names[i];
     }
-    const ladder_tensor *f32s[] = {&a->lse, &a->dlse};
-    const char *f32_names[] = {"lse", "dlse"};
-    return ladder_attention_check_dtypes("flex", false, rung, ts, names, n, f32s, f32_names, backward ? 2 : 1);
+    return ladder_attention_check_dtypes("flex", false, rung, ts, names, backward ? 8 : 4, f32s, f32_names, n);
 }
 
 /* Last, once the arguments are sound: the GPU grid limits, whether the rung exists and runs here, the lists. */

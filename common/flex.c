@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attention_check.h"
+#include "attention_tc_reference.h"
 #include "check.h"
 #include "flex_rungs.h"
 #include "gpu.h"
@@ -265,4 +266,137 @@ ladder_status ladder_flex_fwd(ladder_rung rung, const ladder_flex_problem *p, co
 ladder_status ladder_flex_bwd(ladder_rung rung, const ladder_flex_problem *p, const ladder_flex_args *a) {
     LADDER_TRY(check_bwd(rung, p, a));
     return flex_run(rung, true, p, a);
+}
+
+/* ---- the tensor-core rung's reference ------------------------------------------------------------------------- */
+
+/* What the reference's mods read: the problem, the mods' view of the buffers, each tile's kind (from the block lists)
+ * and, in the backward, each buffer read's share dS * dS/dx of every element, as the rung writes them. */
+typedef struct emulation {
+    const ladder_flex_problem *p;
+    ladder_flex_env env;
+    flex_blocks k;
+    unsigned char *kind;                 /* [MB, MH, Tq, Tk] */
+    float *share[LADDER_FLEX_MAX_READS]; /* [B, Hq, Sq, Sk]; NULL: that read's gradient is not asked for */
+} emulation;
+
+static float emulated_score(const void *ctx, float s, int64_t b, int64_t h, int64_t i, int64_t j, float *slope) {
+    const emulation *e = ctx;
+    *slope = ladder_flex_score_grad(e->p->score_mod, s, &e->env, b, h, i, j).dscore;
+    return ladder_flex_score(e->p->score_mod, s, &e->env, b, h, i, j);
+}
+
+/* The block mask: a full tile allows every key, a partial one what the mask mods allow, any other tile none. */
+static bool emulated_allowed(const void *ctx, int64_t b, int64_t h, int64_t i, int64_t j) {
+    const emulation *e = ctx;
+    const int64_t row = flex_list_row(&e->k, b, h, i / LADDER_FLEX_BLOCK, e->k.Tq);
+    const int kind = e->kind[row * e->k.Tk + j / LADDER_FLEX_BLOCK];
+    if (kind != LADDER_FLEX_TILE_PARTIAL) return kind == LADDER_FLEX_TILE_FULL;
+    return ladder_flex_masks((unsigned)e->p->mask_mods, &e->env, b, h, i, j);
+}
+
+static void emulated_sink(const void *ctx, int64_t b, int64_t h, int64_t i, int64_t j, float s, float dS) {
+    const emulation *e = ctx;
+    const ladder_attention_problem *t = &e->p->attn;
+    const ladder_flex_grad g = ladder_flex_score_grad(e->p->score_mod, s, &e->env, b, h, i, j);
+    for (int r = 0; r < LADDER_FLEX_MAX_READS; r++)
+        if (e->share[r]) e->share[r][((b * t->Hq + h) * t->Sq + i) * t->Sk + j] = dS * g.d[r];
+}
+
+static void emulation_close(emulation *e) {
+    free(e->kind);
+    for (int r = 0; r < LADDER_FLEX_MAX_READS; r++) free(e->share[r]);
+}
+
+/* Each tile's kind from the forward's lists of @p lists; with @p backward, a cleared share plane for each read whose
+ * buffer's gradient @p a asks for. */
+static ladder_status emulation_open(emulation *e, const ladder_flex_args *lists, const ladder_flex_args *a,
+                                    bool backward) {
+    e->k = flex_blocks_of(lists);
+    const flex_blocks *k = &e->k;
+    const int64_t rows = k->MB * k->MH * k->Tq;
+    if (!(e->kind = calloc((size_t)(rows * k->Tk), 1)))
+        return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate the kinds of %lld tiles", (long long)(rows * k->Tk));
+    for (int64_t r = 0; r < rows; r++) {
+        unsigned char *kinds = e->kind + r * k->Tk;
+        for (int32_t x = 0; x < k->kv_num[r]; x++) kinds[k->kv_idx[r * k->Tk + x]] = LADDER_FLEX_TILE_PARTIAL;
+        for (int32_t x = 0; x < k->full_kv_num[r]; x++) kinds[k->full_kv_idx[r * k->Tk + x]] = LADDER_FLEX_TILE_FULL;
+    }
+    const ladder_attention_problem *t = &e->p->attn;
+    const ladder_flex_score_spec *spec = &ladder_flex_score_mods[e->p->score_mod];
+    const int64_t plane = t->B * t->Hq * t->Sq * t->Sk;
+    for (int r = 0; backward && r < spec->n_reads; r++) {
+        if (!field(a, ladder_flex_buffer(spec->reads[r])->grad)->data) continue;
+        if (!(e->share[r] = calloc((size_t)plane, sizeof(float))))
+            return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate the shares of %lld scores", (long long)plane);
+    }
+    return LADDER_OK;
+}
+
+/*
+ * The buffer gradients from the shares, as every rung defines them: each float gradient @p a gives starts at 0, then
+ * each read's shares, summed in double over (b, h, i, j) in order, are added into the elements they read, the first
+ * read's first (a buffer read twice gets both sums).
+ */
+static ladder_status emulated_buffer_grads(const emulation *e, const ladder_flex_args *a) {
+    const ladder_attention_problem *t = &e->p->attn;
+    for (int i = 0; i < ladder_flex_n_buffers; i++) {
+        const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
+        const ladder_tensor *g = s->grad ? field(a, s->grad) : NULL;
+        if (g && g->data) memset(g->data, 0, (size_t)ladder_tensor_numel(g) * sizeof(float));
+    }
+    const ladder_flex_score_spec *spec = &ladder_flex_score_mods[e->p->score_mod];
+    for (int r = 0; r < spec->n_reads; r++) {
+        if (!e->share[r]) continue;
+        const ladder_tensor *g = field(a, ladder_flex_buffer(spec->reads[r])->grad);
+        const int64_t n = ladder_tensor_numel(g);
+        double *acc = calloc((size_t)n, sizeof *acc);
+        if (!acc) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %lld sums", (long long)n);
+        const float *share = e->share[r];
+        for (int64_t b = 0; b < t->B; b++)
+            for (int64_t h = 0; h < t->Hq; h++)
+                for (int64_t i = 0; i < t->Sq; i++)
+                    for (int64_t j = 0; j < t->Sk; j++, share++)
+                        acc[ladder_flex_score_grad(e->p->score_mod, 0.0f, &e->env, b, h, i, j).at[r]] += *share;
+        for (int64_t x = 0; x < n; x++) ((float *)g->data)[x] += (float)acc[x];
+        free(acc);
+    }
+    return LADDER_OK;
+}
+
+/* The reference behind the dispatcher's checks at the cpu rung, with the block lists of @p a or, when it has none,
+ * lists built on the host from the mask mods. */
+static ladder_status emulate(bool backward, const ladder_flex_problem *p, const ladder_flex_args *a,
+                             ladder_dtype round) {
+    LADDER_TRY(backward ? check_bwd(LADDER_RUNG_CPU, p, a) : check_fwd(LADDER_RUNG_CPU, p, a));
+    ladder_flex_args lists = *a;
+    const bool build = !a->kv_num_blocks.data;
+    ladder_status st = build ? flex_alloc_lists(p, false, &lists) : LADDER_OK;
+    if (st == LADDER_OK && build) st = flex_build_cpu(p, &lists);
+    emulation e = {.p = p, .env = ladder_flex_env_of(p, a)};
+    if (st == LADDER_OK) st = emulation_open(&e, &lists, a, backward);
+    if (st == LADDER_OK) {
+        ladder_attention_problem attn = p->attn;
+        attn.mask = LADDER_ATTN_NO_MASK; /* flex masks through its lists and mask mods alone */
+        const bool sink = e.share[0] || e.share[1];
+        const ladder_attn_tc_reference_args ra = {
+            .q = a->q, .k = a->k, .v = a->v, .o = a->o, .lse = a->lse, .dout = a->dout, .dlse = a->dlse,
+            .dq = a->dq, .dk = a->dk, .dv = a->dv,
+            .mods = {.ctx = &e, .score = emulated_score, .allowed = emulated_allowed,
+                     .sink = sink ? emulated_sink : NULL}};
+        st = backward ? ladder_attn_tc_reference_bwd(&attn, &ra, round)
+                      : ladder_attn_tc_reference_fwd(&attn, &ra, round);
+        if (st == LADDER_OK && backward) st = emulated_buffer_grads(&e, a);
+    }
+    emulation_close(&e);
+    if (build) flex_free_lists(false, &lists);
+    return st;
+}
+
+ladder_status flex_fwd_emulating(const ladder_flex_problem *p, const ladder_flex_args *a, ladder_dtype round) {
+    return emulate(false, p, a, round);
+}
+
+ladder_status flex_bwd_emulating(const ladder_flex_problem *p, const ladder_flex_args *a, ladder_dtype round) {
+    return emulate(true, p, a, round);
 }

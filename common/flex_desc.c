@@ -180,6 +180,14 @@ static ladder_status call_rung(ladder_rung rung, ladder_pass pass, const void *p
     return flex_run(rung, pass == LADDER_PASS_BWD, problem, args);
 }
 
+/* The tensor-core rung's reference: P (both passes) and dS rounded to @p round where that rung rounds them, o read by
+ * the backward as that rung stores it (common/attention_tc_reference.h, with flex's mods, behind common/flex.c's
+ * checks). */
+static ladder_status call_emulating(ladder_dtype round, ladder_pass pass, const void *problem, const void *args) {
+    return pass == LADDER_PASS_FWD ? flex_fwd_emulating(problem, args, round)
+                                   : flex_bwd_emulating(problem, args, round);
+}
+
 /* Attention's traffic, plus each float buffer read (and its gradient written) once, in f32 at every rung. */
 static double bytes(const void *problem, uint32_t present, ladder_pass pass, ladder_dtype dtype) {
     const ladder_flex_problem *p = problem;
@@ -335,6 +343,7 @@ const ladder_algo ladder_flex_algo = {
     .derived_dim = derived_dim,
     .call = call,
     .call_rung = call_rung,
+    .call_emulating = call_emulating,
     .bytes = bytes,
     .flops = flops,
     .bench_problems = bench_problems,

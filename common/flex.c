@@ -194,6 +194,16 @@ static ladder_status check_dtypes(ladder_rung rung, const ladder_flex_args *a, b
     return ladder_attention_check_dtypes("flex", false, rung, ts, names, backward ? 8 : 4, f32s, f32_names, n);
 }
 
+/* The tensor-core rung's kernels are compiled for head dims up to LADDER_FLEX_TC_MAX_HEAD_DIM. */
+static ladder_status check_tc_head_dims(ladder_rung rung, const ladder_attention_problem *t) {
+    const int64_t most = LADDER_FLEX_TC_MAX_HEAD_DIM;
+    if (rung != LADDER_RUNG_GPU_TENSORCORE || (t->D <= most && t->Dv <= most)) return LADDER_OK;
+    return ladder_fail(LADDER_ERR_UNSUPPORTED,
+                       "D = %lld and Dv = %lld, but rung gpu_tensorcore runs flex at head dims up to %d (its kernels, "
+                       "one per score mod, are compiled for 64 and 128); rung gpu_tiled takes up to %d",
+                       (long long)t->D, (long long)t->Dv, LADDER_FLEX_TC_MAX_HEAD_DIM, LADDER_ATTN_MAX_HEAD_DIM);
+}
+
 /* Last, once the arguments are sound: the GPU grid limits, whether the rung exists and runs here, the lists. */
 static ladder_status check_rung(ladder_rung rung, const ladder_flex_problem *p, const ladder_flex_args *a,
                                 const flex_fn *table) {
@@ -211,6 +221,7 @@ static ladder_status check_fwd(ladder_rung rung, const ladder_flex_problem *p, c
     const char *out_names[] = {"o", "lse"};
     LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, 2, ins, in_names, n_in));
     LADDER_TRY(check_dtypes(rung, a, false));
+    LADDER_TRY(check_tc_head_dims(rung, &p->attn));
     LADDER_TRY(check_rung(rung, p, a, flex_fwd_rungs));
     ladder_clear_error();
     return LADDER_OK;
@@ -241,6 +252,7 @@ static ladder_status check_bwd(ladder_rung rung, const ladder_flex_problem *p, c
     }
     LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, n_out, ins, in_names, n_in));
     LADDER_TRY(check_dtypes(rung, a, true));
+    LADDER_TRY(check_tc_head_dims(rung, &p->attn));
     LADDER_TRY(check_rung(rung, p, a, flex_bwd_rungs));
     ladder_clear_error();
     return LADDER_OK;

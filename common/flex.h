@@ -49,7 +49,7 @@
  * | cpu            | f32                        | f32                           | 1..256                          |
  * | gpu_naive      | f32                        | f32                           | 1..256                          |
  * | gpu_tiled      | f32                        | f32                           | 1..256                          |
- * | gpu_tensorcore | not yet                    |                               |                                 |
+ * | gpu_tensorcore | bf16 or f16 (all the same) | f32                           | 1..128 (kernels for 64 and 128) |
  *
  * The CPU rung takes host pointers, the GPU rungs device pointers (buffers and block lists included). Every rung is
  * deterministic, buffer gradients included.
@@ -70,6 +70,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/**
+ * Largest head dim (D and Dv) of the tensor-core rung. Its kernels are compiled for every score mod and dtype at each
+ * head dim they take: flash's three wider pairs (192, 192 with 128, 256) beside 64 and 128 would more than double
+ * them, and the build time with them. Larger head dims run at the other rungs.
+ */
+#define LADDER_FLEX_TC_MAX_HEAD_DIM 128
 
 /** One flex problem: the attention problem (no mask, no softcap of its own: those are mods) and the mods. */
 typedef struct ladder_flex_problem {

@@ -348,7 +348,6 @@ const ladder_algo ladder_flex_algo = {
     .flops = flops,
     .bench_problems = bench_problems,
     .n_bench_problems = sizeof bench_problems / sizeof bench_problems[0],
-    .rungs_missing = 1u << LADDER_RUNG_GPU_TENSORCORE,
     .needs = needs,
     .named_params = named_params,
     .n_named_params = sizeof named_params / sizeof named_params[0],

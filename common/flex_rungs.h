@@ -36,6 +36,8 @@ ladder_status flex_bwd_gpu_naive(const ladder_flex_problem *p, const ladder_flex
 ladder_status flex_build_gpu(const ladder_flex_problem *p, const ladder_flex_args *a);
 ladder_status flex_fwd_gpu_tiled(const ladder_flex_problem *p, const ladder_flex_args *a);
 ladder_status flex_bwd_gpu_tiled(const ladder_flex_problem *p, const ladder_flex_args *a);
+ladder_status flex_fwd_gpu_tensorcore(const ladder_flex_problem *p, const ladder_flex_args *a);
+ladder_status flex_bwd_gpu_tensorcore(const ladder_flex_problem *p, const ladder_flex_args *a);
 
 /**
  * The tensor-core rung's reference (common/attention_tc_reference.h, with the mods, the block lists and the buffer

@@ -39,13 +39,16 @@
  * | gpu_tiled      | f32                           | f32                                    |
  * | gpu_tensorcore | bf16 or f16 (all the same)    | f32                                    |
  *
- * The gpu_tensorcore rung runs the chunked form (chunks of 16 steps,
- * chapters/02-recurrent-gated-attention.md): the state and every sum stay
- * fp32, but the operands of its matrix products are rounded to the input
- * dtype: the state at each chunk's start (and dL/dS in the backward), q and k
- * scaled by their in-chunk decays, and, with gv, v and do scaled by theirs.
- * The in-chunk (diagonal) terms are summed in fp32 from the 16-bit inputs,
- * the gate-gradient sums in double. Outputs are rounded once, at the end.
+ * The gpu_tensorcore rung runs the chunked form (chunks of 64 steps in
+ * sub-chunks of 16, chapters/02-recurrent-gated-attention.md): the state and
+ * every sum stay fp32. The forward rounds the operands of its matrix products
+ * to the input dtype: the state at each chunk's start, q and k scaled by their
+ * in-chunk decays, the chunk's pair weights (so with f16 inputs a state entry
+ * past 65504 overflows). The backward carries each operand as a bf16 pair,
+ * hi + lo (about 16 bits, fp32's range), for either input dtype. The pairs
+ * inside a sub-chunk, and with gv every pair's column weight, are summed in
+ * fp32 from the 16-bit inputs, the gate-gradient sums in double. Outputs are
+ * rounded once, at the end.
  *
  * The CPU rung takes host pointers, the GPU rungs device pointers
  * (cu_seqlens included). Every rung is deterministic: bitwise-identical repeats.

@@ -1,13 +1,8 @@
 /*
- * gpu_tensorcore/recurrent_gates.cu: the tensor-core rung's backward after its state parts: dq, dk and dv rounded
- * from the fp32 parts (finish_outputs), and the gate gradients dgk, dgv, dg and dg_gamma (gate_grads; idea 6 of
- * recurrent.cu's opening comment; chapter 2, "The gate gradients" and "What the identity costs numerically").
- *
- * Both take what the state parts left in tc_call's scratch (recurrent.cu's bwd() says why each gradient comes
- * without its own step's diagonal term, and dht's part apart): dq_part, dk_part, dkz_part and vdo_part per row,
- * dv32, dvz32, o32 and ptt per column or token. The sweeps' path and the split path (recurrent_split_bwd.cu) both
- * end here; on the split path with one column block and no dht, rows_kernel and cols_kernel finish the outputs
- * themselves and only the gate sums run.
+ * gpu_tensorcore/recurrent_gates.cu: the gate gradients dgk, dgv, dg and dg_gamma (step 5 of recurrent.cu's opening
+ * comment; chapter 2, "The gate gradients" and "What the identity costs numerically"), from what the gradient
+ * passes left in tc_call's scratch: dq_part, dk_part (dq°, dk°) and dkz per row channel, o32, dv32 (o°, dv°) and dvz
+ * per column, dh0z (recurrent.cu's bwd() says why each comes without its own step's term, and dht's part apart).
  */
 #include <stdint.h>
 
@@ -20,52 +15,6 @@
 namespace {
 
 using namespace rec_tc;
-
-constexpr int THREADS = 256; /* the finish kernels: one thread an element */
-
-/*
- * Element [b,t,h,c] of a 16-bit input, from its flat token index (b*T + t)*H + h: one multiply-add when the input
- * is contiguous, three 64-bit divisions otherwise (they were a third of the gate sums' instructions).
- */
-template <class T>
-__device__ __forceinline__ float ld16(const view<uint16_t> &x, const rec_call &c, int64_t token, int64_t col) {
-    if (x.dense) return ladder_to_float<T>(x.p[token * x.s[2] + col]);
-    const int64_t h = token % c.H, t = token / c.H % c.T, b = token / c.H / c.T;
-    return ladder_to_float<T>(x.p[b * x.s[0] + t * x.s[1] + h * x.s[2] + col * x.s[3]]);
-}
-
-/*
- * One thread per (token, row i): the column blocks' partials summed in block order, the diagonal terms put back,
- *   dq = dq_part + scale k (v . do),   dk = dk_part + scale q (v . do) + dkz_part,
- * rounded into the outputs; dq_part, dk_part and dkz_part keep their fp32 sums, for the gate sums. @p parts
- * partials of dq_part, dk_part, vdo_part (1 on the split path, whose blocks sum every column), @p zparts of
- * dkz_part (the zrun sweep's column blocks).
- */
-template <class T>
-__global__ void finish_rows_kernel(tc_call a, int parts, int zparts, uint16_t *dq, uint16_t *dk) {
-    const int64_t tokens = a.c.B * a.c.T * a.c.H, n = tokens * a.c.K;
-    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= n) return;
-    const int64_t token = e / a.c.K, i = e % a.c.K;
-    float sq = 0.0f, sk = 0.0f, sz = 0.0f, vdo = 0.0f;
-    for (int p = 0; p < parts; p++)
-        sq += a.dq_part[p * n + e], sk += a.dk_part[p * n + e], vdo += a.vdo_part[p * tokens + token];
-    for (int p = 0; a.dkz_part && p < zparts; p++) sz += a.dkz_part[p * n + e];
-    /* with one partial the sums are already in place: 0.54 GB less at the benchmark shape */
-    if (parts > 1) a.dq_part[e] = sq, a.dk_part[e] = sk;
-    if (a.dkz_part && zparts > 1) a.dkz_part[e] = sz;
-    dq[e] = ladder_from_float<T>(sq + a.c.scale * ld16<T>(a.k, a.c, token, i) * vdo);
-    dk[e] = ladder_from_float<T>(sk + a.c.scale * ld16<T>(a.q, a.c, token, i) * vdo + sz);
-}
-
-/* One thread per (token, column j): dv = dv32 + scale (q . k) do + dvz32, rounded. */
-template <class T> __global__ void finish_cols_kernel(tc_call a, uint16_t *dv) {
-    const int64_t n = a.c.B * a.c.T * a.c.H * a.c.V, e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= n) return;
-    const int64_t token = e / a.c.V, j = e % a.c.V;
-    const float x = a.dv32[e] + a.c.scale * a.ptt[token] * ld16<T>(a.dO, a.c, token, j);
-    dv[e] = ladder_from_float<T>(a.dvz32 ? x + a.dvz32[e] : x);
-}
 
 constexpr int GATE_WARPS = 8; /* warps of a gate-sum block */
 
@@ -214,7 +163,7 @@ __global__ void __launch_bounds__(32 * GATE_WARPS, 2) gate_rows_kernel(tc_call a
     const auto q = gate_in16(a.q, s.b, h, ic), k = gate_in16(a.k, s.b, h, ic);
     const auto dq = gate_in32(a, (const float *)a.dq_part, K, s.b, h, ic);
     const auto dk = gate_in32(a, (const float *)a.dk_part, K, s.b, h, ic);
-    const auto dkz = gate_in32(a, (const float *)a.dkz_part, K, s.b, h, ic);
+    const auto dkz = gate_in32(a, (const float *)a.dkz, K, s.b, h, ic);
     const auto dgk = gate_in32(a, a.c.dgk, K, s.b, h, i);
     const bool gk = a.c.dgk != nullptr; /* without gk only dg's sums are written */
     const auto term = [&](int64_t t) {
@@ -244,7 +193,7 @@ template <class T, bool DHT> __global__ void __launch_bounds__(32 * GATE_WARPS, 
     const auto dO = gate_in16(a.dO, s.b, h, jc), v = gate_in16(a.v, s.b, h, jc);
     const auto o = gate_in32(a, (const float *)a.o32, V, s.b, h, jc);
     const auto dv = gate_in32(a, (const float *)a.dv32, V, s.b, h, jc);
-    const auto dvz = gate_in32(a, (const float *)a.dvz32, V, s.b, h, jc);
+    const auto dvz = gate_in32(a, (const float *)a.dvz, V, s.b, h, jc);
     const auto dgv = gate_in32(a, a.c.dgv, V, s.b, h, j);
     const auto term = [&](int64_t t) {
         return (double)o.at(t) * ladder_to_float<T>(dO.at(t)) - (double)ladder_to_float<T>(v.at(t)) * dv.at(t);
@@ -257,16 +206,6 @@ template <class T, bool DHT> __global__ void __launch_bounds__(32 * GATE_WARPS, 
 } // namespace
 
 namespace rec_tc {
-
-template <class T>
-ladder_status finish_outputs(const tc_call &a, int parts, int zparts, uint16_t *dq, uint16_t *dk, uint16_t *dv) {
-    const int64_t tokens = token_count(a);
-    finish_rows_kernel<T><<<ladder_blocks(tokens * a.c.K, THREADS), THREADS>>>(a, parts, zparts, dq, dk);
-    LADDER_LAUNCH_CHECK("finish_rows_kernel");
-    finish_cols_kernel<T><<<ladder_blocks(tokens * a.c.V, THREADS), THREADS>>>(a, dv);
-    LADDER_LAUNCH_CHECK("finish_cols_kernel");
-    return LADDER_OK;
-}
 
 template <class T> ladder_status gate_grads(const tc_call &a) {
     const rec_call &c = a.c;
@@ -291,8 +230,6 @@ template <class T> ladder_status gate_grads(const tc_call &a) {
     return sums ? rec_finish_dg(c, dg_part, (int)groups, dg_part + groups * tokens) : LADDER_OK;
 }
 
-template ladder_status finish_outputs<__nv_bfloat16>(const tc_call &, int, int, uint16_t *, uint16_t *, uint16_t *);
-template ladder_status finish_outputs<__half>(const tc_call &, int, int, uint16_t *, uint16_t *, uint16_t *);
 template ladder_status gate_grads<__nv_bfloat16>(const tc_call &);
 template ladder_status gate_grads<__half>(const tc_call &);
 

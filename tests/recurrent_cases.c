@@ -116,6 +116,9 @@ static int grid(test_case *out, int max, bool small) {
     ADD(rc(1, 4096, 2, 16, 16, strong, 0.1, false, false));
     ADD(rc(1, 4096, 1, 64, 64, "gk,h0,ht,dht", 0.1, true, true));
     ADD(rc(1, 4096, 1, 32, 48, "g,gv,ht,dht", 10, false, false));
+    /* gv under strong decay at K = 128 (two row tiles) and V = 192 (a second column block of 64), chunks of 64 and a
+     * last one of 44, reverse, strided: the column weights' fp32 pairs, o° for dgv, fp16's split operands */
+    ADD(rc(1, 300, 2, 128, 192, "g,gk,gv,h0,ht,dht", 0.1, true, true));
     /* packed sequences: one, several long ones, an empty one first, length-1 ones; dht per sequence */
     ADD(rc_varlen(2, 64, 128, all, 10, false, (const int64_t[]){15}, 1));
     ADD(rc_varlen(1, 60, 60, strong, 1, true, (const int64_t[]){256, 244, 500}, 3));

@@ -56,7 +56,7 @@ extern "C" {
  * batch row b (@p ctx is passed back to each). A zeroed struct adds nothing; with score, the problem's softcap is 0.
  */
 typedef struct ladder_attn_tc_reference_mods {
-    const void *ctx;
+    const void *ctx; /**< what the functions read (flex's problem, buffers and block lists) */
     /** S from s = scale * q.k, and dS/ds into *slope */
     float (*score)(const void *ctx, float s, int64_t b, int64_t h, int64_t i, int64_t j, float *slope);
     /** may row i see key j (on top of the problem's mask)? NULL: every key the mask allows */

@@ -3,9 +3,9 @@
  * (attention_tc_reference.h says which and why).
  *
  * The forward runs one query row at a time, over the key tiles the rung uses; the backward first finds Delta for
- * every row, then dQ one query row at a time (writing dS for dbias on the way), then dK and dV one key at a time,
- * summing over every query row and head of the group that sees the key. Each pass recomputes S and P from q and k,
- * as the rung does.
+ * every row, then dQ one query row at a time (handing dS to dbias and to the mods' sink on the way), then dK and dV
+ * one key at a time, summing over every query row and head of the group that sees the key. Each pass recomputes S
+ * and P from q and k, as the rung does.
  */
 #include "attention_tc_reference.h"
 
@@ -28,6 +28,7 @@ typedef struct ref {
     int64_t sbias[4];            /* its strides over b, h, i, j: 0 where it broadcasts */
     float dropout_p, keep_scale; /* dropout_p 0: none (keep_scale 1) */
     uint64_t seed, offset;
+    ladder_attn_tc_reference_mods mods; /* flex's functions; zeroed: none */
 } ref;
 
 static void ref_close(ref *r) {
@@ -50,7 +51,8 @@ static ladder_status ref_open(ref *r, const ladder_attention_problem *p, const l
                .dropout_p = (float)a->dropout_p,
                .keep_scale = ladder_dropout_scale((float)a->dropout_p),
                .seed = a->philox_seed,
-               .offset = a->philox_offset};
+               .offset = a->philox_offset,
+               .mods = a->mods};
     for (int d = 0; d < 4 && r->bias; d++) r->sbias[d] = a->bias.shape[d] == 1 ? 0 : a->bias.strides[d];
     ladder_status st = ladder_tensor_convert(&a->q, &r->q, LADDER_F32);
     if (st == LADDER_OK) st = ladder_tensor_convert(&a->k, &r->k, LADDER_F32);
@@ -72,18 +74,26 @@ static int64_t key_row(const ref *r, int64_t b, int64_t h, int64_t kj) {
 static float rounded(const ref *r, float x) { return ladder_round_float(x, r->round); }
 
 /*
- * S at query position @p qi and key position @p kj of head @p h, batch row @p b: softcap(scale * q.k), which goes
- * to @p capped (the softcap's slope is computed from it), plus the bias.
+ * S at query position @p qi and key position @p kj of head @p h, batch row @p b, from s = scale * q.k (into *s):
+ * softcap(s) plus the bias, or the mods' score of s; *slope: dS/ds (the softcap's, or the score function's).
  */
-static float score(const ref *r, int64_t b, int64_t h, int64_t qi, int64_t kj, float *capped) {
+static float score(const ref *r, int64_t b, int64_t h, int64_t qi, int64_t kj, float *s, float *slope) {
     const int64_t D = r->p->D;
     const float *q = (const float *)r->q.data + query_row(r, b, h, qi) * D;
     const float *k = (const float *)r->k.data + key_row(r, b, h, kj) * D;
-    float s = 0.0f;
-    for (int64_t e = 0; e < D; e++) s += q[e] * k[e];
-    *capped = ladder_attn_softcap(r->scale * s, r->softcap);
-    if (!r->bias) return *capped;
-    return *capped + r->bias[b * r->sbias[0] + h * r->sbias[1] + qi * r->sbias[2] + kj * r->sbias[3]];
+    float qk = 0.0f;
+    for (int64_t e = 0; e < D; e++) qk += q[e] * k[e];
+    *s = r->scale * qk;
+    if (r->mods.score) return r->mods.score(r->mods.ctx, *s, b, h, qi, kj, slope);
+    const float capped = ladder_attn_softcap(*s, r->softcap);
+    *slope = ladder_attn_softcap_grad(capped, r->softcap);
+    if (!r->bias) return capped;
+    return capped + r->bias[b * r->sbias[0] + h * r->sbias[1] + qi * r->sbias[2] + kj * r->sbias[3]];
+}
+
+/* Do the mods let row @p qi see key @p kj (the problem's mask having allowed it)? */
+static bool mods_allow(const ref *r, int64_t b, int64_t h, int64_t qi, int64_t kj) {
+    return !r->mods.allowed || r->mods.allowed(r->mods.ctx, b, h, qi, kj);
 }
 
 /* Does dropout keep element (b, h, qi, kj)? Philox decides (always, without dropout). */
@@ -111,13 +121,15 @@ static void forward_row(const ref *r, int64_t b, int64_t h, const ladder_attn_se
     const int64_t BC = LADDER_ATTN_TC_FWD_KEYS(p->D, p->Dv), Dv = p->Dv, qi = seq->q0 + i;
     int64_t lo, hi;
     ladder_attn_key_range(&p->mask, i, seq->Lq, seq->Lk, &lo, &hi);
-    float m = -INFINITY, l = 0.0f, S[MAX_BC], capped;
+    float m = -INFINITY, l = 0.0f, S[MAX_BC], s, slope;
     for (int64_t e = 0; e < Dv; e++) o[e] = 0.0f;
     for (int64_t t0 = lo / BC * BC; t0 < hi; t0 += BC) {
         const int64_t j0 = t0 > lo ? t0 : lo, j1 = t0 + BC < hi ? t0 + BC : hi; /* the row's keys in the tile */
         float m_new = m;
         for (int64_t j = j0; j < j1; j++) {
-            S[j - t0] = score(r, b, h, qi, seq->k0 + j, &capped);
+            /* a key the mods mask is a score of -inf, as the rung's mask leaves it in the tile */
+            const bool seen = mods_allow(r, b, h, qi, seq->k0 + j);
+            S[j - t0] = seen ? score(r, b, h, qi, seq->k0 + j, &s, &slope) : -INFINITY;
             m_new = fmaxf(m_new, S[j - t0]);
         }
         /* no key above -inf yet: subtract 0 instead, so that P~ = exp(-inf) = 0, not exp(-inf - -inf) = NaN (a NaN
@@ -165,9 +177,10 @@ ladder_status ladder_attn_tc_reference_fwd(const ladder_attention_problem *p, co
 
 /* What the tensor-core backward forms at one element (query row i, key j) of the score matrix. */
 typedef struct element_grads {
+    float s;    /* scale * q.k, what the mods' score took */
     float pv;   /* P rounded where kept, 0 where dropped: the dV product's operand */
-    float dS;   /* P (dP f - Delta): the bias's gradient */
-    float dS_c; /* dS times the softcap's slope, rounded: the dQ and dK products' operand */
+    float dS;   /* P (dP f - Delta): the bias's gradient (and the mods' sink's) */
+    float dS_c; /* dS times the score's slope, rounded: the dQ and dK products' operand */
 } element_grads;
 
 /*
@@ -175,21 +188,21 @@ typedef struct element_grads {
  * (@p L, as ladder_attn_lse_for_bwd() turns it) and @p Delta. In the forward, O_i = sum_j P_ij f_ij V_j with
  * P_ij = exp(S_ij - lse_i) and f_ij = keep_ij / (1 - p), so V_j collects P_ij f_ij dO_i (the 1 / (1 - p) is
  * applied to dV's sum), dP_ij = f_ij dO_i . V_j, and through the softmax dS_ij = P_ij (dP_ij - Delta_i); through
- * the softcap dS'_ij = dS_ij (1 - (S_ij / softcap)^2).
+ * the softcap dS'_ij = dS_ij (1 - (S_ij / softcap)^2), through the mods' score dS'_ij = dS_ij dS_ij/ds_ij.
  */
 static element_grads element(const ref *r, int64_t b, int64_t h, int64_t qi, int64_t kj, float L, float Delta) {
     const int64_t Dv = r->p->Dv;
-    float capped;
+    element_grads g;
+    float slope;
     const bool keep = kept(r, b, h, qi, kj);
-    const float P = expf(score(r, b, h, qi, kj, &capped) - L), f = keep ? r->keep_scale : 0.0f;
+    const float P = expf(score(r, b, h, qi, kj, &g.s, &slope) - L), f = keep ? r->keep_scale : 0.0f;
     const float *dO = (const float *)r->dout.data + query_row(r, b, h, qi) * Dv;
     const float *vj = (const float *)r->v.data + key_row(r, b, h, kj) * Dv;
     float dOv = 0.0f;
     for (int64_t e = 0; e < Dv; e++) dOv += dO[e] * vj[e];
-    element_grads g;
     g.pv = keep ? rounded(r, P) : 0.0f;
     g.dS = P * (dOv * f - Delta);
-    g.dS_c = rounded(r, g.dS * ladder_attn_softcap_grad(capped, r->softcap));
+    g.dS_c = rounded(r, g.dS * slope);
     return g;
 }
 
@@ -209,7 +222,8 @@ static void deltas(const ref *r, const ladder_attn_tc_reference_args *a, float *
             }
 }
 
-/* dQ_i = scale * sum_j round(dS'_ij) K_j, one query row at a time; dS into @p ds ([B,Hq,Sq,Sk]) when not NULL. */
+/* dQ_i = scale * sum_j round(dS'_ij) K_j, one query row at a time; dS into @p ds ([B,Hq,Sq,Sk]) when not NULL, and
+ * to the mods' sink when it is set. */
 static void dq_pass(const ref *r, const ladder_attn_tc_reference_args *a, const float *delta, float *ds) {
     const ladder_attention_problem *p = r->p;
     const float *lse = a->lse.data;
@@ -228,8 +242,10 @@ static void dq_pass(const ref *r, const ladder_attn_tc_reference_args *a, const 
                 ladder_attn_key_range(&p->mask, i, seq.Lq, seq.Lk, &lo, &hi);
                 for (int64_t j = lo; j < hi; j++) {
                     const int64_t kj = seq.k0 + j;
+                    if (!mods_allow(r, b, h, qi, kj)) continue;
                     const element_grads g = element(r, b, h, qi, kj, L, delta[row]);
                     if (ds) ds[row * p->Sk + kj] = g.dS;
+                    if (r->mods.sink) r->mods.sink(r->mods.ctx, b, h, qi, kj, g.s, g.dS);
                     const float *k = (const float *)r->k.data + key_row(r, b, h, kj) * p->D;
                     for (int64_t e = 0; e < p->D; e++) dqi[e] += g.dS_c * k[e];
                 }
@@ -259,6 +275,7 @@ static void dkdv_pass(const ref *r, const ladder_attn_tc_reference_args *a, cons
                 for (int64_t h = hk * group; h < (hk + 1) * group; h++)
                     for (int64_t i = 0; i < seq.Lq; i++) {
                         if (!ladder_attn_allowed(&p->mask, i, j, seq.Lq, seq.Lk)) continue;
+                        if (!mods_allow(r, b, h, seq.q0 + i, kj)) continue;
                         const int64_t row = query_row(r, b, h, seq.q0 + i);
                         const element_grads g =
                             element(r, b, h, seq.q0 + i, kj, ladder_attn_lse_for_bwd(lse[row]), delta[row]);

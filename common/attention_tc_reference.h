@@ -1,8 +1,8 @@
 /**
  * @file attention_tc_reference.h
- * @brief The reference that the tensor-core rung of every attention algorithm (flash, memeff) is checked against:
- *        softmax attention in float32 with the intermediates that rung stores in 16 bits rounded where it rounds
- *        them. A test facility, apart from the cpu rung, which knows nothing of it.
+ * @brief The reference that the tensor-core rung of every attention algorithm (flash, memeff, flex) is checked
+ *        against: softmax attention in float32 with the intermediates that rung stores in 16 bits rounded where it
+ *        rounds them. A test facility, apart from the cpu rung, which knows nothing of it.
  *
  * The tensor-core rung takes bf16 or fp16 inputs and accumulates in fp32, but some intermediates are operands of
  * the next matrix product, and an mma takes 16-bit operands: they are rounded on the way. A plain fp32 reference on
@@ -22,7 +22,9 @@
  *     S = softcap(scale * q.k) + bias[b, h, i, j]      (then masked)
  * with the bias read through its strides (0 on each axis where it has size 1, whatever its stride there), and
  * dropout's keep (1 or 0) from Philox at element (b, h, i, j) (common/philox.h). With packed sequences, b = 0
- * and i, j are positions in the packed tensors, for the bias and the counter alike.
+ * and i, j are positions in the packed tensors, for the bias and the counter alike. flex's mods come in as
+ * functions (::ladder_attn_tc_reference_mods): S = score(scale * q.k) with its slope, an element mask besides the
+ * problem's, and each element's dS handed back for the gradients of what the score read.
  *
  * Written to be read, not to be fast: every input is first copied into a contiguous array, then OpenMP runs
  * over query rows (the forward, dQ) and over keys (dK, dV), each output element written by one thread, every sum
@@ -31,6 +33,7 @@
 #ifndef LADDER_ATTENTION_TC_REFERENCE_H
 #define LADDER_ATTENTION_TC_REFERENCE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "attention.h"
@@ -47,6 +50,21 @@ extern "C" {
  * registers).
  */
 #define LADDER_ATTN_TC_FWD_KEYS(D, Dv) ((D) <= 128 && (Dv) <= 128 ? 64 : 32)
+
+/**
+ * flex's mods as the reference calls them, element by element, at query position i and key position j of head h,
+ * batch row b (@p ctx is passed back to each). A zeroed struct adds nothing; with score, the problem's softcap is 0.
+ */
+typedef struct ladder_attn_tc_reference_mods {
+    const void *ctx; /**< what the functions read (flex's problem, buffers and block lists) */
+    /** S from s = scale * q.k, and dS/ds into *slope */
+    float (*score)(const void *ctx, float s, int64_t b, int64_t h, int64_t i, int64_t j, float *slope);
+    /** may row i see key j (on top of the problem's mask)? NULL: every key the mask allows */
+    bool (*allowed)(const void *ctx, int64_t b, int64_t h, int64_t i, int64_t j);
+    /** the backward: s and dS = P (dP - Delta) (before the slope) of every element a row sees, once each, from
+     *  several threads at once; NULL: not asked */
+    void (*sink)(const void *ctx, int64_t b, int64_t h, int64_t i, int64_t j, float s, float dS);
+} ladder_attn_tc_reference_mods;
 
 /**
  * The tensors and hooks of one call, host memory, f32. Absent tensors have data NULL; a zeroed struct with q, k,
@@ -70,6 +88,7 @@ typedef struct ladder_attn_tc_reference_args {
     double dropout_p;           /**< probability of dropping an element of P, in [0, 1) (used as a float); 0: none */
     uint64_t philox_seed;       /**< Philox key of the dropout mask */
     uint64_t philox_offset;     /**< the Philox output that element (0, 0, 0, 0) draws */
+    ladder_attn_tc_reference_mods mods; /**< flex's score and mask functions; zeroed: none */
 } ladder_attn_tc_reference_args;
 
 /**

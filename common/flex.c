@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attention_check.h"
+#include "attention_tc_reference.h"
 #include "check.h"
 #include "flex_rungs.h"
 #include "gpu.h"
@@ -173,25 +174,34 @@ static int inputs_of(const ladder_flex_args *a, const ladder_tensor **ins, const
     return n;
 }
 
-/* The float tensors take the rung's dtype (the float buffers and, in the backward, their gradients too); lse and
- * dlse stay f32. */
+/* q, k, v, o (and do, dq, dk, dv) take the rung's dtype; lse, dlse, the float buffers and their gradients stay f32
+ * at every rung, as the mods read and the buffer gradients' sums write them. */
 static ladder_status check_dtypes(ladder_rung rung, const ladder_flex_args *a, bool backward) {
-    const ladder_tensor *ts[8 + 2 * LADDER_FLEX_MAX_BUFFERS] = {&a->q, &a->k, &a->v, &a->o, &a->dout, &a->dq, &a->dk,
-                                                                &a->dv};
-    const char *names[8 + 2 * LADDER_FLEX_MAX_BUFFERS] = {"q", "k", "v", "o", "do", "dq", "dk", "dv"};
+    const ladder_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->dout, &a->dq, &a->dk, &a->dv};
+    const char *names[] = {"q", "k", "v", "o", "do", "dq", "dk", "dv"};
+    const ladder_tensor *f32s[2 + 2 * LADDER_FLEX_MAX_BUFFERS] = {&a->lse, &a->dlse};
+    const char *f32_names[2 + 2 * LADDER_FLEX_MAX_BUFFERS] = {"lse", "dlse"};
     char grad_names[LADDER_FLEX_MAX_BUFFERS][48];
-    int n = backward ? 8 : 4;
+    int n = backward ? 2 : 1;
     for (int i = 0; i < ladder_flex_n_buffers; i++) {
         const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
-        if (s->dtype != LADDER_F32 || !field(a, s->arg)->data) continue;
-        ts[n] = field(a, s->arg), names[n++] = s->name;
-        if (!backward || !field(a, s->grad)->data) continue;
+        if (s->dtype != LADDER_F32) continue;
+        f32s[n] = field(a, s->arg), f32_names[n++] = s->name;
+        if (!backward) continue;
         snprintf(grad_names[i], sizeof grad_names[i], "d%s", s->name);
-        ts[n] = field(a, s->grad), names[n++] = grad_names[i];
+        f32s[n] = field(a, s->grad), f32_names[n++] = grad_names[i];
     }
-    const ladder_tensor *f32s[] = {&a->lse, &a->dlse};
-    const char *f32_names[] = {"lse", "dlse"};
-    return ladder_attention_check_dtypes("flex", false, rung, ts, names, n, f32s, f32_names, backward ? 2 : 1);
+    return ladder_attention_check_dtypes("flex", false, rung, ts, names, backward ? 8 : 4, f32s, f32_names, n);
+}
+
+/* The tensor-core rung's kernels are compiled for head dims up to LADDER_FLEX_TC_MAX_HEAD_DIM. */
+static ladder_status check_tc_head_dims(ladder_rung rung, const ladder_attention_problem *t) {
+    const int64_t most = LADDER_FLEX_TC_MAX_HEAD_DIM;
+    if (rung != LADDER_RUNG_GPU_TENSORCORE || (t->D <= most && t->Dv <= most)) return LADDER_OK;
+    return ladder_fail(LADDER_ERR_UNSUPPORTED,
+                       "D = %lld and Dv = %lld, but rung gpu_tensorcore runs flex at head dims up to %d (its kernels, "
+                       "one per score mod, are compiled for 64 and 128); rung gpu_tiled takes up to %d",
+                       (long long)t->D, (long long)t->Dv, LADDER_FLEX_TC_MAX_HEAD_DIM, LADDER_ATTN_MAX_HEAD_DIM);
 }
 
 /* Last, once the arguments are sound: the GPU grid limits, whether the rung exists and runs here, the lists. */
@@ -211,6 +221,7 @@ static ladder_status check_fwd(ladder_rung rung, const ladder_flex_problem *p, c
     const char *out_names[] = {"o", "lse"};
     LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, 2, ins, in_names, n_in));
     LADDER_TRY(check_dtypes(rung, a, false));
+    LADDER_TRY(check_tc_head_dims(rung, &p->attn));
     LADDER_TRY(check_rung(rung, p, a, flex_fwd_rungs));
     ladder_clear_error();
     return LADDER_OK;
@@ -241,6 +252,7 @@ static ladder_status check_bwd(ladder_rung rung, const ladder_flex_problem *p, c
     }
     LADDER_TRY(ladder_check_outputs_disjoint(outs, out_names, n_out, ins, in_names, n_in));
     LADDER_TRY(check_dtypes(rung, a, true));
+    LADDER_TRY(check_tc_head_dims(rung, &p->attn));
     LADDER_TRY(check_rung(rung, p, a, flex_bwd_rungs));
     ladder_clear_error();
     return LADDER_OK;
@@ -266,4 +278,137 @@ ladder_status ladder_flex_fwd(ladder_rung rung, const ladder_flex_problem *p, co
 ladder_status ladder_flex_bwd(ladder_rung rung, const ladder_flex_problem *p, const ladder_flex_args *a) {
     LADDER_TRY(check_bwd(rung, p, a));
     return flex_run(rung, true, p, a);
+}
+
+/* ---- the tensor-core rung's reference ------------------------------------------------------------------------- */
+
+/* What the reference's mods read: the problem, the mods' view of the buffers, each tile's kind (from the block lists)
+ * and, in the backward, each buffer read's share dS * dS/dx of every element, as the rung writes them. */
+typedef struct emulation {
+    const ladder_flex_problem *p;
+    ladder_flex_env env;
+    flex_blocks k;
+    unsigned char *kind;                 /* [MB, MH, Tq, Tk] */
+    float *share[LADDER_FLEX_MAX_READS]; /* [B, Hq, Sq, Sk]; NULL: that read's gradient is not asked for */
+} emulation;
+
+static float emulated_score(const void *ctx, float s, int64_t b, int64_t h, int64_t i, int64_t j, float *slope) {
+    const emulation *e = ctx;
+    *slope = ladder_flex_score_grad(e->p->score_mod, s, &e->env, b, h, i, j).dscore;
+    return ladder_flex_score(e->p->score_mod, s, &e->env, b, h, i, j);
+}
+
+/* The block mask: a full tile allows every key, a partial one what the mask mods allow, any other tile none. */
+static bool emulated_allowed(const void *ctx, int64_t b, int64_t h, int64_t i, int64_t j) {
+    const emulation *e = ctx;
+    const int64_t row = flex_list_row(&e->k, b, h, i / LADDER_FLEX_BLOCK, e->k.Tq);
+    const int kind = e->kind[row * e->k.Tk + j / LADDER_FLEX_BLOCK];
+    if (kind != LADDER_FLEX_TILE_PARTIAL) return kind == LADDER_FLEX_TILE_FULL;
+    return ladder_flex_masks((unsigned)e->p->mask_mods, &e->env, b, h, i, j);
+}
+
+static void emulated_sink(const void *ctx, int64_t b, int64_t h, int64_t i, int64_t j, float s, float dS) {
+    const emulation *e = ctx;
+    const ladder_attention_problem *t = &e->p->attn;
+    const ladder_flex_grad g = ladder_flex_score_grad(e->p->score_mod, s, &e->env, b, h, i, j);
+    for (int r = 0; r < LADDER_FLEX_MAX_READS; r++)
+        if (e->share[r]) e->share[r][((b * t->Hq + h) * t->Sq + i) * t->Sk + j] = dS * g.d[r];
+}
+
+static void emulation_close(emulation *e) {
+    free(e->kind);
+    for (int r = 0; r < LADDER_FLEX_MAX_READS; r++) free(e->share[r]);
+}
+
+/* Each tile's kind from the forward's lists of @p lists; with @p backward, a cleared share plane for each read whose
+ * buffer's gradient @p a asks for. */
+static ladder_status emulation_open(emulation *e, const ladder_flex_args *lists, const ladder_flex_args *a,
+                                    bool backward) {
+    e->k = flex_blocks_of(lists);
+    const flex_blocks *k = &e->k;
+    const int64_t rows = k->MB * k->MH * k->Tq;
+    if (!(e->kind = calloc((size_t)(rows * k->Tk), 1)))
+        return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate the kinds of %lld tiles", (long long)(rows * k->Tk));
+    for (int64_t r = 0; r < rows; r++) {
+        unsigned char *kinds = e->kind + r * k->Tk;
+        for (int32_t x = 0; x < k->kv_num[r]; x++) kinds[k->kv_idx[r * k->Tk + x]] = LADDER_FLEX_TILE_PARTIAL;
+        for (int32_t x = 0; x < k->full_kv_num[r]; x++) kinds[k->full_kv_idx[r * k->Tk + x]] = LADDER_FLEX_TILE_FULL;
+    }
+    const ladder_attention_problem *t = &e->p->attn;
+    const ladder_flex_score_spec *spec = &ladder_flex_score_mods[e->p->score_mod];
+    const int64_t plane = t->B * t->Hq * t->Sq * t->Sk;
+    for (int r = 0; backward && r < spec->n_reads; r++) {
+        if (!field(a, ladder_flex_buffer(spec->reads[r])->grad)->data) continue;
+        if (!(e->share[r] = calloc((size_t)plane, sizeof(float))))
+            return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate the shares of %lld scores", (long long)plane);
+    }
+    return LADDER_OK;
+}
+
+/*
+ * The buffer gradients from the shares, as every rung defines them: each float gradient @p a gives starts at 0, then
+ * each read's shares, summed in double over (b, h, i, j) in order, are added into the elements they read, the first
+ * read's first (a buffer read twice gets both sums).
+ */
+static ladder_status emulated_buffer_grads(const emulation *e, const ladder_flex_args *a) {
+    const ladder_attention_problem *t = &e->p->attn;
+    for (int i = 0; i < ladder_flex_n_buffers; i++) {
+        const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
+        const ladder_tensor *g = s->grad ? field(a, s->grad) : NULL;
+        if (g && g->data) memset(g->data, 0, (size_t)ladder_tensor_numel(g) * sizeof(float));
+    }
+    const ladder_flex_score_spec *spec = &ladder_flex_score_mods[e->p->score_mod];
+    for (int r = 0; r < spec->n_reads; r++) {
+        if (!e->share[r]) continue;
+        const ladder_tensor *g = field(a, ladder_flex_buffer(spec->reads[r])->grad);
+        const int64_t n = ladder_tensor_numel(g);
+        double *acc = calloc((size_t)n, sizeof *acc);
+        if (!acc) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %lld sums", (long long)n);
+        const float *share = e->share[r];
+        for (int64_t b = 0; b < t->B; b++)
+            for (int64_t h = 0; h < t->Hq; h++)
+                for (int64_t i = 0; i < t->Sq; i++)
+                    for (int64_t j = 0; j < t->Sk; j++, share++)
+                        acc[ladder_flex_score_grad(e->p->score_mod, 0.0f, &e->env, b, h, i, j).at[r]] += *share;
+        for (int64_t x = 0; x < n; x++) ((float *)g->data)[x] += (float)acc[x];
+        free(acc);
+    }
+    return LADDER_OK;
+}
+
+/* The reference behind the dispatcher's checks at the cpu rung, with the block lists of @p a or, when it has none,
+ * lists built on the host from the mask mods. */
+static ladder_status emulate(bool backward, const ladder_flex_problem *p, const ladder_flex_args *a,
+                             ladder_dtype round) {
+    LADDER_TRY(backward ? check_bwd(LADDER_RUNG_CPU, p, a) : check_fwd(LADDER_RUNG_CPU, p, a));
+    ladder_flex_args lists = *a;
+    const bool build = !a->kv_num_blocks.data;
+    ladder_status st = build ? flex_alloc_lists(p, false, &lists) : LADDER_OK;
+    if (st == LADDER_OK && build) st = flex_build_cpu(p, &lists);
+    emulation e = {.p = p, .env = ladder_flex_env_of(p, a)};
+    if (st == LADDER_OK) st = emulation_open(&e, &lists, a, backward);
+    if (st == LADDER_OK) {
+        ladder_attention_problem attn = p->attn;
+        attn.mask = LADDER_ATTN_NO_MASK; /* flex masks through its lists and mask mods alone */
+        const bool sink = e.share[0] || e.share[1];
+        const ladder_attn_tc_reference_args ra = {
+            .q = a->q, .k = a->k, .v = a->v, .o = a->o, .lse = a->lse, .dout = a->dout, .dlse = a->dlse,
+            .dq = a->dq, .dk = a->dk, .dv = a->dv,
+            .mods = {.ctx = &e, .score = emulated_score, .allowed = emulated_allowed,
+                     .sink = sink ? emulated_sink : NULL}};
+        st = backward ? ladder_attn_tc_reference_bwd(&attn, &ra, round)
+                      : ladder_attn_tc_reference_fwd(&attn, &ra, round);
+        if (st == LADDER_OK && backward) st = emulated_buffer_grads(&e, a);
+    }
+    emulation_close(&e);
+    if (build) flex_free_lists(false, &lists);
+    return st;
+}
+
+ladder_status flex_fwd_emulating(const ladder_flex_problem *p, const ladder_flex_args *a, ladder_dtype round) {
+    return emulate(false, p, a, round);
+}
+
+ladder_status flex_bwd_emulating(const ladder_flex_problem *p, const ladder_flex_args *a, ladder_dtype round) {
+    return emulate(true, p, a, round);
 }

@@ -38,17 +38,18 @@
  * exactly the transpose of the forward's. Memory is proportional to the number of tiles, never Sq x Sk.
  *
  * Tensors: q [B,Hq,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] (any strides); the mods' buffers (any strides):
- * slopes [Hq], rel_bias [Hq,Sq+Sk-1], t5_bias [Hq,num_buckets], bq [Hq,Sq], bk [Hq,Sk] (f32: the rung's dtype),
- * prefix [B], doc_q [Sq], doc_k [Sk] (i32). A buffer the problem's mods read must be given; one they do not read may
- * be given too (its gradient is then 0). Outputs o [B,Hq,Sq,Dv], lse [B,Hq,Sq] (f32), dq, dk, dv and, for each float
- * buffer given, its gradient d<buffer> (optional: computed when given; contiguous, the buffer's shape).
+ * slopes [Hq], rel_bias [Hq,Sq+Sk-1], t5_bias [Hq,num_buckets], bq [Hq,Sq], bk [Hq,Sk] (f32 at every rung, as lse:
+ * the mods compute in float), prefix [B], doc_q [Sq], doc_k [Sk] (i32). A buffer the problem's mods read must be
+ * given; one they do not read may be given too (its gradient is then 0). Outputs o [B,Hq,Sq,Dv], lse [B,Hq,Sq] (f32),
+ * dq, dk, dv and, for each float buffer given, its gradient d<buffer> (optional: computed when given; f32,
+ * contiguous, the buffer's shape).
  *
- * | rung           | float tensors | lse, dlse | head dims |
- * |----------------|---------------|-----------|-----------|
- * | cpu            | f32           | f32       | 1..256    |
- * | gpu_naive      | f32           | f32       | 1..256    |
- * | gpu_tiled      | f32           | f32       | 1..256    |
- * | gpu_tensorcore | not yet       |           |           |
+ * | rung           | q, k, v, do; o, dq, dk, dv | lse, dlse, buffers, d<buffer> | head dims                       |
+ * |----------------|----------------------------|-------------------------------|---------------------------------|
+ * | cpu            | f32                        | f32                           | 1..256                          |
+ * | gpu_naive      | f32                        | f32                           | 1..256                          |
+ * | gpu_tiled      | f32                        | f32                           | 1..256                          |
+ * | gpu_tensorcore | bf16 or f16 (all the same) | f32                           | 1..128 (kernels for 64 and 128) |
  *
  * The CPU rung takes host pointers, the GPU rungs device pointers (buffers and block lists included). Every rung is
  * deterministic, buffer gradients included.
@@ -69,6 +70,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/**
+ * Largest head dim (D and Dv) of the tensor-core rung. Its kernels are compiled for every score mod and dtype at each
+ * head dim they take: flash's three wider pairs (192, 192 with 128, 256) beside 64 and 128 would more than double
+ * them, and the build time with them. Larger head dims run at the other rungs.
+ */
+#define LADDER_FLEX_TC_MAX_HEAD_DIM 128
 
 /** One flex problem: the attention problem (no mask, no softcap of its own: those are mods) and the mods. */
 typedef struct ladder_flex_problem {

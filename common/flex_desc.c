@@ -62,15 +62,18 @@ static const ladder_param params[] = {
 };
 
 #define LIST (LADDER_INDEX | LADDER_OPTIONAL | LADDER_BROADCAST)
+/* the float buffers and their gradients: f32 at every rung, as the mods read them */
+#define BUFFER (LADDER_IN_FWD | LADDER_OPTIONAL | LADDER_KEEP_F32)
+#define BUFFER_GRAD (LADDER_OUT_BWD | LADDER_OPTIONAL | LADDER_KEEP_F32)
 static const ladder_tensor_spec tensors[] = {
     {"q", "B,Hq,Sq,D", LADDER_IN_FWD, A(q), NULL, LADDER_FILL_NORMAL},
     {"k", "B,Hkv,Sk,D", LADDER_IN_FWD, A(k), NULL, LADDER_FILL_NORMAL},
     {"v", "B,Hkv,Sk,Dv", LADDER_IN_FWD, A(v), NULL, LADDER_FILL_NORMAL},
-    {"slopes", "Hq", LADDER_IN_FWD | LADDER_OPTIONAL, A(slopes), NULL, LADDER_FILL_FAN_IN},
-    {"rel_bias", "Hq,R", LADDER_IN_FWD | LADDER_OPTIONAL, A(rel_bias), NULL, LADDER_FILL_NORMAL},
-    {"t5_bias", "Hq,num_buckets", LADDER_IN_FWD | LADDER_OPTIONAL, A(t5_bias), NULL, LADDER_FILL_NORMAL},
-    {"bq", "Hq,Sq", LADDER_IN_FWD | LADDER_OPTIONAL, A(bq), NULL, LADDER_FILL_NORMAL},
-    {"bk", "Hq,Sk", LADDER_IN_FWD | LADDER_OPTIONAL, A(bk), NULL, LADDER_FILL_NORMAL},
+    {"slopes", "Hq", BUFFER, A(slopes), NULL, LADDER_FILL_FAN_IN},
+    {"rel_bias", "Hq,R", BUFFER, A(rel_bias), NULL, LADDER_FILL_NORMAL},
+    {"t5_bias", "Hq,num_buckets", BUFFER, A(t5_bias), NULL, LADDER_FILL_NORMAL},
+    {"bq", "Hq,Sq", BUFFER, A(bq), NULL, LADDER_FILL_NORMAL},
+    {"bk", "Hq,Sk", BUFFER, A(bk), NULL, LADDER_FILL_NORMAL},
     {"prefix", "B", LADDER_INDEX | LADDER_OPTIONAL, A(prefix), NULL, LADDER_FILL_NORMAL},
     {"doc_q", "Sq", LADDER_INDEX | LADDER_OPTIONAL, A(doc_q), NULL, LADDER_FILL_NORMAL},
     {"doc_k", "Sk", LADDER_INDEX | LADDER_OPTIONAL, A(doc_k), NULL, LADDER_FILL_NORMAL},
@@ -89,11 +92,11 @@ static const ladder_tensor_spec tensors[] = {
     {"dq", "B,Hq,Sq,D", LADDER_OUT_BWD, A(dq), "q", LADDER_FILL_NORMAL},
     {"dk", "B,Hkv,Sk,D", LADDER_OUT_BWD, A(dk), "k", LADDER_FILL_NORMAL},
     {"dv", "B,Hkv,Sk,Dv", LADDER_OUT_BWD, A(dv), "v", LADDER_FILL_NORMAL},
-    {"dslopes", "Hq", LADDER_OUT_BWD | LADDER_OPTIONAL, A(dslopes), "slopes", LADDER_FILL_NORMAL},
-    {"drel_bias", "Hq,R", LADDER_OUT_BWD | LADDER_OPTIONAL, A(drel_bias), "rel_bias", LADDER_FILL_NORMAL},
-    {"dt5_bias", "Hq,num_buckets", LADDER_OUT_BWD | LADDER_OPTIONAL, A(dt5_bias), "t5_bias", LADDER_FILL_NORMAL},
-    {"dbq", "Hq,Sq", LADDER_OUT_BWD | LADDER_OPTIONAL, A(dbq), "bq", LADDER_FILL_NORMAL},
-    {"dbk", "Hq,Sk", LADDER_OUT_BWD | LADDER_OPTIONAL, A(dbk), "bk", LADDER_FILL_NORMAL},
+    {"dslopes", "Hq", BUFFER_GRAD, A(dslopes), "slopes", LADDER_FILL_NORMAL},
+    {"drel_bias", "Hq,R", BUFFER_GRAD, A(drel_bias), "rel_bias", LADDER_FILL_NORMAL},
+    {"dt5_bias", "Hq,num_buckets", BUFFER_GRAD, A(dt5_bias), "t5_bias", LADDER_FILL_NORMAL},
+    {"dbq", "Hq,Sq", BUFFER_GRAD, A(dbq), "bq", LADDER_FILL_NORMAL},
+    {"dbk", "Hq,Sk", BUFFER_GRAD, A(dbk), "bk", LADDER_FILL_NORMAL},
 };
 enum { FIRST_LIST = 11 }; /* tensors[FIRST_LIST ..] are the eight block lists */
 
@@ -178,7 +181,15 @@ static ladder_status call_rung(ladder_rung rung, ladder_pass pass, const void *p
     return flex_run(rung, pass == LADDER_PASS_BWD, problem, args);
 }
 
-/* Attention's traffic, plus each float buffer read (and its gradient written) once. */
+/* The tensor-core rung's reference: P (both passes) and dS rounded to @p round where that rung rounds them, o read by
+ * the backward as that rung stores it (common/attention_tc_reference.h, with flex's mods, behind common/flex.c's
+ * checks). */
+static ladder_status call_emulating(ladder_dtype round, ladder_pass pass, const void *problem, const void *args) {
+    return pass == LADDER_PASS_FWD ? flex_fwd_emulating(problem, args, round)
+                                   : flex_bwd_emulating(problem, args, round);
+}
+
+/* Attention's traffic, plus each float buffer read (and its gradient written) once, in f32 at every rung. */
 static double bytes(const void *problem, uint32_t present, ladder_pass pass, ladder_dtype dtype) {
     const ladder_flex_problem *p = problem;
     double buffers = 0;
@@ -187,7 +198,7 @@ static double bytes(const void *problem, uint32_t present, ladder_pass pass, lad
         int64_t shape[2];
         const int rank = ladder_flex_buffer_shape(p, s, shape);
         if (s->dtype != LADDER_F32 || !((present >> ladder_algo_tensor(&ladder_flex_algo, s->name)) & 1u)) continue;
-        buffers += (double)shape[0] * (rank > 1 ? (double)shape[1] : 1.0) * (double)ladder_dtype_size(dtype);
+        buffers += (double)shape[0] * (rank > 1 ? (double)shape[1] : 1.0) * (double)sizeof(float);
     }
     return pass == LADDER_PASS_FWD ? ladder_attention_fwd_bytes(&p->attn, dtype) + buffers
                                    : ladder_attention_bwd_bytes(&p->attn, dtype) + 2 * buffers;
@@ -333,11 +344,11 @@ const ladder_algo ladder_flex_algo = {
     .derived_dim = derived_dim,
     .call = call,
     .call_rung = call_rung,
+    .call_emulating = call_emulating,
     .bytes = bytes,
     .flops = flops,
     .bench_problems = bench_problems,
     .n_bench_problems = sizeof bench_problems / sizeof bench_problems[0],
-    .rungs_missing = 1u << LADDER_RUNG_GPU_TENSORCORE,
     .needs = needs,
     .named_params = named_params,
     .n_named_params = sizeof named_params / sizeof named_params[0],

@@ -1,6 +1,5 @@
-/* The flex rung functions by rung number: the dispatcher's tables (see flex_rungs.h). gpu_tensorcore has no flex rung
- * yet (it joins the attention family later): NULL here, and the descriptor says so. gpu_tiled builds its block lists
- * with the GPU builder of gpu_naive/flex.cu. */
+/* The flex rung functions by rung number: the dispatcher's tables (see flex_rungs.h). gpu_tiled and gpu_tensorcore
+ * build their block lists with the GPU builder of gpu_naive/flex.cu. */
 #include "flex_rungs.h"
 
 #ifdef LADDER_HAVE_CUDA
@@ -9,9 +8,12 @@
 #define GPU(f) NULL /* not built: the dispatcher reports the rung unavailable */
 #endif
 
-const flex_fn flex_fwd_rungs[LADDER_RUNG_COUNT] = {flex_fwd_cpu, GPU(flex_fwd_gpu_naive), GPU(flex_fwd_gpu_tiled), NULL};
-const flex_fn flex_bwd_rungs[LADDER_RUNG_COUNT] = {flex_bwd_cpu, GPU(flex_bwd_gpu_naive), GPU(flex_bwd_gpu_tiled), NULL};
-const flex_fn flex_build_rungs[LADDER_RUNG_COUNT] = {flex_build_cpu, GPU(flex_build_gpu), GPU(flex_build_gpu), NULL};
+const flex_fn flex_fwd_rungs[LADDER_RUNG_COUNT] = {flex_fwd_cpu, GPU(flex_fwd_gpu_naive), GPU(flex_fwd_gpu_tiled),
+                                                   GPU(flex_fwd_gpu_tensorcore)};
+const flex_fn flex_bwd_rungs[LADDER_RUNG_COUNT] = {flex_bwd_cpu, GPU(flex_bwd_gpu_naive), GPU(flex_bwd_gpu_tiled),
+                                                   GPU(flex_bwd_gpu_tensorcore)};
+const flex_fn flex_build_rungs[LADDER_RUNG_COUNT] = {flex_build_cpu, GPU(flex_build_gpu), GPU(flex_build_gpu),
+                                                     GPU(flex_build_gpu)};
 
 flex_blocks flex_blocks_of(const ladder_flex_args *a) {
     return (flex_blocks){.kv_num = a->kv_num_blocks.data, .kv_idx = a->kv_indices.data,

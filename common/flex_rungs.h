@@ -36,6 +36,22 @@ ladder_status flex_bwd_gpu_naive(const ladder_flex_problem *p, const ladder_flex
 ladder_status flex_build_gpu(const ladder_flex_problem *p, const ladder_flex_args *a);
 ladder_status flex_fwd_gpu_tiled(const ladder_flex_problem *p, const ladder_flex_args *a);
 ladder_status flex_bwd_gpu_tiled(const ladder_flex_problem *p, const ladder_flex_args *a);
+ladder_status flex_fwd_gpu_tensorcore(const ladder_flex_problem *p, const ladder_flex_args *a);
+ladder_status flex_bwd_gpu_tensorcore(const ladder_flex_problem *p, const ladder_flex_args *a);
+
+/**
+ * The tensor-core rung's reference (common/attention_tc_reference.h, with the mods, the block lists and the buffer
+ * gradients) behind the forward dispatcher's validation (the cpu rung's rules; lists built on the host when none are
+ * given): o and lse with P rounded to @p round (bf16 or f16; f32: nowhere) where that rung rounds it. For tests,
+ * through ladder_algo::call_emulating.
+ */
+ladder_status flex_fwd_emulating(const ladder_flex_problem *p, const ladder_flex_args *a, ladder_dtype round);
+/**
+ * The tensor-core rung's reference behind the backward dispatcher's validation: dq, dk, dv with o, P and dS rounded
+ * to @p round where that rung rounds them, and each buffer gradient given (summed in double from fp32 shares). For
+ * tests, through ladder_algo::call_emulating.
+ */
+ladder_status flex_bwd_emulating(const ladder_flex_problem *p, const ladder_flex_args *a, ladder_dtype round);
 
 /**
  * Run pass @p backward of @p rung on validated input: with no block lists in @p a, build them first (in the rung's

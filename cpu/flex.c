@@ -6,7 +6,7 @@
  * mods). Every quantity of element (b, h, i, j) comes from one function, so that each pass reads as the sum it is:
  *   - score():   s = scale * q_i . k_j and S = score_mod(s)
  *   - element(): P = exp(S - lse_i), dS = P * (dP - Delta_i), ds = dS * dS/ds, and the mod's buffer derivatives
- * Which keys a row sees comes from the block lists, as every faster rung will walk them: keys_of() visits the query
+ * Which keys a row sees comes from the block lists, as every faster rung reads them: keys_of() visits the query
  * tile's partial key tiles (checking the mask_mods element by element), then its full ones (no mask at all); the
  * backward's rows_of() walks a key tile's query lists, the transpose.
  *

@@ -1,14 +1,16 @@
 /*
- * gpu_tensorcore/attention_tc.cuh: the tensor-core attention family that flash and memeff share: the arguments,
- * the policies, the head-dim configurations, and the loop that stages a tile of 16-bit rows in shared memory. The
- * kernels are in attention_tc_fwd.cuh and attention_tc_bwd.cuh, compiled per head dims by the attention_*.cu
- * files; gpu_tensorcore/flash.cu and memeff.cu pack their arguments and pick a policy.
+ * gpu_tensorcore/attention_tc.cuh: the tensor-core attention family that flash, memeff and flex share: the
+ * arguments, the policies, the head-dim configurations, the key-tile schedules, and the loop that stages a tile of
+ * 16-bit rows in shared memory. The kernels are in attention_tc_fwd.cuh and attention_tc_bwd.cuh, compiled per head
+ * dims by the attention_*.cu files; gpu_tensorcore/flash.cu, memeff.cu and flex.cu pack their arguments and pick a
+ * policy.
  *
  * Policies: the kernels take one as a template parameter, and it says only whether the hooks of
  * common/attention_gpu.cuh (bias, dropout, dS into the bias's gradient) and split keys are compiled in at all
  * (EXTRAS): they add registers and instructions to the inner loops, so that plain attention (flash, and memeff
  * without any of them) runs kernels without them. Within a policy, which hooks are on is a uniform run-time
- * branch.
+ * branch. flex's policy (FLEX) carries its score mod as a compile-time id, so that the mod inlines; its mask mods
+ * are run-time data, checked in partial tiles only, and its key tiles come from the block lists.
  *
  * Head dims: a kernel is compiled for a padded pair (HD, HDV) of multiples of 16: (64,64), (128,128),
  * (192,192), (192,128) and (256,256). Any D, Dv <= 256 runs on the smallest pair that holds both (32 on 64,
@@ -24,6 +26,7 @@
 #include "attention_gpu.cuh"
 #include "cuda_util.cuh"
 #include "fast_exp.cuh"
+#include "flex_gpu.cuh"
 #include "mma.cuh"
 
 namespace attn_tc {
@@ -31,12 +34,18 @@ namespace attn_tc {
 /* Plain attention: no hook is compiled in, and every block of the forward and the deterministic dQ owns all the
  * key tiles of its query tile. */
 struct plain {
-    static constexpr bool EXTRAS = false;
+    static constexpr bool EXTRAS = false, FLEX = false;
 };
 /* Memory-efficient attention's hooks: the bias, dropout and dS into the bias's gradient (each when set), and
  * split keys (args::splits blocks per query tile). */
 struct hooked {
-    static constexpr bool EXTRAS = true;
+    static constexpr bool EXTRAS = true, FLEX = false;
+};
+/* flex's: score mod M inlined (common/flex_mods.h's switch folds away), the mask mods in partial tiles, the tiles from
+ * the block lists, each buffer read's share of dS into args::flex.dbuf; no memeff hook, no split keys. */
+template <int M> struct flex {
+    static constexpr bool EXTRAS = false, FLEX = true;
+    static constexpr int MOD = M;
 };
 
 /*
@@ -73,6 +82,7 @@ struct args : ladder_attn_call {
     float *o_part, *lse_part;   /* with splits > 1: [splits,B,Hq,Sq,Dv] and [splits,B,Hq,Sq] partials (fp32) */
     float *dq_accum;            /* fp32 scratch: [B,Hq,Sq,D] for the atomic dQ; [splits,B,Hq,Sq,D] partials for the
                                    split deterministic one; else nullptr */
+    ladder_flex_hooks flex;     /* zeroed but for flex */
 };
 
 inline view4 view_of(const ladder_tensor &t) {
@@ -228,10 +238,91 @@ template <int BC> __device__ __forceinline__ void split_share(int64_t splits, in
     khi = jbeg + per < khi ? jbeg + per : khi;
 }
 
+/*
+ * The tiles a pass visits, as for (; tiles.more(); tiles.next()), tiles.at the tile's first key (or row); next() also
+ * returns the following tile's start, for a loop that fetches it ahead. full(): no element of the tile is masked, so
+ * it skips the mask; mods(): a tile that is not full applies flex's mask mods besides the bounds.
+ *
+ * interval_tiles: flash's and memeff's, every TILE-th position from at up to hi; full where [at, at + TILE) lies
+ * inside [all_lo, all_hi) (common/attention.h's block range). The caller adds what else full() needs.
+ */
+template <int TILE> struct interval_tiles {
+    int64_t at, hi, all_lo, all_hi;
+    __device__ bool more() const { return at < hi; }
+    __device__ int64_t next() { return at += TILE; }
+    __device__ bool full() const { return at >= all_lo && at + TILE <= all_hi; }
+    __device__ static constexpr bool mods() { return false; }
+};
+
+/*
+ * list_tiles: flex's, one row of block lists, its partial and full block-mask tiles (LADDER_FLEX_BLOCK positions each)
+ * merged in ascending order, each cut into tiles of TILE, the last one clipped at the length L; next() returns L after
+ * the last tile. full(): a tile of a full block-mask tile, inside L (it skips the mask mods); mods(): a tile of a
+ * partial one (it applies them). Ascending, as the interval walks (the tiled rung takes the partial tiles first):
+ * the forward rounds P to 16 bits against the running max of the keys seen so far, so here the order is part of the
+ * result, and this is the order of flash's kernels and of the rung's reference (common/attention_tc_reference.h).
+ */
+template <int TILE> struct list_tiles {
+    static_assert(LADDER_FLEX_BLOCK % TILE == 0, "a block-mask tile is a whole number of this rung's tiles");
+    const int32_t *partial, *whole;     /* the row's partial and full tile indices, ascending */
+    int32_t n_partial, n_whole, ep, ew; /* their counts, and the first entry of each not yet visited */
+    int64_t L, at;
+    bool in_whole; /* the current tile lies in a full block-mask tile */
+    __device__ list_tiles(const int32_t *p, int32_t np, const int32_t *w, int32_t nw, int64_t len)
+        : partial(p), whole(w), n_partial(np), n_whole(nw), ep(0), ew(0), L(len) {
+        settle();
+    }
+    /* at the first tile of the lower of the two lists' next entries; at L when both are done */
+    __device__ void settle() {
+        const bool p = ep < n_partial, w = ew < n_whole;
+        in_whole = w && !(p && partial[ep] < whole[ew]);
+        at = in_whole ? (int64_t)whole[ew++] * LADDER_FLEX_BLOCK : p ? (int64_t)partial[ep++] * LADDER_FLEX_BLOCK : L;
+    }
+    __device__ bool more() const { return at < L; }
+    __device__ int64_t next() {
+        at += TILE;
+        if (at % LADDER_FLEX_BLOCK == 0 || at >= L) settle();
+        return at;
+    }
+    __device__ bool full() const { return in_whole && at + TILE <= L; }
+    __device__ bool mods() const { return !in_whole; }
+};
+
+/* flex: the key tiles of query tile i0 of head h, batch row b (the forward's lists: its block-mask row). */
+template <int TILE>
+__device__ __forceinline__ list_tiles<TILE> flex_key_tiles(const args &a, int64_t b, int64_t h, int64_t i0) {
+    const flex_blocks &k = a.flex.blocks;
+    const int64_t row = flex_list_row(&k, b, h, i0 / LADDER_FLEX_BLOCK, k.Tq);
+    return {k.kv_idx + row * k.Tk, k.kv_num[row], k.full_kv_idx + row * k.Tk, k.full_kv_num[row], a.Sk};
+}
+
+/* flex: the query tiles of key tile j0 of head h, batch row b (the backward's transposed lists). */
+template <int TILE>
+__device__ __forceinline__ list_tiles<TILE> flex_query_tiles(const args &a, int64_t b, int64_t h, int64_t j0) {
+    const flex_blocks &k = a.flex.blocks;
+    const int64_t col = flex_list_row(&k, b, h, j0 / LADDER_FLEX_BLOCK, k.Tk);
+    return {k.q_idx + col * k.Tq, k.q_num[col], k.full_q_idx + col * k.Tq, k.full_q_num[col], a.Sq};
+}
+
+/* The key tiles query tile i0 of head h, batch row b visits: [jbeg, khi) of block range @p span (common/attention.h),
+ * or (flex) its block lists'. */
+template <class Pol, int BC>
+__device__ __forceinline__ auto key_tiles(const args &a, const ladder_attn_block &span, int64_t b, int64_t h,
+                                          int64_t i0, int64_t jbeg, int64_t khi) {
+    if constexpr (Pol::FLEX) return flex_key_tiles<BC>(a, b, h, i0);
+    else return interval_tiles<BC>{jbeg, khi, span.all_lo, span.all_hi};
+}
+
 /* Forward launchers, one per compiled (Pol, T, HD, HDV); defined in attention_fwd_*.cu. */
 template <class Pol, class T, int HD, int HDV> ladder_status fwd_launch(const args &a);
 /* Backward launchers (preprocess, dK/dV, dQ); defined in attention_bwd_*.cu. */
 template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const args &a, bool deterministic);
+
+/* flex's passes at head dims (HD, HD), HD 64 or 128, in @p dtype (bf16 or f16), each with the policy flex<mod>: every
+ * registered score mod is compiled (ladder_flex_with_mod), in attention_flex_*.cu. The backward is the deterministic
+ * one; a.delta is its scratch, and each buffer read's share goes to a.flex.dbuf. */
+template <int HD> ladder_status fwd_flex(const args &a, int mod, ladder_dtype dtype);
+template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype);
 
 } // namespace attn_tc
 

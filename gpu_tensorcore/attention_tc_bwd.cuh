@@ -21,6 +21,12 @@
  * stored P tile is P where kept and 0 where dropped (dV = (P f)^T dO: the 1 / (1 - p) multiplies dV's sum once,
  * as it multiplies O in the forward) and dS = P (dP f - Delta); the dK/dV pass also writes dS, before the
  * softcap's slope, to the bias's gradient (each element once: one block owns each key tile of each head).
+ *
+ * With flex's policy: S is the score mod of s = scale q.k and the stored dS' is dS times the mod's slope dS/ds; the
+ * dK/dV pass walks its key tile's query lists (the transposed block mask) for every query head of its group; the dQ
+ * pass, always the deterministic one, walks the forward's lists and writes each buffer read's share dS dS/dx, once
+ * per element (common/flex_gpu.cuh sums them): beside the dK and dV accumulators the shares' stores spilled registers.
+ * Partial tiles apply the mask mods, full ones no mask.
  */
 #ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_BWD_CUH
 #define LADDER_GPU_TENSORCORE_ATTENTION_TC_BWD_CUH
@@ -35,8 +41,11 @@ template <class Pol, int HD, int HDV> struct bwd_cfg {
     /* keys per block, query rows per step: at head dim 64, 128 rows, twice the products per step and per barrier.
      * The hooks' per-element work needs registers beside S and dP: with them, half the rows (at 64 and 128 the
      * full tiles spilled) */
-    static constexpr int BC = WIDE ? 64 : 128;
-    static constexpr int BR = (WIDE ? 32 : HD <= 64 && HDV <= 64 ? 128 : 64) / (Pol::EXTRAS && !WIDE ? 2 : 1);
+    /* flex's mods (and its lists' cursors) need more: half the rows and half the keys, so that dK and dV hold half
+     * the registers (with 128 keys and half the rows, some mods spilled at 64, and at 128 came within a few
+     * registers of the limit) */
+    static constexpr int BC = WIDE || Pol::FLEX ? 64 : 128;
+    static constexpr int BR = (WIDE ? 32 : HD <= 64 && HDV <= 64 ? 128 : 64) / ((Pol::EXTRAS || Pol::FLEX) && !WIDE ? 2 : 1);
     /* Each product's warp grid and warp tile (MT m16 row blocks by NT n8 column blocks):
      * S, dP (BR x BC): 2 x 4 warps; dK, dV (BC x HD, BC x HDV): BC/32 x KV_WN warps, 32 keys each;
      * dQ (BR x HD): 2 x 4 warps */
@@ -85,11 +94,13 @@ struct qtile {
 };
 
 /* Where a step's tile lies, for the hooks: batch row b, head h, its first query and key positions along Sq and
- * Sk, how many rows and keys are real, and whether this pass writes dS to the bias's gradient from registers
- * (p_and_ds_hooked; the dK/dV pass, unless sink_tile does it). */
+ * Sk, how many rows and keys are real, whether this pass writes dS to the bias's gradient from registers
+ * (p_and_ds_hooked; the dK/dV pass, unless sink_tile does it) or flex's buffers' shares (p_and_ds_flex; the dQ
+ * pass), and (flex) whether the tile is a partial one, whose elements the mask mods decide. */
 struct tile_pos {
     int64_t b, h, q0, k0, rows, keys;
     bool sink;
+    bool mods;
 };
 
 /*
@@ -111,15 +122,6 @@ __device__ __forceinline__ void fetch_rows(const args &a, const ladder_attn_seq 
         range[2 * r] = range[2 * r + 1] = 0;
         if (in) ladder_attn_key_range(&a.mask, q.i0 + r, seq.Lq, seq.Lk, &range[2 * r], &range[2 * r + 1]);
     }
-}
-
-/* Does every row of @p q see every key of [j0, j0 + BC)? Then the step needs no mask. */
-template <int BR, int BC>
-__device__ __forceinline__ bool all_seen(const args &a, const ladder_attn_seq &seq, const qtile &q, int64_t j0, int64_t keys) {
-    int64_t lo_first, hi_first, lo_last, hi_last;
-    ladder_attn_key_range(&a.mask, q.i0, seq.Lq, seq.Lk, &lo_first, &hi_first);
-    ladder_attn_key_range(&a.mask, q.i0 + q.rows - 1, seq.Lq, seq.Lk, &lo_last, &hi_last);
-    return q.rows == BR && keys == BC && j0 >= lo_last && j0 + BC <= hi_first;
 }
 
 /*
@@ -226,6 +228,58 @@ __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Po
 }
 
 /*
+ * p_and_ds with flex's policy, element by element in natural units: S = MOD(s) for s = scale q.k, P = exp(S - lse),
+ * dS = P (dP - Delta), and the stored dS' = dS dS/ds, the mod's slope. In the dQ pass (pos.sink) each buffer read r's
+ * share dS dS/dx goes to a.flex.dbuf[r] at (b, h, i, j): one block owns each element, and writes it once.
+ * MASKED: the elements past @p pos's rows and keys, and in a partial tile (pos.mods) those the mask mods forbid, get
+ * P = dS = 0 and no share (the scratch was cleared), and their mod is not called: past the tile's rows and keys it
+ * would read past its buffers.
+ */
+template <class Pol, class T, int HD, int HDV, bool MASKED, int MT, int NT>
+__device__ __forceinline__ void p_and_ds_flex(const args &a, const bwd_smem<Pol, HD, HDV> &sm,
+                                              const float (&s)[MT][NT][4], const float (&dp)[MT][NT][4], int st,
+                                              int r0, int c0, int lane, const tile_pos &pos) {
+    using C = bwd_cfg<Pol, HD, HDV>;
+    constexpr int LDP = C::LDP;
+    const int g = lane / 4, t = lane % 4;
+    const ladder_flex_hooks &f = a.flex;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int r = r0 + mt * 16 + g + 8 * k;
+            const float L = ladder_attn_lse_for_bwd(sm.lse(st)[r]), Delta = sm.D(st)[r];
+            const int64_t qi = pos.q0 + r;
+            const bool row_in = r < pos.rows;
+            /* the row's share of key k0 + c lies at share_row + c: one 64-bit offset a row, not one an element */
+            const int64_t share_row = ((pos.b * a.Hq + pos.h) * a.Sq + qi) * a.Sk + pos.k0;
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const int c = c0 + nt * 8 + 2 * t;
+                float P[2], dS[2];
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int64_t kj = pos.k0 + c + e;
+                    P[e] = dS[e] = 0.0f;
+                    if (MASKED && !(row_in && c + e < pos.keys &&
+                                    (!pos.mods || ladder_flex_masks(f.masks, &f.env, pos.b, pos.h, qi, kj))))
+                        continue;
+                    const float x = a.scale * s[mt][nt][2 * k + e];
+                    const ladder_flex_grad d = ladder_flex_score_grad(Pol::MOD, x, &f.env, pos.b, pos.h, qi, kj);
+                    P[e] = __expf(ladder_flex_score(Pol::MOD, x, &f.env, pos.b, pos.h, qi, kj) - L);
+                    const float ds = P[e] * (dp[mt][nt][2 * k + e] - Delta);
+                    dS[e] = ds * d.dscore;
+#pragma unroll
+                    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++)
+                        if (pos.sink && f.dbuf[rd]) f.dbuf[rd][share_row + c + e] = ds * d.d[rd];
+                }
+                *(uint32_t *)(sm.P + r * LDP + c) = ladder_pack2_float<T>(P[0], P[1]);
+                *(uint32_t *)(sm.dS + r * LDP + c) = ladder_pack2_float<T>(dS[0], dS[1]);
+            }
+        }
+}
+
+/*
  * S = Q K^T and dP = dO V^T for this warp's part of the BR x BC tile, then P and dS (p_and_ds). With softcap,
  * S is capped for the whole tile behind one uniform branch, and P and dS come from their own copy of the loop:
  * a branch per score (the first version's) put the tanh's code between the scores, and the forward's profile
@@ -242,6 +296,10 @@ __device__ __forceinline__ void scores(const args &a, const bwd_smem<Pol, HD, HD
     ladder_zero_tile(dp);
     ladder_mma_warp_tile<T, MT, NT, HD / 16, false, false>(s, Qs + r0 * LDK, LDK, sm.K + c0 * LDK, LDK, lane);
     ladder_mma_warp_tile<T, MT, NT, HDV / 16, false, false>(dp, sm.dO(st) + r0 * LDV, LDV, sm.V + c0 * LDV, LDV, lane);
+    if constexpr (Pol::FLEX) { /* flex has no softcap of its own: a score mod caps */
+        p_and_ds_flex<Pol, T, HD, HDV, MASKED>(a, sm, s, dp, st, r0, c0, lane, pos);
+        return;
+    }
     if (a.softcap > 0.0f) {
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
@@ -312,6 +370,108 @@ template <class Pred> __device__ __forceinline__ int first_true(int n, Pred pred
     return lo;
 }
 
+/* Query tile rows [i0, i0 + BR) of head h0 + hh (the group's hh-th) of batch row b, in a sequence of Lq rows that
+ * starts at q0 along Sq. */
+template <int BR> struct group_tiles {
+    int64_t h0, b, Hq, Sq, q0, Lq;
+    __device__ qtile at(int hh, int64_t i0) const {
+        qtile q;
+        q.h = h0 + hh, q.i0 = i0;
+        q.rows = Lq - i0 < BR ? Lq - i0 : BR;
+        q.row0 = (b * Hq + q.h) * Sq + q0 + i0;
+        return q;
+    }
+};
+
+/*
+ * The dK/dV pass's steps: the query tiles of each query head of the group that see the block's keys, as
+ * for (; steps.more(); steps.next(a)), steps.tile() the step's rows; masked(): the step applies the bounds and the
+ * mask (every other step is a whole tile of rows and keys, each seen by each); mods(): the mask mods too (flex's
+ * partial tiles).
+ *
+ * interval: flash's and memeff's, the tiles [t0, t1) of each head, masked outside [u0, u1) (kv_steps() finds them),
+ * counted up without a division (a 64-bit n / per_head and n % per_head per step were calls to a division routine).
+ */
+template <int BR> struct interval_steps {
+    group_tiles<BR> rows;
+    int group, t0, t1, u0, u1, hh, tt;
+    __device__ bool more() const { return hh < group; }
+    __device__ void next(const args &) {
+        if (++tt == t1) tt = t0, hh++;
+    }
+    __device__ qtile tile() const { return rows.at(hh, (int64_t)tt * BR); }
+    __device__ bool masked() const { return tt < u0 || tt >= u1; }
+    __device__ static constexpr bool mods() { return false; }
+};
+
+/* flex's: each head's query tiles from the key tile's block lists (flex_query_tiles), head after head; masked
+ * but where a full tile meets a whole tile of BC keys. */
+template <int BR, int BC> struct list_steps {
+    group_tiles<BR> rows;
+    int64_t j0; /* the key tile's first key along Sk */
+    int group, hh;
+    bool whole_keys;
+    list_tiles<BR> tiles;
+    __device__ list_steps(const args &a, const group_tiles<BR> &r, int64_t key0, int64_t keys, int g)
+        : rows(r), j0(key0), group(g), hh(0), whole_keys(keys == BC),
+          tiles(flex_query_tiles<BR>(a, r.b, r.h0, key0)) {
+        settle(a);
+    }
+    /* on to the next head of the group that has a tile, when this head's are done */
+    __device__ void settle(const args &a) {
+        while (!tiles.more() && ++hh < group) tiles = flex_query_tiles<BR>(a, rows.b, rows.h0 + hh, j0);
+    }
+    __device__ bool more() const { return hh < group; }
+    __device__ void next(const args &a) {
+        tiles.next();
+        settle(a);
+    }
+    __device__ qtile tile() const { return rows.at(hh, tiles.at); }
+    __device__ bool masked() const { return !(tiles.full() && whole_keys); }
+    __device__ bool mods() const { return tiles.mods(); }
+};
+
+/* The dK/dV pass's steps for the keys [j0, j0 + keys) of key/value head hk, batch row b: the interval's or (flex) the
+ * block lists'. */
+template <class Pol, int BR, int BC>
+__device__ __forceinline__ auto kv_steps(const args &a, const ladder_attn_seq &seq, int64_t b, int64_t hk, int group,
+                                         int64_t j0, int64_t keys) {
+    const group_tiles<BR> rows = {hk * group, b, a.Hq, a.Sq, seq.q0, seq.Lq};
+    if constexpr (Pol::FLEX) {
+        return list_steps<BR, BC>(a, rows, seq.k0 + j0, keys, group);
+    } else {
+        /* The query tiles whose rows see some of the keys: [t0, t1), contiguous since both ends of a row's key range
+         * move right with the row (a tile sees them if its last row's range ends past j0 and its first row's starts
+         * before j0 + keys). Among them the tiles that need no mask, [u0, u1), contiguous for the same reason: whole
+         * tiles of rows and keys whose first row's range ends at or past j0 + BC and whose last row's starts at or
+         * before j0. Found here once, they let each step choose its path with two int compares, where each step
+         * found its own first and last rows' key ranges in 64-bit arithmetic. Tile indices are ints: a sequence has
+         * fewer than 2^31 tiles. */
+        const int tiles = (int)((seq.Lq + BR - 1) / BR);
+        auto lo_of = [=](int64_t i) {
+            int64_t lo, hi;
+            ladder_attn_key_range(&a.mask, i, seq.Lq, seq.Lk, &lo, &hi);
+            return lo;
+        };
+        auto hi_of = [=](int64_t i) {
+            int64_t lo, hi;
+            ladder_attn_key_range(&a.mask, i, seq.Lq, seq.Lk, &lo, &hi);
+            return hi;
+        };
+        const int t0 = first_true(tiles, [=](int tt) {
+            const int64_t end = (int64_t)(tt + 1) * BR;
+            return hi_of((end < seq.Lq ? end : seq.Lq) - 1) > j0;
+        });
+        const int t1 = first_true(tiles, [=](int tt) { return lo_of((int64_t)tt * BR) >= j0 + keys; });
+        const int u0 = first_true(tiles, [=](int tt) { return hi_of((int64_t)tt * BR) >= j0 + BC; });
+        const int u1 = keys < BC ? u0 : first_true(tiles, [=](int tt) {
+            const int64_t end = (int64_t)(tt + 1) * BR;
+            return end > seq.Lq || lo_of(end - 1) > j0;
+        });
+        return interval_steps<BR>{rows, group, t0, t1, u0, u1, t0 < t1 ? 0 : group, t0};
+    }
+}
+
 /*
  * 2. (and 3. with atomic_dq) one block per (key tile, key/value head hk, batch row b). atomic_dq is a kernel
  * argument, not a template one: the branch is uniform, and one compiled kernel serves both modes.
@@ -337,43 +497,7 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dk
     const int kr = warp / C::KV_WN * 32, kc = warp % C::KV_WN * C::K_NT * 8, vc = warp % C::KV_WN * C::V_NT * 8;
     const int qr = warp / C::Q_WN * C::Q_MT * 16, qc = warp % C::Q_WN * C::Q_NT * 8;
 
-    /* The query tiles whose rows see some of the keys: [t0, t1), contiguous since both ends of a row's key range
-     * move right with the row (a tile sees them if its last row's range ends past j0 and its first row's starts
-     * before j0 + keys). Among them the tiles that need no mask, [u0, u1), contiguous for the same reason: whole
-     * tiles of rows and keys whose first row's range ends at or past j0 + BC and whose last row's starts at or
-     * before j0. Found here once, they let each step choose its path with two int compares, where each step
-     * found its own first and last rows' key ranges in 64-bit arithmetic. Tile indices are ints: a sequence has
-     * fewer than 2^31 tiles. */
-    const int tiles = (int)((seq.Lq + BR - 1) / BR);
-    auto lo_of = [=](int64_t i) {
-        int64_t lo, hi;
-        ladder_attn_key_range(&a.mask, i, seq.Lq, seq.Lk, &lo, &hi);
-        return lo;
-    };
-    auto hi_of = [=](int64_t i) {
-        int64_t lo, hi;
-        ladder_attn_key_range(&a.mask, i, seq.Lq, seq.Lk, &lo, &hi);
-        return hi;
-    };
-    const int t0 = first_true(tiles, [=](int tt) {
-        const int64_t end = (int64_t)(tt + 1) * BR;
-        return hi_of((end < seq.Lq ? end : seq.Lq) - 1) > j0;
-    });
-    const int t1 = first_true(tiles, [=](int tt) { return lo_of((int64_t)tt * BR) >= j0 + keys; });
-    const int u0 = first_true(tiles, [=](int tt) { return hi_of((int64_t)tt * BR) >= j0 + BC; });
-    const int u1 = keys < BC ? u0 : first_true(tiles, [=](int tt) {
-        const int64_t end = (int64_t)(tt + 1) * BR;
-        return end > seq.Lq || lo_of(end - 1) > j0;
-    });
-    auto masked = [=](int tt) { return tt < u0 || tt >= u1; };
-    /* query tile tt of head hh of the group */
-    auto tile_at = [=](int hh, int tt) {
-        qtile q;
-        q.h = hk * group + hh, q.i0 = (int64_t)tt * BR;
-        q.rows = seq.Lq - q.i0 < BR ? seq.Lq - q.i0 : BR;
-        q.row0 = (b * a.Hq + q.h) * a.Sq + seq.q0 + q.i0;
-        return q;
-    };
+    auto steps = kv_steps<Pol, BR, BC>(a, seq, b, hk, group, j0, keys);
 
     /* the hooks: is the bias read, and does dS reach its gradient through sink_tile? (uniform branches) */
     const bool biased = Pol::EXTRAS && a.hooks.bias;
@@ -389,25 +513,25 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dk
     };
     load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
     load_tile<BC, HDV, C::THREADS>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
-    if (t0 < t1) fetch_step(tile_at(0, t0), masked(t0), 0);
+    if (steps.more()) fetch_step(steps.tile(), steps.masked(), 0);
     ladder_cp_async_commit();
     float dk[2][C::K_NT][4], dv[2][C::V_NT][4];
     ladder_zero_tile(dk);
     ladder_zero_tile(dv);
 
-    /* The steps: the tiles [t0, t1) of each query head hh of the group, counted up without a division (a 64-bit
-     * n / per_head and n % per_head per step were calls to a division routine). st: the step's buffers. */
-    for (int hh = t0 < t1 ? 0 : group, tt = t0, st = 0; hh < group; st ^= 1) {
-        const qtile q = tile_at(hh, tt);
-        const bool mask = masked(tt);
-        int hn = hh, tn = tt + 1; /* the next step's */
-        if (tn == t1) tn = t0, hn++;
+    /* The steps; st: the step's buffers. */
+    for (int st = 0; steps.more(); st ^= 1) {
+        const qtile q = steps.tile();
+        const bool mask = steps.masked();
+        /* the bias's gradient is written from registers here, unless sink_tile writes it; flex's shares by the dQ
+         * pass, whose registers have room for them */
+        const tile_pos pos = {b, q.h, seq.q0 + q.i0, seq.k0 + j0, q.rows, keys, !Pol::FLEX && !by_tile, steps.mods()};
+        steps.next(a); /* the next step's, from here on */
         ladder_cp_async_wait_group<0>(); /* Q_n, dO_n (and K, V at first) */
         __syncthreads();                 /* ... for every thread; and every warp is done with step n - 1 */
-        if (hn < group) fetch_step(tile_at(hn, tn), masked(tn), 1 - st);
+        if (steps.more()) fetch_step(steps.tile(), steps.masked(), 1 - st);
         ladder_cp_async_commit();
 
-        const tile_pos pos = {b, q.h, seq.q0 + q.i0, seq.k0 + j0, q.rows, keys, !by_tile};
         if (mask) scores<Pol, T, HD, HDV, true>(a, sm, sm.Q(st), st, j0, warp, lane, pos);
         else scores<Pol, T, HD, HDV, false>(a, sm, sm.Q(st), st, j0, warp, lane, pos);
         __syncthreads(); /* P and dS are whole */
@@ -417,7 +541,8 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dk
          * .trans) */
         ladder_mma_warp_tile<T, 2, C::V_NT, BR / 16, true, true>(dv, sm.P + kr, LDP, sm.dO(st) + vc, LDV, lane);
 
-        if (atomic_dq) { /* dQ += dS K for rows qr.., columns qc.. (the scale is applied once, when it is rounded) */
+        /* flex's backward is always the deterministic one: its kernels compile no atomics */
+        if (!Pol::FLEX && atomic_dq) { /* dQ += dS K for rows qr.., columns qc.. (the scale is applied once, when it is rounded) */
             float dq[C::Q_MT][C::Q_NT][4];
             ladder_zero_tile(dq);
             dq_product<Pol, T, HD, HDV>(dq, sm, qr, qc, lane);
@@ -455,7 +580,6 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dk
         /* dK after dQ, as FlashAttention-2 orders them: the atomics drain while dK's products run (issued last,
          * they held their registers into the next step, whose first instructions waited for them) */
         ladder_mma_warp_tile<T, 2, C::K_NT, BR / 16, true, true>(dk, sm.dS + kr, LDP, sm.Q(st) + kc, LDK, lane);
-        hh = hn, tt = tn;
     }
     ladder_cp_async_wait_group<0>(); /* a block that saw no query tile still has its K, V copies in flight */
 
@@ -527,6 +651,7 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq
     const ladder_attn_block span = ladder_attn_block_range(&a.mask, i0, q.rows, seq.Lq, seq.Lk);
     int64_t jbeg = span.lo / BC * BC, khi = span.hi; /* this split's share of the key tiles */
     split_share<BC>(splits, jbeg, khi);
+    auto tiles = key_tiles<Pol, BC>(a, span, b, h, i0, jbeg, khi); /* flex: the forward's block lists */
 
     load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, h, seq.q0 + i0, q.rows, a.D);
     load_tile<BR, HDV, C::THREADS>(sm.dO(0), LDV, a.dout, b, h, seq.q0 + i0, q.rows, a.Dv);
@@ -535,7 +660,8 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq
     float dq[C::Q_MT][C::Q_NT][4];
     ladder_zero_tile(dq);
 
-    for (int64_t j0 = jbeg; j0 < khi; j0 += BC) {
+    for (; tiles.more(); tiles.next()) {
+        const int64_t j0 = tiles.at;
         __syncthreads(); /* every warp is done with the previous K, V and dS tiles */
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
         load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
@@ -545,8 +671,10 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq
         ladder_cp_async_commit();
         ladder_cp_async_wait_group<0>();
         __syncthreads();
-        const tile_pos pos = {b, h, seq.q0 + i0, seq.k0 + j0, q.rows, keys, false};
-        if (all_seen<BR, BC>(a, seq, q, j0, keys)) scores<Pol, T, HD, HDV, false>(a, sm, sm.Q(0), 0, j0, warp, lane, pos);
+        const tile_pos pos = {b, h, seq.q0 + i0, seq.k0 + j0, q.rows, keys, Pol::FLEX, tiles.mods()};
+        /* no mask where every row sees every key: a whole tile of rows and keys, full */
+        if (tiles.full() && q.rows == BR && keys == BC)
+            scores<Pol, T, HD, HDV, false>(a, sm, sm.Q(0), 0, j0, warp, lane, pos);
         else scores<Pol, T, HD, HDV, true>(a, sm, sm.Q(0), 0, j0, warp, lane, pos);
         __syncthreads(); /* dS is whole */
         dq_product<Pol, T, HD, HDV>(dq, sm, qr, qc, lane);
@@ -609,6 +737,16 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const ar
     attn_bwd_dq_convert_tc_kernel<T><<<ladder_blocks(rows * a.D, 256), 256>>>(a);
     LADDER_LAUNCH_CHECK("attn_bwd_dq_convert_tc_kernel");
     return LADDER_OK;
+}
+
+/* flex's backward at head dims (HD, HD): the policy flex<mod>, every registered score mod compiled; always the
+ * deterministic dQ pass (attention_tc.cuh). */
+template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype) {
+    return ladder_flex_with_mod(mod, [&](auto m) {
+        using Pol = flex<decltype(m)::value>;
+        return dtype == LADDER_BF16 ? bwd_launch<Pol, __nv_bfloat16, HD, HD>(a, true)
+                                    : bwd_launch<Pol, __half, HD, HD>(a, true);
+    });
 }
 
 } // namespace attn_tc

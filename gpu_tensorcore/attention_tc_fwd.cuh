@@ -16,6 +16,10 @@
  * With the hooked policy (memeff): the scores gain the bias (then S is formed in natural units, as with
  * softcap), and P meets V after dropout: its dropped elements are zeroed, the row sum l keeps the undropped P,
  * and O is multiplied by 1 / (1 - p) with the division by l.
+ *
+ * With flex's policy: S is the score mod of s = scale * q.k (natural units), and the key tiles are the query tile's
+ * block lists' (list_tiles, attention_tc.cuh), partial and full merged in ascending order, each 128-key block-mask tile
+ * cut into this rung's key tiles: the partial ones apply the mask mods after the bounds, the full ones no mask at all.
  */
 #ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_FWD_CUH
 #define LADDER_GPU_TENSORCORE_ATTENTION_TC_FWD_CUH
@@ -28,8 +32,9 @@ namespace attn_tc {
 template <class Pol, int HD, int HDV> struct fwd_cfg {
     /* m16 row blocks per warp: two at a head dim of 128, so that every K and V fragment feeds two mmas (half
      * the shared-memory traffic per mma of one); one above, where O's fp32 fragments would not fit twice, and
-     * at 64, where two (218 registers: 2 blocks per SM) measured slower than the first version's one */
-    static constexpr int MT = (HD > 64 || HDV > 64) && HD <= 128 && HDV <= 128 ? 2 : 1;
+     * at 64, where two (218 registers: 2 blocks per SM) measured slower than the first version's one; one with
+     * flex's mods, whose work beside two row blocks' S and O spilled at 128 */
+    static constexpr int MT = !Pol::FLEX && (HD > 64 || HDV > 64) && HD <= 128 && HDV <= 128 ? 2 : 1;
     static constexpr int WARPS = 4, THREADS = 32 * WARPS, BR = 16 * MT * WARPS;
     /* keys per tile: 64 up to a head dim of 128 (at 128, S's 64 fp32 registers per lane beside O's 128: 255 in
      * all, no spill); 32 above; the tests' emulation of this rung rounds P per tile of the same size (the macro) */
@@ -97,6 +102,47 @@ __device__ __forceinline__ void drop_p(const args &a, uint32_t (&pa)[MT][BC / 16
     }
 }
 
+/* f(x, r, key) for each score x the lane holds in @p s: row r of the tile (w0 + mt*16 + g (+ 8)), key nb*8 + 2t
+ * (+ 1) of the key tile. */
+template <int MT, int BC, class F>
+__device__ __forceinline__ void each_score(float (&s)[MT][BC / 8][4], int w0, int lane, F f) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nb = 0; nb < BC / 8; nb++)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                f(s[mt][nb][c], w0 + mt * 16 + lane / 4 + 8 * (c / 2), nb * 8 + 2 * (lane % 4) + (c & 1));
+}
+
+/*
+ * flex's score hook: S = MOD(s) for s = scale * x, x the raw q.k, at query position i0 + r and key position j0 + key
+ * (each_score()'s). Rows past the tile's @p rows and keys past its @p keys take the mod at the last real row or key,
+ * so that a mod never reads past its buffers: their scores are masked, or never stored. A function of the whole tile,
+ * as softcap_scores is, with the mod inlined.
+ */
+template <int MOD, int MT, int BC>
+__device__ __forceinline__ void flex_scores(const args &a, float (&s)[MT][BC / 8][4], int64_t b, int64_t h,
+                                            int64_t i0, int w0, int rows, int64_t j0, int keys, int lane) {
+    each_score<MT, BC>(s, w0, lane, [&](float &x, int r, int key) {
+        const int64_t i = i0 + (r < rows ? r : rows - 1), j = j0 + (key < keys ? key : keys - 1);
+        x = ladder_flex_score(MOD, a.scale * x, &a.flex.env, b, h, i, j);
+    });
+}
+
+/*
+ * flex, in a partial tile: -inf where the mask mods forbid the key to the row, for the tile's real rows and keys
+ * (the bounds mask the rest, and the mods would read past their buffers there). Positions as in flex_scores.
+ */
+template <int MT, int BC>
+__device__ __forceinline__ void flex_mask_scores(const args &a, float (&s)[MT][BC / 8][4], int64_t b, int64_t h,
+                                                 int64_t i0, int w0, int rows, int64_t j0, int keys, int lane) {
+    each_score<MT, BC>(s, w0, lane, [&](float &x, int r, int key) {
+        if (r < rows && key < keys && !ladder_flex_masks(a.flex.masks, &a.flex.env, b, h, i0 + r, j0 + key))
+            x = -INFINITY;
+    });
+}
+
 /*
  * -inf where a key lies outside its row's range. Only masked tiles (few: the diagonal, a window's edges, the
  * ends) come here; they read the key range of the lane's rows r0 + mt*16 + g (+ 8) from shared memory (@p
@@ -147,12 +193,14 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
     const ladder_attn_block span = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
     int64_t jbeg = span.lo / BC * BC, khi = span.hi;
     split_share<BC>(splits, jbeg, khi);
+    auto tiles = key_tiles<Pol, BC>(a, span, b, h, i0, jbeg, khi); /* flex: the block lists' tiles, up to khi = Lk */
+    jbeg = tiles.at;
     for (int r = threadIdx.x; r < BR; r += blockDim.x) { /* visible after the loop's first __syncthreads() */
         range[2 * r] = range[2 * r + 1] = 0;                 /* a row past the tile's end sees nothing */
         if (r < rows) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &range[2 * r], &range[2 * r + 1]);
     }
-    /* S in natural units when something must be applied to it (softcap, bias), else the raw q.k */
-    const bool exact = a.softcap > 0.0f || (Pol::EXTRAS && a.hooks.bias);
+    /* S in natural units when something must be applied to it (softcap, bias, a score mod), else the raw q.k */
+    const bool exact = a.softcap > 0.0f || (Pol::EXTRAS && a.hooks.bias) || Pol::FLEX;
     const bool dropout = Pol::EXTRAS && a.hooks.dropout_p > 0.0f;
     const float unit = exact ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
     const float keep_scale = dropout ? a.hooks.keep_scale : 1.0f; /* O = (sum of the kept P V) / (1 - p) / l */
@@ -168,8 +216,8 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.0f;
 
-    for (int64_t j0 = jbeg; j0 < khi; j0 += BC) {
-        const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC, next = j0 + BC;
+    for (int64_t j0 = jbeg; j0 < khi; j0 = tiles.at) {
+        const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
         ladder_cp_async_wait_group<0>(); /* K_j (and Q) */
         __syncthreads();                 /* ... for every thread; and every warp is done with V_{j-1} */
         load_tile<BC, HDV, C::THREADS>(Vs, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
@@ -180,10 +228,15 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
         ladder_zero_tile(sc);
         ladder_mma_warp_tile<T, MT, BC / 8, HD / 16, false, false>(sc, Qs + w0 * LDQ, LDQ, Ks, LDQ, lane);
 
-        if (exact) softcap_scores<MT, BC>(a, sc); /* scale * x, softcapped when softcap > 0 */
+        if constexpr (Pol::FLEX)
+            flex_scores<Pol::MOD, MT, BC>(a, sc, b, h, seq.q0 + i0, w0, (int)rows, seq.k0 + j0, (int)keys, lane);
+        else if (exact) softcap_scores<MT, BC>(a, sc); /* scale * x, softcapped when softcap > 0 */
         if constexpr (Pol::EXTRAS)
             if (a.hooks.bias) bias_scores<T, MT, BC>(sc, Bs, w0, lane);
-        if (!(j0 >= span.all_lo && j0 + BC <= span.all_hi)) mask_scores<MT, BC>(sc, range, w0, j0, lane);
+        if (!tiles.full()) mask_scores<MT, BC>(sc, range, w0, j0, lane);
+        if constexpr (Pol::FLEX) /* a partial tile: the mask mods too */
+            if (tiles.mods())
+                flex_mask_scores<MT, BC>(a, sc, b, h, seq.q0 + i0, w0, (int)rows, seq.k0 + j0, (int)keys, lane);
 
         /* online softmax for rows g (k = 0) and g + 8 (k = 1) of each row block: a row's 4 lanes are 4g .. 4g+3.
          * P goes to 16 bits as soon as it is formed, as the A fragments of P V (two adjacent 8-key C tiles are
@@ -220,6 +273,7 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
             if (dropout) drop_p<MT, BC>(a, pa, b, h, seq.q0 + i0 + w0, seq.k0 + j0, lane);
         ladder_cp_async_wait_group<0>(); /* V_j */
         __syncthreads();                 /* ... for every thread; and every warp is done with K_j */
+        const int64_t next = tiles.next(); /* the next key tile's first key; khi past the last */
         if (next < khi) load_tile<BC, HD, C::THREADS>(Ks, LDQ, a.k, b, hk, seq.k0 + next, seq.Lk - next < BC ? seq.Lk - next : BC, a.D);
         if constexpr (Pol::EXTRAS) /* every warp is done with this tile's bias too */
             if (a.hooks.bias && next < khi)
@@ -296,6 +350,14 @@ template <class Pol, class T, int HD, int HDV> ladder_status fwd_launch(const ar
     attn_fwd_tc_kernel<Pol, T, HD, HDV><<<grid, C::THREADS, C::SMEM>>>(a);
     LADDER_LAUNCH_CHECK("attn_fwd_tc_kernel");
     return LADDER_OK;
+}
+
+/* flex's forward at head dims (HD, HD): the policy flex<mod>, every registered score mod compiled (attention_tc.cuh) */
+template <int HD> ladder_status fwd_flex(const args &a, int mod, ladder_dtype dtype) {
+    return ladder_flex_with_mod(mod, [&](auto m) {
+        using Pol = flex<decltype(m)::value>;
+        return dtype == LADDER_BF16 ? fwd_launch<Pol, __nv_bfloat16, HD, HD>(a) : fwd_launch<Pol, __half, HD, HD>(a);
+    });
 }
 
 } // namespace attn_tc

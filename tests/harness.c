@@ -226,6 +226,11 @@ struct criterion_test_params test_all(test_list list, ladder_rung rung, ladder_d
     return test_params(all_cases, collect(list, rung, dtype, all_cases, MAX_CASES));
 }
 
+const test_rung test_rungs[TEST_N_RUNGS] = {{LADDER_RUNG_CPU, LADDER_F32},
+                                           {LADDER_RUNG_GPU_NAIVE, LADDER_F32},
+                                           {LADDER_RUNG_GPU_TILED, LADDER_F32},
+                                           {LADDER_RUNG_GPU_TENSORCORE, LADDER_BF16}};
+
 struct criterion_test_params test_all_gpu_rungs(test_list list) {
     static const struct {
         ladder_rung rung;

@@ -97,6 +97,18 @@ void test_expect_deterministic(const test_case *t);
  * (the cpu rung's sums run in an order that the thread count does not change). */
 void test_expect_thread_count_independent(const test_case *t);
 
+/** A rung, and the dtype its float inputs take there. */
+typedef struct test_rung {
+    ladder_rung rung;
+    ladder_dtype dtype;
+} test_rung;
+
+/** How many ::test_rungs. */
+#define TEST_N_RUNGS 4
+/** Every rung once, lowest first, the tensor-core one in bf16: the rungs at which a suite checks what one algorithm
+ *  promises (entries 1 on are the GPU rungs). */
+extern const test_rung test_rungs[TEST_N_RUNGS];
+
 /** Skip the current test (with the reason) unless @p t's algorithm can run on its rung here. */
 void harness_require_rung(const test_case *t);
 /** True when LADDER_TEST_SMALL=1: small grids, for compute-sanitizer runs. */

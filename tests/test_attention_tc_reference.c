@@ -5,7 +5,8 @@
  *     output (they are NaN-poisoned first, so an unwritten one fails), on shapes that cover GQA, both causal
  *     alignments, windows, softcap, dlse, strided inputs, rows that see no key, packed sequences, and both key-tile
  *     sizes of the forward (D <= 128 and above): flash's cpu rung, and memeff's with a bias (full, broadcast, a
- *     stride-0 view) and its gradient, and dropout;
+ *     stride-0 view) and its gradient, and dropout; and flex's with each score mod (buffer gradients included), mask
+ *     mods, given block lists and rows that see no key;
  *   - rounding to bf16 moves those outputs well past that tolerance, so the comparison above would see a rounding
  *     that leaked into the f32 path.
  */
@@ -13,10 +14,11 @@
 
 #include "compare.h"
 #include "flash.h"
+#include "flex.h"
 #include "harness.h"
 #include "memeff.h"
 
-extern const ladder_algo ladder_flash_algo, ladder_memeff_algo;
+extern const ladder_algo ladder_flash_algo, ladder_memeff_algo, ladder_flex_algo;
 
 /* The algorithm whose reference runs: the engine's call has no context argument. */
 static const ladder_algo *reference_of;
@@ -164,4 +166,50 @@ Test(attention_tc_reference, memeff_packed_sequences) {
     test_case_varlen(&t, (const int64_t[]){1, 0, 70, 3}, 4);
     test_case_varlen2(&t, (const int64_t[]){9, 4, 65, 0});
     expect_reference_is_attention(&t, 6);
+}
+
+/* A flex case: sizes, the score mod, the mask mods (with window_left and num_buckets), strided inputs, dlse, and
+ * (lists) random block lists in place of the ones built from the mask mods. */
+static test_case flex_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, int mod,
+                           int masks, bool strided, bool dlse, bool lists) {
+    ladder_flex_problem p = {.attn = {.B = B, .Hq = Hq, .Hkv = Hkv, .Sq = Sq, .Sk = Sk, .D = D, .Dv = Dv,
+                                      .mask = LADDER_ATTN_NO_MASK},
+                             .score_mod = mod, .mask_mods = masks, .softcap = 3, .window_left = 40,
+                             .num_buckets = 16};
+    test_case t = test_case_of(&ladder_flex_algo, &p);
+    t.opts.strided = strided;
+    if (dlse) t.opts.with = 1u << ladder_algo_tensor(&ladder_flex_algo, "dlse");
+    const int first_list = ladder_algo_tensor(&ladder_flex_algo, "kv_num_blocks");
+    for (int l = 0; lists && l < 8; l++) t.opts.with |= 1u << (first_list + l);
+    return t;
+}
+
+enum { FX_CAUSAL = 1 << LADDER_FLEX_CAUSAL, FX_WINDOW = 1 << LADDER_FLEX_WINDOW, FX_PREFIX = 1 << LADDER_FLEX_PREFIX_LM,
+       FX_DOC = 1 << LADDER_FLEX_DOCUMENT };
+
+/* alibi's slopes and their gradient, document+causal masks (partial and full tiles), GQA, strided, dlse */
+Test(attention_tc_reference, flex_alibi_document_causal_gqa_strided_dlse) {
+    test_case t = flex_case(2, 4, 2, 200, 300, 40, 24, LADDER_FLEX_ALIBI, FX_DOC | FX_CAUSAL, true, true, false);
+    expect_reference_is_attention(&t, 6);
+}
+
+/* two buffers read by one score (bq, bk), a prefix-LM mask, Sq > Sk */
+Test(attention_tc_reference, flex_bias_qk_prefix_lm) {
+    test_case t = flex_case(2, 2, 1, 260, 150, 16, 16, LADDER_FLEX_BIAS_QK, FX_PREFIX, false, true, false);
+    expect_reference_is_attention(&t, 7);
+}
+
+/* rel_bias under a window, random block lists (empty, partial and full tiles as drawn), the widest head dims the
+ * rung takes */
+Test(attention_tc_reference, flex_rel_bias_window_random_lists) {
+    test_case t = flex_case(1, 2, 2, 300, 260, 128, 96, LADDER_FLEX_REL_BIAS, FX_WINDOW, false, false, true);
+    expect_reference_is_attention(&t, 6);
+}
+
+/* t5_bias's buckets; the softcap mod under a window of 40 keys, where rows past Sk + 40 see no key */
+Test(attention_tc_reference, flex_t5_bias_and_softcap) {
+    test_case t5 = flex_case(1, 2, 1, 140, 150, 8, 8, LADDER_FLEX_T5_BIAS, FX_CAUSAL, true, false, false);
+    expect_reference_is_attention(&t5, 6);
+    test_case cap = flex_case(1, 2, 2, 300, 150, 16, 16, LADDER_FLEX_SOFTCAP, FX_WINDOW, false, true, false);
+    expect_reference_is_attention(&cap, 5);
 }

@@ -16,15 +16,6 @@
 
 extern const ladder_algo ladder_flash_algo;
 
-static const struct {
-    ladder_rung rung;
-    ladder_dtype dtype;
-} rungs[] = {{LADDER_RUNG_CPU, LADDER_F32},
-             {LADDER_RUNG_GPU_NAIVE, LADDER_F32},
-             {LADDER_RUNG_GPU_TILED, LADDER_F32},
-             {LADDER_RUNG_GPU_TENSORCORE, LADDER_BF16}};
-#define N_RUNGS (int)(sizeof rungs / sizeof rungs[0])
-
 static ladder_flash_problem problem(int64_t Sq, int64_t Sk, int causal) {
     return (ladder_flash_problem){.attn = {.B = 1, .Hq = 2, .Hkv = 1, .Sq = Sq, .Sk = Sk, .D = 16, .Dv = 8,
                                            .mask = {.causal = causal, .window_left = -1, .window_right = -1}}};
@@ -37,14 +28,15 @@ static float at(const ladder_result *r, const char *name, int64_t i) {
 
 /* Run rung @p i on @p c (rounded to its dtype first); false, running nothing, when the rung cannot run here. */
 static bool run(int i, const ladder_case *c, ladder_result *r) {
-    if (ladder_algo_rung_available(&ladder_flash_algo, rungs[i].rung) != LADDER_OK) return false;
+    const test_rung t = test_rungs[i];
+    if (ladder_algo_rung_available(&ladder_flash_algo, t.rung) != LADDER_OK) return false;
     ladder_case rounded = {0};
     const ladder_run_opts once = {0};
-    if (rungs[i].dtype != LADDER_F32) cr_assert_eq(ladder_case_rounded(c, rungs[i].dtype, &rounded), LADDER_OK);
-    ladder_status st = ladder_run(rungs[i].rung, rungs[i].dtype, rungs[i].dtype != LADDER_F32 ? &rounded : c, &once, r);
+    if (t.dtype != LADDER_F32) cr_assert_eq(ladder_case_rounded(c, t.dtype, &rounded), LADDER_OK);
+    ladder_status st = ladder_run(t.rung, t.dtype, t.dtype != LADDER_F32 ? &rounded : c, &once, r);
     ladder_case_free(&rounded);
     if (st == LADDER_ERR_UNAVAILABLE) return false; /* a rung this build does not have */
-    cr_assert_eq(st, LADDER_OK, "%s: %s", ladder_rung_name(rungs[i].rung), ladder_last_error());
+    cr_assert_eq(st, LADDER_OK, "%s: %s", ladder_rung_name(t.rung), ladder_last_error());
     return true;
 }
 
@@ -54,10 +46,10 @@ Test(flash_rules, fully_masked_rows_give_zero_output_minus_inf_lse_and_zero_grad
     ladder_case c;
     ladder_case_opts o = {.seed = 5, .with = 1u << ladder_algo_tensor(&ladder_flash_algo, "dlse")};
     cr_assert_eq(ladder_case_make(&c, &ladder_flash_algo, &p, &o), LADDER_OK);
-    for (int i = 0; i < N_RUNGS; i++) {
+    for (int i = 0; i < TEST_N_RUNGS; i++) {
         ladder_result r;
         if (!run(i, &c, &r)) continue;
-        const char *who = ladder_rung_name(rungs[i].rung);
+        const char *who = ladder_rung_name(test_rungs[i].rung);
         for (int h = 0; h < 2; h++)
             for (int64_t row = 0; row < 6; row++) {
                 const int64_t at_row = h * 6 + row;
@@ -89,10 +81,10 @@ Test(flash_rules, a_nan_input_row_stays_nan) {
     cr_assert_eq(ladder_case_make(&c, &ladder_flash_algo, &p, &o), LADDER_OK);
     ladder_tensor *q = &c.t[ladder_algo_tensor(&ladder_flash_algo, "q")];
     ((float *)q->data)[1 * q->strides[2] + 3 * q->strides[3]] = NAN; /* q[0, 0, 1, 3] */
-    for (int i = 0; i < N_RUNGS; i++) {
+    for (int i = 0; i < TEST_N_RUNGS; i++) {
         ladder_result r;
         if (!run(i, &c, &r)) continue;
-        const char *who = ladder_rung_name(rungs[i].rung);
+        const char *who = ladder_rung_name(test_rungs[i].rung);
         for (int64_t row = 0; row < 8; row++) { /* rows 0..3 of head 0, then of head 1 */
             const float lse = at(&r, "lse", row), o0 = at(&r, "o", row * 8);
             if (row == 1) cr_assert(isnan(lse) && isnan(o0), "%s: row 1 has lse %g, o %g: NaN expected", who, lse, o0);
@@ -111,11 +103,11 @@ Test(flash_rules, causal_alignment_by_hand) {
         ladder_case_opts o = {.seed = 9};
         cr_assert_eq(ladder_case_make(&c, &ladder_flash_algo, &p, &o), LADDER_OK);
         cr_assert_eq(ladder_case_make(&c_none, &ladder_flash_algo, &none, &o), LADDER_OK);
-        for (int i = 0; i < N_RUNGS; i++) {
+        for (int i = 0; i < TEST_N_RUNGS; i++) {
             ladder_result r, r_none;
             if (!run(i, &c, &r)) continue;
             cr_assert(run(i, &c_none, &r_none));
-            const double tol = ladder_tolerance(rungs[i].dtype);
+            const double tol = ladder_tolerance(test_rungs[i].dtype);
             for (int e = 0; e < 8; e++) {
                 /* top-left: o = v[key 0] exactly (one key, P = 1); bottom-right: the same as no mask */
                 const int64_t v0e[4] = {0, 0, 0, e}; /* v[b=0, head 0, key 0, e] */
@@ -123,7 +115,7 @@ Test(flash_rules, causal_alignment_by_hand) {
                                   ? ladder_tensor_get(&c.t[2], ladder_tensor_offset(&c.t[2], v0e))
                                   : at(&r_none, "o", e);
                 cr_assert(fabs(at(&r, "o", e) - want) <= 4 * tol * (fabs(want) + 1),
-                          "%s causal %d: o[%d] = %g, want %g", ladder_rung_name(rungs[i].rung), causal, e,
+                          "%s causal %d: o[%d] = %g, want %g", ladder_rung_name(test_rungs[i].rung), causal, e,
                           at(&r, "o", e), want);
             }
             ladder_result_free(&r);
@@ -142,7 +134,7 @@ Test(flash_rules, deterministic_mode_repeats_bitwise_20_times) {
     ladder_case_opts o = {.seed = 21, .strided = true, .n_seqs = 3, .seqlens = {100, 1, 77}, .has_seqlens2 = true,
                           .seqlens2 = {130, 0, 77}};
     cr_assert_eq(ladder_case_make(&c, &ladder_flash_algo, &p, &o), LADDER_OK, "%s", ladder_last_error());
-    for (int i = 0; i < N_RUNGS; i++) {
+    for (int i = 0; i < TEST_N_RUNGS; i++) {
         ladder_result first, again;
         if (!run(i, &c, &first)) continue;
         for (int rep = 1; rep < REPEATS; rep++) {
@@ -151,7 +143,7 @@ Test(flash_rules, deterministic_mode_repeats_bitwise_20_times) {
                 if (!first.t[t].data) continue;
                 size_t bytes = (size_t)ladder_tensor_numel(&first.t[t]) * ladder_dtype_size(first.t[t].dtype);
                 cr_assert(memcmp(first.t[t].data, again.t[t].data, bytes) == 0, "%s: %s of run %d differs from run 1",
-                          ladder_rung_name(rungs[i].rung), ladder_flash_algo.tensors[t].name, rep + 1);
+                          ladder_rung_name(test_rungs[i].rung), ladder_flash_algo.tensors[t].name, rep + 1);
             }
             ladder_result_free(&again);
         }
@@ -181,12 +173,12 @@ Test(flash_rules, a_bshd_layout_gives_the_bhsd_results) {
             ladder_tensor_set(v, ladder_tensor_offset_of_flat(v, e),
                               ladder_tensor_get(&c.t[i], ladder_tensor_offset_of_flat(&c.t[i], e)));
     }
-    for (int i = 0; i < N_RUNGS; i++) {
+    for (int i = 0; i < TEST_N_RUNGS; i++) {
         ladder_result want, got;
         if (!run(i, &c, &want)) continue;
         cr_assert(run(i, &bshd, &got));
-        ladder_check k = ladder_result_check(&c, &got, &want, ladder_tolerance(rungs[i].dtype));
-        cr_assert(k.ok, "%s: [B,S,H,D] differs from [B,H,S,D]: %s", ladder_rung_name(rungs[i].rung), k.why);
+        ladder_check k = ladder_result_check(&c, &got, &want, ladder_tolerance(test_rungs[i].dtype));
+        cr_assert(k.ok, "%s: [B,S,H,D] differs from [B,H,S,D]: %s", ladder_rung_name(test_rungs[i].rung), k.why);
         ladder_result_free(&want);
         ladder_result_free(&got);
     }

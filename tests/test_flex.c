@@ -1,6 +1,6 @@
 /*
- * tests/test_flex.c: what only flex must show (the cross-algorithm checks at every rung; the GPU rungs skip where
- * they cannot run):
+ * tests/test_flex.c: what only flex must show (the cross-algorithm checks at every rung, the tensor-core one in bf16;
+ * the GPU rungs skip where they cannot run):
  *
  * 1. Every registered score mod's hand-written derivatives match finite differences of the mod itself, to the score
  *    and to every buffer element it reads, and it reads no other element; and it computes what the oracle's double
@@ -12,9 +12,11 @@
  *    the tiles; hand-made lists (a query tile with no tile, every tile full, a single partial tile, Sq != Sk and
  *    lengths that are not multiples of the block) run as the oracle reads them; every tile full with no mask is
  *    plain attention.
- * 4. Buffer gradients are the same bits at every thread count and every run, and over 20 runs at each GPU rung.
+ * 4. Buffer gradients are the same bits at every thread count and every run, and over 20 runs at each GPU rung (the
+ *    tensor-core one in bf16).
  * 5. Bad input: unknown mod names, buffers of the wrong shape or dtype, missing buffers, lists unsorted,
- *    out of range, inconsistent between forward and backward, or given in part.
+ *    out of range, inconsistent between forward and backward, or given in part; at the tensor-core rung, f32 inputs,
+ *    16-bit buffers and head dims past its kernels'.
  */
 #include <math.h>
 #include <omp.h>
@@ -158,17 +160,15 @@ Test(flex, every_registered_score_mod_matches_finite_differences) {
 
 /* ---- 2. flex = flash causal, = memeff with the ALiBi bias, document = flash varlen ---------------------------- */
 
-/* Each of @p n flex problems at every rung (those flex lacks, or that cannot run here, skip). */
+/* Each of @p n flex problems at every rung, the tensor-core one in bf16 (those that cannot run here skip). */
 static struct criterion_test_params every_rung(const ladder_flex_problem *ps, int n) {
-    const ladder_rung rungs[] = {LADDER_RUNG_CPU, LADDER_RUNG_GPU_NAIVE, LADDER_RUNG_GPU_TILED,
-                                 LADDER_RUNG_GPU_TENSORCORE};
     test_case cases[32];
     int k = 0;
     for (int i = 0; i < n; i++)
-        for (size_t r = 0; r < sizeof rungs / sizeof rungs[0] && k < 32; r++) {
+        for (int r = 0; r < TEST_N_RUNGS && k < 32; r++) {
             cases[k] = test_case_of(&ladder_flex_algo, &ps[i]);
             cases[k].opts.strided = i % 2 == 1;
-            cases[k].rung = rungs[r], cases[k++].dtype = LADDER_F32;
+            cases[k].rung = test_rungs[r].rung, cases[k++].dtype = test_rungs[r].dtype;
         }
     return test_params(cases, k);
 }
@@ -185,7 +185,10 @@ static void copy_input(const ladder_case *from, const char *from_name, ladder_ca
 }
 
 /* Run @p t's rung on both cases (@p x flex's) and compare the named outputs, dq and dk held to flex's magnitudes
- * (sums of dS, which cancel: common/flex_magnitudes.c). */
+ * (sums of dS, which cancel: common/flex_magnitudes.c), at the tolerance of the rung's dtype: fp32's at the fp32
+ * rungs; at the tensor-core rung the 16-bit one, as the rung is held to against the cpu rung, since the two round P
+ * and dS to 16 bits in tiles of their own (running maxima, partial sums), and a value on either side of a rounding
+ * edge moves by the 16-bit unit. */
 static void expect_same(const test_case *t, ladder_case *x, ladder_case *y, const char *who) {
     ladder_result rx, ry;
     test_run(t, t->rung, t->dtype, x, &rx);
@@ -195,7 +198,8 @@ static void expect_same(const test_case *t, ladder_case *x, ladder_case *y, cons
     const char *outs[] = {"o", "lse", "dq", "dk", "dv"};
     for (int i = 0; i < 5; i++) {
         const int at = T(x->algo, outs[i]);
-        const ladder_cmp cmp = ladder_output_compare(&m, at, &rx.t[at], &ry.t[T(y->algo, outs[i])], LADDER_TOL_F32);
+        const ladder_cmp cmp =
+            ladder_output_compare(&m, at, &rx.t[at], &ry.t[T(y->algo, outs[i])], ladder_tolerance(t->dtype));
         test_expect_close(who, t, outs[i], &cmp);
     }
     ladder_magnitudes_free(&m);
@@ -253,7 +257,10 @@ ParameterizedTest(const test_case *t, flex, alibi_equals_memeff_with_the_alibi_b
     cr_assert_eq(ladder_case_make(&m, &ladder_memeff_algo, &mp, &mo), LADDER_OK, "%s", ladder_last_error());
     const char *shared[] = {"q", "k", "v", "do"};
     for (int i = 0; i < 4; i++) copy_input(&x, shared[i], &m, shared[i]);
-    const ladder_tensor *slopes = &x.t[T(&ladder_flex_algo, "slopes")];
+    /* slopes 2^-(h+4), powers of two as ALiBi's are: slope * (j - i) is then exact in bf16 too (|j - i| < 256), so
+     * that the tensor-core rung's 16-bit bias is the slopes' bias itself */
+    ladder_tensor *slopes = &x.t[T(&ladder_flex_algo, "slopes")];
+    for (int64_t h = 0; h < p->Hq; h++) ladder_tensor_set(slopes, h * slopes->strides[0], ldexp(1.0, -(int)(h + 4)));
     ladder_tensor *bias = &m.t[T(&ladder_memeff_algo, "bias")];
     for (int64_t h = 0; h < p->Hq; h++)
         for (int64_t i = 0; i < p->Sq; i++)
@@ -274,10 +281,10 @@ ParameterizedTest(const test_case *t, flex, alibi_equals_memeff_with_the_alibi_b
     for (int64_t h = 0; h < p->Hq; h++)
         for (int64_t i = 0; i < p->Sq; i++)
             for (int64_t j = 0; j < p->Sk; j++) want[h] += ((const float *)dbias->data)[(h * p->Sq + i) * p->Sk + j] * (double)(j - i);
-    ladder_magnitudes mags;
+    ladder_magnitudes mags; /* at the tensor-core rung dbias is 16-bit, each element rounded: the dtype's tolerance */
     test_magnitudes(&x, &mags);
     const ladder_cmp cmp = test_compare_output_to_f64(&mags, T(&ladder_flex_algo, "dslopes"), dslopes, want,
-                                                      LADDER_TOL_F32);
+                                                      ladder_tolerance(t->dtype));
     test_expect_close("flex dslopes vs memeff dbias reduced", t, "dslopes", &cmp);
     ladder_magnitudes_free(&mags);
     free(want);
@@ -538,16 +545,15 @@ Test(flex, buffer_gradients_are_the_same_bits_at_every_thread_count) {
  * sums every buffer gradient in a fixed order (PyTorch's atomics do not). */
 ParameterizedTestParameters(flex, gpu_buffer_gradients_repeat_bitwise_over_20_runs) {
     static const int mods[] = {LADDER_FLEX_ALIBI, LADDER_FLEX_REL_BIAS, LADDER_FLEX_T5_BIAS, LADDER_FLEX_BIAS_QK};
-    const ladder_rung rungs[] = {LADDER_RUNG_GPU_NAIVE, LADDER_RUNG_GPU_TILED};
-    test_case cases[8];
+    test_case cases[12];
     int k = 0;
-    for (size_t r = 0; r < sizeof rungs / sizeof rungs[0]; r++)
+    for (int r = 1; r < TEST_N_RUNGS; r++) /* the GPU rungs */
         for (size_t m = 0; m < sizeof mods / sizeof mods[0]; m++) {
             ladder_flex_problem p = FLEX(2, 4, 2, 200, 260, 16, mods[m], 1 << LADDER_FLEX_CAUSAL);
             p.num_buckets = 16;
             cases[k] = test_case_of(&ladder_flex_algo, &p);
             cases[k].opts.with |= 1u << T(&ladder_flex_algo, "dlse");
-            cases[k].rung = rungs[r], cases[k++].dtype = LADDER_F32;
+            cases[k].rung = test_rungs[r].rung, cases[k++].dtype = test_rungs[r].dtype;
         }
     return test_params(cases, k);
 }
@@ -604,8 +610,10 @@ typedef struct call {
     ladder_flex_args a;
 } call;
 
-static void call_make(call *k, int score_mod, int masks, bool lists) {
-    ladder_flex_problem p = FLEX(2, 2, 1, 200, 300, 4, score_mod, masks);
+/* The call at head dims @p D and @p Dv, its forward run at the cpu rung. */
+static void call_make_dims(call *k, int score_mod, int masks, bool lists, int64_t D, int64_t Dv) {
+    ladder_flex_problem p = FLEX(2, 2, 1, 200, 300, D, score_mod, masks);
+    p.attn.Dv = Dv;
     test_case t = test_case_of(&ladder_flex_algo, &p);
     for (int l = 0; lists && l < 8; l++) t.opts.with |= 1u << (T(&ladder_flex_algo, "kv_num_blocks") + l);
     test_make(&t, &k->c);
@@ -619,17 +627,25 @@ static void call_make(call *k, int score_mod, int masks, bool lists) {
     }
 }
 
+static void call_make(call *k, int score_mod, int masks, bool lists) {
+    call_make_dims(k, score_mod, masks, lists, 4, 4);
+}
+
 static void call_free(call *k) {
     ladder_result_free(&k->r);
     ladder_case_free(&k->c);
 }
 
-static void expect_refused(call *k, ladder_status want, const char *needle) {
-    const ladder_status st = ladder_flex_fwd(LADDER_RUNG_CPU, (const ladder_flex_problem *)k->c.problem, &k->a);
+static void expect_refused_at(call *k, ladder_rung rung, ladder_status want, const char *needle) {
+    const ladder_status st = ladder_flex_fwd(rung, (const ladder_flex_problem *)k->c.problem, &k->a);
     cr_expect_eq(st, want, "expected %s, got %s (%s)", ladder_status_name(want), ladder_status_name(st),
                  ladder_last_error());
     cr_expect(strstr(ladder_last_error(), needle), "the message \"%s\" does not name \"%s\"", ladder_last_error(),
               needle);
+}
+
+static void expect_refused(call *k, ladder_status want, const char *needle) {
+    expect_refused_at(k, LADDER_RUNG_CPU, want, needle);
 }
 
 Test(flex, buffers_missing_or_of_the_wrong_shape_or_dtype) {
@@ -682,5 +698,22 @@ Test(flex, block_lists_unsorted_out_of_range_inconsistent_or_partial) {
                  ladder_last_error());
     k.a.q_indices.data = NULL;
     expect_refused(&k, LADDER_ERR_ARG, "q_indices is missing: block lists come all eight together");
+    call_free(&k);
+}
+
+/* At the tensor-core rung: q, k, v and o bf16 or f16, never f32 (flex has no TF32 kernels); the buffers f32, as at
+ * every rung; head dims up to LADDER_FLEX_TC_MAX_HEAD_DIM. Each refusal names what it refuses, and comes before the
+ * rung's availability is asked, so that a machine without a GPU sees it too. */
+Test(flex, the_tensor_core_rung_refuses_f32_inputs_16_bit_buffers_and_wide_heads) {
+    const ladder_rung tc = LADDER_RUNG_GPU_TENSORCORE;
+    call k;
+    call_make_dims(&k, LADDER_FLEX_ALIBI, 1 << LADDER_FLEX_CAUSAL, false, 192, 64);
+    expect_refused_at(&k, tc, LADDER_ERR_UNSUPPORTED, "takes q as bf16 or f16, not f32: flex has no f32 (TF32)");
+    k.a.q.dtype = k.a.k.dtype = k.a.v.dtype = k.a.o.dtype = LADDER_BF16; /* the dtypes alone: nothing runs */
+    k.a.slopes.dtype = LADDER_BF16;
+    expect_refused_at(&k, tc, LADDER_ERR_UNSUPPORTED, "rung gpu_tensorcore takes slopes as f32, not bf16");
+    k.a.slopes.dtype = LADDER_F32;
+    expect_refused_at(&k, tc, LADDER_ERR_UNSUPPORTED, "D = 192 and Dv = 64, but rung gpu_tensorcore runs flex at "
+                                                      "head dims up to 128");
     call_free(&k);
 }

@@ -158,25 +158,6 @@ __device__ __forceinline__ void ladder_attn_sink_ds(const ladder_attn_ds_sink &d
 }
 
 /**
- * The bias at elements @p at and, when @p second, at + sbias[3] (keys j and j + 1 of one row: a lane's pair of an
- * mma fragment), as floats in @p x. Where the row is contiguous and the pair 4-byte aligned, one load reads both.
- */
-template <class T>
-__device__ __forceinline__ void ladder_attn_bias_pair(const ladder_attn_hooks &k, int64_t at, bool second,
-                                                      float (&x)[2]) {
-    if constexpr (sizeof(T) == 2) {
-        const uint16_t *p = (const uint16_t *)k.bias + at;
-        if (second && k.sbias[3] == 1 && ((uintptr_t)p & 3) == 0) {
-            const uint32_t w = *(const uint32_t *)p;
-            x[0] = ladder_to_float<T>((uint16_t)w), x[1] = ladder_to_float<T>((uint16_t)(w >> 16));
-            return;
-        }
-    }
-    x[0] = ladder_attn_elem<T>(k.bias, at);
-    if (second) x[1] = ladder_attn_elem<T>(k.bias, at + k.sbias[3]);
-}
-
-/**
  * dS of a lane's pair, @p ds[0] at element @p at of the sink and, when @p second, ds[1] at at + s[3]; one 8-byte
  * (f32 scratch) or 4-byte (16-bit storage) store where the pair is contiguous and aligned.
  */

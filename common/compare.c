@@ -30,12 +30,29 @@ static double at(const side *s, int64_t i) {
     return ladder_tensor_get(s->t, s->contiguous ? i : ladder_tensor_offset_of_flat(s->t, i));
 }
 
-/* The comparison itself, reading both sides element by element (no copies: outputs can be gigabytes). */
-static ladder_cmp compare(const side *got, const side *want, int rank, const int64_t *shape, double tol) {
+/* What element i may be off by under magnitudes @p m (ladder_compare_magnitude()). */
+static double bound_of(const ladder_magnitude *m, int64_t i, double tol) {
+    return tol * m->terms[i] + (m->rounding ? LADDER_F32_ROUNDING * m->rounding[i] : 0.0);
+}
+
+/* Whether element i fails: the plain element rule, or (with @p m) its magnitudes' bound. */
+static bool bad_at(double g, double w, const ladder_magnitude *m, int64_t i, double tol, double rms) {
+    if (finite_pair_mismatch(g, w)) return true;
+    if (!isfinite(w)) return false;
+    return fabs(g - w) > (m ? bound_of(m, i, tol) : 4 * tol * (fabs(w) + rms));
+}
+
+/*
+ * The comparison itself, reading both sides element by element (no copies: outputs can be gigabytes); with @p m,
+ * each element is held to its magnitudes' bound and the L2 rule is not applied.
+ */
+static ladder_cmp compare(const side *got, const side *want, int rank, const int64_t *shape, double tol,
+                          const ladder_magnitude *m) {
     ladder_cmp c = {0};
     c.tol = tol;
     c.rank = rank;
     c.first_bad = -1;
+    c.by_magnitude = m != NULL;
     c.n = 1;
     for (int i = 0; i < rank; i++) c.n *= shape[i];
 
@@ -60,14 +77,19 @@ static ladder_cmp compare(const side *got, const side *want, int rank, const int
     double rms = finite ? sqrt(want2 / (double)finite) : 0;
     c.rel_l2 = want2 > 0 ? sqrt(diff2 / want2) : sqrt(diff2);
     int64_t first_bad = c.n;
-#pragma omp parallel for reduction(min : first_bad)
+    double share = 0;
+#pragma omp parallel for reduction(min : first_bad) reduction(max : share)
     for (int64_t i = 0; i < c.n; i++) {
         double g = at(got, i), w = at(want, i);
-        bool bad = finite_pair_mismatch(g, w) || (isfinite(w) && fabs(g - w) > 4 * tol * (fabs(w) + rms));
-        if (bad && i < first_bad) first_bad = i;
+        if (bad_at(g, w, m, i, tol, rms) && i < first_bad) first_bad = i;
+        if (m && isfinite(g) && isfinite(w) && g != w) {
+            const double bound = bound_of(m, i, tol);
+            share = fmax(share, bound > 0 ? fabs(g - w) / bound : INFINITY);
+        }
     }
+    c.worst_share = share;
     c.first_bad = first_bad < c.n ? first_bad : -1;
-    c.ok = c.nonfinite_mismatches == 0 && c.rel_l2 <= tol && c.first_bad < 0;
+    c.ok = c.nonfinite_mismatches == 0 && (m || c.rel_l2 <= tol) && c.first_bad < 0;
     if (!c.ok && c.first_bad < 0) {
         /* the L2 test failed with every element inside its own bound: point at the largest error */
         double worst = -1;
@@ -84,25 +106,44 @@ static ladder_cmp compare(const side *got, const side *want, int rank, const int
         }
         c.got_at_bad = at(got, c.first_bad);
         c.want_at_bad = at(want, c.first_bad);
+        if (m) c.bound_at_bad = bound_of(m, c.first_bad, tol);
     }
     return c;
 }
 
 ladder_cmp ladder_compare_f64(const double *got, const double *want, int rank, const int64_t *shape, double tol) {
     side g = {.f64 = got}, w = {.f64 = want};
-    return compare(&g, &w, rank, shape, tol);
+    return compare(&g, &w, rank, shape, tol, NULL);
 }
 
-ladder_cmp ladder_compare(const ladder_tensor *got, const ladder_tensor *want, double tol) {
+ladder_cmp ladder_compare_f64_magnitude(const double *got, const double *want, int rank, const int64_t *shape,
+                                        const ladder_magnitude *m, double tol) {
+    side g = {.f64 = got}, w = {.f64 = want};
+    return compare(&g, &w, rank, shape, tol, m);
+}
+
+/* Two host tensors, by the plain rule or (@p m set) by magnitudes. */
+static ladder_cmp compare_tensors(const ladder_tensor *got, const ladder_tensor *want, double tol,
+                                  const ladder_magnitude *m) {
     ladder_cmp c = {0};
     c.first_bad = -1;
     c.tol = tol;
+    c.by_magnitude = m != NULL;
     bool same_shape = got->rank == want->rank && ladder_tensor_numel(got) >= 0;
     for (int i = 0; same_shape && i < got->rank; i++) same_shape = got->shape[i] == want->shape[i];
     if (!same_shape) return c; /* ok = false; n = 0 marks the shape mismatch */
     side g = {.t = got, .contiguous = ladder_tensor_is_contiguous(got)};
     side w = {.t = want, .contiguous = ladder_tensor_is_contiguous(want)};
-    return compare(&g, &w, want->rank, want->shape, tol);
+    return compare(&g, &w, want->rank, want->shape, tol, m);
+}
+
+ladder_cmp ladder_compare(const ladder_tensor *got, const ladder_tensor *want, double tol) {
+    return compare_tensors(got, want, tol, NULL);
+}
+
+ladder_cmp ladder_compare_magnitude(const ladder_tensor *got, const ladder_tensor *want, const ladder_magnitude *m,
+                                    double tol) {
+    return compare_tensors(got, want, tol, m);
 }
 
 void ladder_cmp_describe(const ladder_cmp *c, char *buf, size_t n) {
@@ -110,7 +151,11 @@ void ladder_cmp_describe(const ladder_cmp *c, char *buf, size_t n) {
         snprintf(buf, n, "shapes differ");
         return;
     }
-    int used = snprintf(buf, n, "rel_l2 %.2e max_abs %.2e (tol %.0e)", c->rel_l2, c->max_abs, c->tol);
+    int used = snprintf(buf, n, "rel_l2 %.2e max_abs %.2e (tol %.0e", c->rel_l2, c->max_abs, c->tol);
+    if (c->by_magnitude && used > 0 && (size_t)used < n)
+        used += snprintf(buf + used, n - (size_t)used, " of its magnitudes, worst element at %.2g%% of its bound",
+                         100 * c->worst_share);
+    if (used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, ")");
     if (c->nonfinite_mismatches && used > 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, ", %lld NaN/Inf mismatches", (long long)c->nonfinite_mismatches);
     if (c->first_bad >= 0 && used > 0 && (size_t)used < n) {
@@ -118,6 +163,8 @@ void ladder_cmp_describe(const ladder_cmp *c, char *buf, size_t n) {
         for (int i = 0; i < c->rank && used > 0 && (size_t)used < n; i++)
             used += snprintf(buf + used, n - (size_t)used, i ? ",%lld" : "%lld", (long long)c->first_bad_at[i]);
         if (used > 0 && (size_t)used < n)
-            snprintf(buf + used, n - (size_t)used, "]: got %.6g want %.6g", c->got_at_bad, c->want_at_bad);
+            used += snprintf(buf + used, n - (size_t)used, "]: got %.6g want %.6g", c->got_at_bad, c->want_at_bad);
+        if (c->by_magnitude && used > 0 && (size_t)used < n)
+            snprintf(buf + used, n - (size_t)used, ", bound %.3g", c->bound_at_bad);
     }
 }

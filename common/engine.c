@@ -647,13 +647,42 @@ ladder_status ladder_run(ladder_rung rung, ladder_dtype tc_dtype, const ladder_c
 
 /* ---- checking -------------------------------------------------------------------------------------------------- */
 
+ladder_status ladder_case_magnitudes(const ladder_case *c, ladder_magnitudes *m) {
+    memset(m, 0, sizeof *m);
+    if (!c->algo->magnitudes || !c->backward) return LADDER_OK;
+    ladder_status st = c->algo->magnitudes(c, m);
+    if (st != LADDER_OK) ladder_magnitudes_free(m);
+    return st;
+}
+
+void ladder_magnitudes_free(ladder_magnitudes *m) {
+    for (int i = 0; i < LADDER_MAX_TENSORS; i++) {
+        free(m->terms[i]), free(m->rounding[i]);
+        m->terms[i] = m->rounding[i] = NULL;
+    }
+}
+
+ladder_cmp ladder_output_compare(const ladder_magnitudes *m, int i, const ladder_tensor *got, const ladder_tensor *want,
+                                 double tol) {
+    if (!m || !m->terms[i]) return ladder_compare(got, want, tol);
+    const ladder_magnitude mi = {m->terms[i], m->rounding[i]};
+    return ladder_compare_magnitude(got, want, &mi, tol);
+}
+
 ladder_check ladder_result_check(const ladder_case *c, const ladder_result *got, const ladder_result *want,
                                  double tol) {
     ladder_check k = {.ok = true};
+    ladder_magnitudes m;
+    if (ladder_case_magnitudes(c, &m) != LADDER_OK) {
+        snprintf(k.why, sizeof k.why, "the magnitudes to check against: %s", ladder_last_error());
+        k.ok = false;
+        k.worst = INFINITY;
+        return k;
+    }
     for (int i = 0; i < c->algo->n_tensors; i++) {
         if (!got->t[i].data || !want->t[i].data) continue;
-        ladder_cmp cmp = ladder_compare(&got->t[i], &want->t[i], tol);
-        double err = cmp.nonfinite_mismatches ? INFINITY : cmp.rel_l2;
+        ladder_cmp cmp = ladder_output_compare(&m, i, &got->t[i], &want->t[i], tol);
+        double err = cmp.nonfinite_mismatches ? INFINITY : cmp.by_magnitude ? tol * cmp.worst_share : cmp.rel_l2;
         if (err > k.worst) k.worst = err;
         if (!cmp.ok && k.ok) {
             int used = snprintf(k.why, sizeof k.why, "%s: ", c->algo->tensors[i].name);
@@ -661,6 +690,7 @@ ladder_check ladder_result_check(const ladder_case *c, const ladder_result *got,
             k.ok = false;
         }
     }
+    ladder_magnitudes_free(&m);
     return k;
 }
 

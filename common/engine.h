@@ -126,6 +126,16 @@ typedef struct ladder_param {
 struct ladder_case; /* below: a problem with its inputs */
 
 /**
+ * The magnitudes of a case's outputs that are sums of terms that cancel (ladder_algo::magnitudes): for output i,
+ * terms[i] and rounding[i] (::ladder_magnitude's two arrays, C order, the output's shape), or NULL for an output
+ * compared by the plain rule.
+ */
+typedef struct ladder_magnitudes {
+    double *terms[LADDER_MAX_TENSORS];    /**< per output: each element's sum of |term|, or NULL */
+    double *rounding[LADDER_MAX_TENSORS]; /**< per output: each element's sum of its terms' rounding coefficients */
+} ladder_magnitudes;
+
+/**
  * Building what a user with a fixed problem computes once and passes to every call (ladder_algo::fixed_inputs; flex:
  * the block lists of a mask), as `ladder bench` times it on its own: one row per rung in @p rungs, pass "build", at
  * @p problem with the command line's flags applied.
@@ -209,6 +219,14 @@ typedef struct ladder_algo {
      */
     ladder_status (*fixed_inputs)(struct ladder_case *c);
     const ladder_bench_build *bench_build; /**< building fixed_inputs() timed on its own, or NULL */
+    /**
+     * The magnitudes of the outputs of case @p c whose elements are sums of terms that cancel, into @p m (allocated
+     * here; ladder_magnitudes_free()): flex's dq, dk and buffer gradients, sums of dS over scores, which a row's
+     * softmax makes cancel. Computed in double from the case's inputs alone (no rung's result), at about the cost
+     * of a cpu backward. ladder_result_check() holds those outputs to them (ladder_compare_magnitude()). NULL:
+     * every output is compared by the plain rule.
+     */
+    ladder_status (*magnitudes)(const struct ladder_case *c, ladder_magnitudes *m);
 } ladder_algo;
 
 /** Every algorithm, in chapter order. */
@@ -375,11 +393,27 @@ double ladder_run_tolerance(const ladder_case *c, ladder_rung rung, ladder_dtype
 /** What ladder_result_check() found. */
 typedef struct ladder_check {
     bool ok;          /**< every output passed */
-    double worst;     /**< the largest relative L2 error (infinity on a NaN/Inf mismatch) */
+    /** the largest relative L2 error; for an output held to its magnitudes, tol times the largest share of its
+     *  bound an element used (either way at most tol when the output passes); infinity on a NaN/Inf mismatch */
+    double worst;
     char why[512];    /**< the first failure: "dx: rel_l2 ... first bad [0,3,7]: got .. want .." */
 } ladder_check;
 
-/** Compare every output present in both results at tolerance @p tol. */
+/**
+ * The magnitudes of case @p c's outputs (ladder_algo::magnitudes) into @p m, zeroed first: nothing when the
+ * algorithm has none or the case runs no backward.
+ */
+ladder_status ladder_case_magnitudes(const ladder_case *c, ladder_magnitudes *m);
+/** Free what ladder_case_magnitudes() allocated (safe on a zeroed one). */
+void ladder_magnitudes_free(ladder_magnitudes *m);
+/** Compare output @p i: held to its magnitudes where @p m has them (@p m may be NULL), else by the plain rule. */
+ladder_cmp ladder_output_compare(const ladder_magnitudes *m, int i, const ladder_tensor *got, const ladder_tensor *want,
+                                 double tol);
+
+/**
+ * Compare every output present in both results at tolerance @p tol: those the algorithm gives magnitudes for
+ * (ladder_case_magnitudes(), computed here) against them, the others by the plain rule.
+ */
 ladder_check ladder_result_check(const ladder_case *c, const ladder_result *got, const ladder_result *want,
                                  double tol);
 

@@ -6,6 +6,7 @@
 
 #include "engine.h"
 #include "flex.h"
+#include "flex_magnitudes.h"
 #include "flex_rungs.h"
 #include "gpu.h"
 #include "rng.h"
@@ -343,4 +344,5 @@ const ladder_algo ladder_flex_algo = {
     .draw_index = draw_index,
     .fixed_inputs = fixed_inputs,
     .bench_build = &bench_build,
+    .magnitudes = flex_magnitudes,
 };

@@ -29,7 +29,8 @@ inline ladder_attn_hooks memeff_hooks(const ladder_memeff_problem *p, const ladd
  * the problem's full shape [B,Hq,Sq,Sk] gets dS written straight into dbias (each element once, in storage of
  * @p T); a broadcast one gets it in a full f32 scratch, then summed over the broadcast axes in a fixed order
  * (ladder_attn_dbias_reduce), so that dbias repeats bitwise either way. Elements that no kernel visits (masked
- * tiles, pairs of different packed sequences) are zero: the target is cleared first.
+ * tiles, pairs of different packed sequences) are zero: the target is cleared first, unless there are none (no
+ * mask, no packing: every element is written, and the clear cost as much again as writing the gradient).
  */
 template <class T, class Bwd>
 ladder_status memeff_bwd_with_dbias(const ladder_attn_call &c, const ladder_memeff_args *a, ladder_attn_hooks &k,
@@ -45,7 +46,9 @@ ladder_status memeff_bwd_with_dbias(const ladder_attn_call &c, const ladder_meme
     k.dbias.p = is_full ? a->dbias.data : ds.ptr;
     k.dbias.f32 = !is_full;
     for (int d = 0; d < 4; d++) k.dbias.s[d] = strides[d];
-    LADDER_CUDA_TRY(cudaMemsetAsync(k.dbias.p, 0, (is_full ? elem : sizeof(float)) * (size_t)n, 0));
+    const bool every_element = c.mask.causal == LADDER_CAUSAL_NONE && c.mask.window_left < 0 &&
+                               c.mask.window_right < 0 && !c.cu_q;
+    if (!every_element) LADDER_CUDA_TRY(cudaMemsetAsync(k.dbias.p, 0, (is_full ? elem : sizeof(float)) * (size_t)n, 0));
     LADDER_TRY(bwd());
     if (is_full) return LADDER_OK;
     return ladder_attn_dbias_reduce<T>(c, (const float *)ds.ptr, a->dbias.shape, a->dbias.data);

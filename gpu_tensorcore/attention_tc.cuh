@@ -196,6 +196,23 @@ __device__ __forceinline__ void load_tile(uint16_t *smem, int ld, const view4 &t
     }
 }
 
+/*
+ * The bias hook's tile for query rows [q0, q0 + rows) of head h and keys [k0, k0 + keys), staged in shared memory
+ * as Bs[BR][BC + 8] with the operands of the step that reads it (a cp.async group like theirs, zero past the
+ * tile's rows and keys), read through its strides, so that a broadcast axis (stride 0) costs no copy. Both passes
+ * read it from there, a lane's elements at a time. Read element by element from global memory instead, each score
+ * needed its own 64-bit address: the forward at a head dim of 64 spilled registers, and the backward's dK/dV pass,
+ * one block per SM, waited on those loads with no other block to hide them.
+ */
+template <int BR, int BC, int THREADS>
+__device__ __forceinline__ void bias_tile(uint16_t *Bs, const view4 &bias, int64_t b, int64_t h, int64_t q0,
+                                          int64_t rows, int64_t k0, int64_t keys) {
+    view4 t = bias;
+    t.p += k0 * t.s[3];              /* the tile's first key */
+    t.rows16 &= k0 * t.s[3] % 8 == 0; /* ... where a packed sequence starts mid-chunk, element by element */
+    load_tile<BR, BC, THREADS>(Bs, BC + 8, t, b, h, q0, rows, keys);
+}
+
 /* A row's key range [lo, hi) relative to a key tile that starts at j0, clamped to [0, BC]: int compares per score. */
 template <int BC> __device__ __forceinline__ int tile_offset(int64_t key, int64_t j0) {
     const int64_t d = key - j0;

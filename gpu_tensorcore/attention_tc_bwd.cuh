@@ -44,9 +44,12 @@ template <class Pol, int HD, int HDV> struct bwd_cfg {
     static constexpr int KV_WN = WARPS / (BC / 32), KV_MT = 2, K_NT = HD / KV_WN / 8, V_NT = HDV / KV_WN / 8;
     static constexpr int Q_WN = 4, Q_MT = BR / 2 / 16, Q_NT = HD / Q_WN / 8;
     static constexpr int LDK = HD + 8, LDV = HDV + 8, LDP = BC + 8; /* row strides in elements (16-byte pads) */
-    /* K, V; Q and dO twice (the next tile lands while this one is used); P and dS, 16-bit; per row of the two
-     * buffers: the key range (int64 pairs), lse and Delta (fp32) */
-    static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)(BC * (LDK + LDV) + 2 * BR * (LDK + LDV) + 2 * BR * LDP) +
+    /* K, V; Q and dO twice (the next tile lands while this one is used); P and dS, 16-bit; with the hooks, the
+     * bias tile twice (it lands with Q and dO); per row of the two buffers: the key range (int64 pairs), lse and
+     * Delta (fp32) */
+    static constexpr int BIAS_TILES = Pol::EXTRAS ? 2 : 0;
+    static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)(BC * (LDK + LDV) + 2 * BR * (LDK + LDV) +
+                                                               (2 + BIAS_TILES) * BR * LDP) +
                                    (2 * sizeof(int64_t) + 2 * sizeof(float)) * 2 * BR;
 };
 
@@ -57,17 +60,20 @@ template <class Pol, int HD, int HDV> struct bwd_cfg {
  */
 template <class Pol, int HD, int HDV> struct bwd_smem {
     using C = bwd_cfg<Pol, HD, HDV>;
-    uint16_t *K, *V, *Q0, *dO0, *P, *dS;
+    uint16_t *K, *V, *Q0, *dO0, *P, *dS, *bias0;
     int64_t *range0; /* [lo, hi) of each row */
     float *lse0, *D0;
     __device__ explicit bwd_smem(uint16_t *base) {
         K = base, V = K + C::BC * C::LDK, Q0 = V + C::BC * C::LDV;
         dO0 = Q0 + 2 * C::BR * C::LDK, P = dO0 + 2 * C::BR * C::LDV, dS = P + C::BR * C::LDP;
-        range0 = (int64_t *)(dS + C::BR * C::LDP); /* 16-byte aligned: every tile above is a multiple of 16 bytes */
+        bias0 = dS + C::BR * C::LDP;
+        /* 16-byte aligned: every tile above is a multiple of 16 bytes */
+        range0 = (int64_t *)(bias0 + C::BIAS_TILES * C::BR * C::LDP);
         lse0 = (float *)(range0 + 2 * 2 * C::BR), D0 = lse0 + 2 * C::BR;
     }
     __device__ uint16_t *Q(int st) const { return Q0 + st * C::BR * C::LDK; }
     __device__ uint16_t *dO(int st) const { return dO0 + st * C::BR * C::LDV; }
+    __device__ uint16_t *bias(int st) const { return bias0 + st * C::BR * C::LDP; }
     __device__ int64_t *range(int st) const { return range0 + st * 2 * C::BR; }
     __device__ float *lse(int st) const { return lse0 + st * C::BR; }
     __device__ float *D(int st) const { return D0 + st * C::BR; }
@@ -79,7 +85,8 @@ struct qtile {
 };
 
 /* Where a step's tile lies, for the hooks: batch row b, head h, its first query and key positions along Sq and
- * Sk, how many rows and keys are real, and whether this pass writes dS to the bias's gradient. */
+ * Sk, how many rows and keys are real, and whether this pass writes dS to the bias's gradient from registers
+ * (p_and_ds_hooked; the dK/dV pass, unless sink_tile does it). */
 struct tile_pos {
     int64_t b, h, q0, k0, rows, keys;
     bool sink;
@@ -161,8 +168,9 @@ __device__ __forceinline__ void p_and_ds(const args &a, const bwd_smem<Pol, HD, 
  * kept elements' 1 / (1 - p) multiplies dV once, at the end) and dS = P (dP f - Delta), f dropout's factor. dS
  * before the softcap's slope goes to the bias's gradient when this pass writes it. Elements outside the row's
  * range (MASKED) get P = dS = 0, and 0 in the bias's gradient, which was cleared anyway; past @p pos's rows and
- * keys (another sequence's or the tensor's end) nothing is read or written. The bias and its gradient move a key
- * pair at a time, and dropout's bits come for the warp's rows at once (ladder_attn_kept_rows).
+ * keys (another sequence's or the tensor's end) nothing is read or written. The bias comes from the step's tile in
+ * shared memory (bias_tile), its gradient goes out a key pair at a time, and dropout's bits come for the warp's
+ * rows at once (ladder_attn_kept_rows).
  */
 template <class Pol, class T, int HD, int HDV, bool MASKED, bool CAPPED, int MT, int NT>
 __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Pol, HD, HDV> &sm,
@@ -185,7 +193,6 @@ __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Po
             /* the row's own bases, so that each element adds a key offset: 64-bit products per element spilled */
             const int64_t qi = pos.q0 + r;
             const bool row_in = r < pos.rows;
-            const int64_t bias_row = pos.b * hk.sbias[0] + pos.h * hk.sbias[1] + qi * hk.sbias[2];
             const int64_t sink_row = pos.b * hk.dbias.s[0] + pos.h * hk.dbias.s[1] + qi * hk.dbias.s[2];
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
@@ -194,7 +201,10 @@ __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Po
                 /* are keys c and c + 1 the tile's? Past its keys lie another sequence's, or the tensor's end */
                 const bool first = row_in && c < pos.keys, second = c + 1 < pos.keys;
                 float bias[2] = {0.0f, 0.0f};
-                if (hk.bias && first) ladder_attn_bias_pair<T>(hk, bias_row + kj * hk.sbias[3], second, bias);
+                if (hk.bias) { /* zero past the tile's rows and keys */
+                    const uint32_t w = *(const uint32_t *)(sm.bias(st) + r * LDP + c);
+                    bias[0] = ladder_to_float<T>((uint16_t)w), bias[1] = ladder_to_float<T>((uint16_t)(w >> 16));
+                }
                 float P[2], dS[2], sunk[2]; /* sunk: dS before the softcap's slope, the bias's gradient */
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
@@ -244,6 +254,30 @@ __device__ __forceinline__ void scores(const args &a, const bwd_smem<Pol, HD, HD
     } else {
         if constexpr (Pol::EXTRAS) p_and_ds_hooked<Pol, T, HD, HDV, MASKED, false>(a, sm, s, dp, st, j0, r0, c0, lane, pos);
         else p_and_ds<Pol, T, HD, HDV, MASKED, false>(a, sm, s, dp, st, j0, r0, c0, lane);
+    }
+}
+
+/*
+ * The step's dS tile, from shared memory, into the bias's gradient @p d, 8 keys (16 bytes) a store, by the whole
+ * block: where the gradient has the problem's full shape in storage of T with 16-byte aligned rows, and dS needs
+ * no softcap slope (the stored dS is then the gradient's value, rounded as a store from registers rounds it).
+ * Stored a key pair at a time from p_and_ds_hooked's registers, each warp's stores covered 8 rows with 16 bytes
+ * each, and the per-pair addresses held registers through the loop. Rows and keys past @p pos's are another
+ * sequence's or past the tensor's end: not written.
+ */
+template <int BR, int BC, int THREADS>
+__device__ __forceinline__ void sink_tile(const ladder_attn_ds_sink &d, const uint16_t *dS, const tile_pos &pos) {
+    constexpr int CHUNKS = BC / 8;
+    uint16_t *base = (uint16_t *)d.p + pos.b * d.s[0] + pos.h * d.s[1] + pos.q0 * d.s[2] + pos.k0;
+#pragma unroll
+    for (int x0 = 0; x0 < BR * CHUNKS; x0 += THREADS) {
+        const int x = x0 + (int)threadIdx.x, r = x / CHUNKS, c = x % CHUNKS * 8;
+        if (r >= pos.rows || c >= pos.keys) continue;
+        const uint16_t *src = dS + r * (BC + 8) + c;
+        uint16_t *dst = base + r * d.s[2] + c;
+        if (c + 8 <= pos.keys) *(uint4 *)dst = *(const uint4 *)src;
+        else
+            for (int e = 0; e < pos.keys - c; e++) dst[e] = src[e];
     }
 }
 
@@ -341,14 +375,21 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dk
         return q;
     };
 
+    /* the hooks: is the bias read, and does dS reach its gradient through sink_tile? (uniform branches) */
+    const bool biased = Pol::EXTRAS && a.hooks.bias;
+    const ladder_attn_ds_sink &ds_sink = a.hooks.dbias;
+    const bool by_tile = Pol::EXTRAS && ds_sink.p && !ds_sink.f32 && a.softcap <= 0.0f && ds_sink.s[3] == 1 &&
+                         ds_sink.s[2] % 8 == 0 && (seq.k0 + j0) % 8 == 0 && ((uintptr_t)ds_sink.p & 15) == 0;
+    /* query tile q's operands (Q, dO, the row stats, the bias tile) into buffers st */
+    auto fetch_step = [&](const qtile &q, bool mask, int st) {
+        load_tile<BR, HD, C::THREADS>(sm.Q(st), LDK, a.q, b, q.h, seq.q0 + q.i0, q.rows, a.D);
+        load_tile<BR, HDV, C::THREADS>(sm.dO(st), LDV, a.dout, b, q.h, seq.q0 + q.i0, q.rows, a.Dv);
+        fetch_rows<BR>(a, seq, q, mask, sm.range(st), sm.lse(st), sm.D(st));
+        if (biased) bias_tile<BR, BC, C::THREADS>(sm.bias(st), a.bias, b, q.h, seq.q0 + q.i0, q.rows, seq.k0 + j0, keys);
+    };
     load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
     load_tile<BC, HDV, C::THREADS>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
-    if (t0 < t1) {
-        const qtile q = tile_at(0, t0);
-        load_tile<BR, HD, C::THREADS>(sm.Q(0), LDK, a.q, b, q.h, seq.q0 + q.i0, q.rows, a.D);
-        load_tile<BR, HDV, C::THREADS>(sm.dO(0), LDV, a.dout, b, q.h, seq.q0 + q.i0, q.rows, a.Dv);
-        fetch_rows<BR>(a, seq, q, masked(t0), sm.range(0), sm.lse(0), sm.D(0));
-    }
+    if (t0 < t1) fetch_step(tile_at(0, t0), masked(t0), 0);
     ladder_cp_async_commit();
     float dk[2][C::K_NT][4], dv[2][C::V_NT][4];
     ladder_zero_tile(dk);
@@ -363,18 +404,14 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dk
         if (tn == t1) tn = t0, hn++;
         ladder_cp_async_wait_group<0>(); /* Q_n, dO_n (and K, V at first) */
         __syncthreads();                 /* ... for every thread; and every warp is done with step n - 1 */
-        if (hn < group) {
-            const qtile qn = tile_at(hn, tn);
-            load_tile<BR, HD, C::THREADS>(sm.Q(1 - st), LDK, a.q, b, qn.h, seq.q0 + qn.i0, qn.rows, a.D);
-            load_tile<BR, HDV, C::THREADS>(sm.dO(1 - st), LDV, a.dout, b, qn.h, seq.q0 + qn.i0, qn.rows, a.Dv);
-            fetch_rows<BR>(a, seq, qn, masked(tn), sm.range(1 - st), sm.lse(1 - st), sm.D(1 - st));
-        }
+        if (hn < group) fetch_step(tile_at(hn, tn), masked(tn), 1 - st);
         ladder_cp_async_commit();
 
-        const tile_pos pos = {b, q.h, seq.q0 + q.i0, seq.k0 + j0, q.rows, keys, true};
+        const tile_pos pos = {b, q.h, seq.q0 + q.i0, seq.k0 + j0, q.rows, keys, !by_tile};
         if (mask) scores<Pol, T, HD, HDV, true>(a, sm, sm.Q(st), st, j0, warp, lane, pos);
         else scores<Pol, T, HD, HDV, false>(a, sm, sm.Q(st), st, j0, warp, lane, pos);
         __syncthreads(); /* P and dS are whole */
+        if (by_tile) sink_tile<BR, BC, C::THREADS>(ds_sink, sm.dS, pos);
 
         /* dV += P^T dO (and below, dK += dS^T Q) for keys kr.. (P^T, dS^T: the stored [row][key] tiles through
          * .trans) */
@@ -503,6 +540,8 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
         load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
         load_tile<BC, HDV, C::THREADS>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
+        if (Pol::EXTRAS && a.hooks.bias)
+            bias_tile<BR, BC, C::THREADS>(sm.bias(0), a.bias, b, h, seq.q0 + i0, q.rows, seq.k0 + j0, keys);
         ladder_cp_async_commit();
         ladder_cp_async_wait_group<0>();
         __syncthreads();

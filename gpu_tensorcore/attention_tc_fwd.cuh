@@ -59,21 +59,9 @@ template <int MT, int BC> __device__ __forceinline__ void softcap_scores(const a
 }
 
 /*
- * The bias hook, in two steps. Its tile for query rows [q0, q0 + rows) and keys [k0, k0 + keys) is staged in
- * shared memory with K (bias_tile: a cp.async group like K's, zero past the tile's rows and keys), read through
- * its strides, so that a broadcast axis (stride 0) costs no copy; then S += bias for the lane's elements
- * (bias_scores: rows w0 + mt*16 + g (+ 8), keys nb*8 + 2t (+ 1)). Read element by element from global memory
- * instead, each score needed its own 64-bit address, and the forward at a head dim of 64 spilled registers.
+ * The bias hook's second step: S += bias for the lane's elements (rows w0 + mt*16 + g (+ 8), keys nb*8 + 2t
+ * (+ 1)), from the tile that bias_tile (attention_tc.cuh) staged with K.
  */
-template <int BR, int BC, int THREADS>
-__device__ __forceinline__ void bias_tile(uint16_t *Bs, const view4 &bias, int64_t b, int64_t h, int64_t q0,
-                                          int64_t rows, int64_t k0, int64_t keys) {
-    view4 t = bias;
-    t.p += k0 * t.s[3];              /* the tile's first key */
-    t.rows16 &= k0 * t.s[3] % 8 == 0; /* ... where a packed sequence starts mid-chunk, element by element */
-    load_tile<BR, BC, THREADS>(Bs, BC + 8, t, b, h, q0, rows, keys);
-}
-
 template <class T, int MT, int BC>
 __device__ __forceinline__ void bias_scores(float (&s)[MT][BC / 8][4], const uint16_t *Bs, int w0, int lane) {
 #pragma unroll

@@ -34,6 +34,15 @@ static test_case make(xc c) {
     return t;
 }
 
+/* `ladder run flex`'s problem at its seed (every default, seed 1): what `make run` checks, here on every rung too. */
+static test_case run_default(void) {
+    ladder_flex_problem p;
+    ladder_problem_defaults(&ladder_flex_algo, &p);
+    test_case t = test_case_of(&ladder_flex_algo, &p);
+    t.opts.seed = 1;
+    return t;
+}
+
 #define ADD(t) \
     if (n < max) out[n++] = (t)
 #define S LADDER_FLEX_SOFTCAP
@@ -67,6 +76,7 @@ static int grid(test_case *out, int max, bool small) {
     ADD(make((xc){1, 2, 2, 140, 150, 1, 3, T5, WINDOW | CAUSAL, 0, 5, 4, false, false, false}));
     ADD(make((xc){1, 2, 2, 300, 3, 16, 16, S, DOC, 30, -1, 0, false, true, false}));       /* masked rows */
     ADD(make((xc){2, 2, 2, 200, 130, 16, 16, QK, CAUSAL | PREFIX | DOC, 0, -1, 0, true, true, false}));
+    ADD(run_default());
     return n;
 }
 

@@ -86,14 +86,22 @@ void test_expect_close(const char *who, const test_case *t, const char *tensor, 
     cr_assert_fail("%s on %s: %s differs: %s", who, what, tensor, why);
 }
 
+void test_magnitudes(const ladder_case *c, ladder_magnitudes *m) {
+    cr_assert_eq(ladder_case_magnitudes(c, m), LADDER_OK, "the magnitudes of %s's outputs: %s", c->algo->name,
+                 ladder_last_error());
+}
+
 void test_expect_results_close(const char *who, const test_case *t, const ladder_case *c, const ladder_result *got,
                                const ladder_result *want, double tol) {
+    ladder_magnitudes m;
+    test_magnitudes(c, &m);
     for (int i = 0; i < c->algo->n_tensors; i++) {
         if (!want->t[i].data) continue;
         cr_assert(got->t[i].data, "%s: %s was not returned", who, c->algo->tensors[i].name);
-        ladder_cmp cmp = ladder_compare(&got->t[i], &want->t[i], tol);
+        ladder_cmp cmp = ladder_output_compare(&m, i, &got->t[i], &want->t[i], tol);
         test_expect_close(who, t, c->algo->tensors[i].name, &cmp);
     }
+    ladder_magnitudes_free(&m);
 }
 
 /* Flat index of the first element whose bytes differ, -1 if none (both contiguous, same dtype and shape). */
@@ -277,8 +285,15 @@ void test_oracle_free(double *t[LADDER_MAX_TENSORS]) {
 }
 
 ladder_cmp test_compare_to_f64(const ladder_tensor *got, const double *want, double tol) {
+    return test_compare_output_to_f64(NULL, 0, got, want, tol);
+}
+
+ladder_cmp test_compare_output_to_f64(const ladder_magnitudes *m, int i, const ladder_tensor *got, const double *want,
+                                      double tol) {
     double *g = to_f64(got);
-    ladder_cmp cmp = ladder_compare_f64(g, want, got->rank, got->shape, tol);
+    const ladder_magnitude mi = {m ? m->terms[i] : NULL, m ? m->rounding[i] : NULL};
+    ladder_cmp cmp = mi.terms ? ladder_compare_f64_magnitude(g, want, got->rank, got->shape, &mi, tol)
+                              : ladder_compare_f64(g, want, got->rank, got->shape, tol);
     free(g);
     return cmp;
 }

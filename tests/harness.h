@@ -83,9 +83,14 @@ void test_make(const test_case *t, ladder_case *c);
 void test_run(const test_case *t, ladder_rung rung, ladder_dtype dtype, const ladder_case *c, ladder_result *r);
 /** Assert @p cmp passed: "<who> on <case>: <tensor> differs: <ladder_cmp_describe>". */
 void test_expect_close(const char *who, const test_case *t, const char *tensor, const ladder_cmp *cmp);
-/** Assert every output of @p got matches @p want at @p tol. */
+/**
+ * Assert every output of @p got matches @p want at @p tol: those the algorithm gives magnitudes for (flex's dq, dk
+ * and buffer gradients, ladder_case_magnitudes() of @p c) held to them, the others by the plain rule.
+ */
 void test_expect_results_close(const char *who, const test_case *t, const ladder_case *c, const ladder_result *got,
                                const ladder_result *want, double tol);
+/** The magnitudes of @p c's outputs (ladder_case_magnitudes(); asserts). Free with ladder_magnitudes_free(). */
+void test_magnitudes(const ladder_case *c, ladder_magnitudes *m);
 /** Run @p t's rung 10 times (2 with LADDER_TEST_SMALL=1); assert every output is bitwise equal to the first run's. */
 void test_expect_deterministic(const test_case *t);
 /** Run @p t's rung at 1 OpenMP thread, then at 2, 3 and 7; assert every output is bitwise equal to the first run's
@@ -115,6 +120,9 @@ void test_oracle_run(const ladder_case *c, double *t[LADDER_MAX_TENSORS]);
 void test_oracle_free(double *t[LADDER_MAX_TENSORS]);
 /** Compare a host tensor (any dtype, any strides) with a C-order double array. */
 ladder_cmp test_compare_to_f64(const ladder_tensor *got, const double *want, double tol);
+/** The same for output @p i, held to its magnitudes where @p m has them (ladder_output_compare()'s rule). */
+ladder_cmp test_compare_output_to_f64(const ladder_magnitudes *m, int i, const ladder_tensor *got, const double *want,
+                                      double tol);
 
 /** Which case list of a test_algo a suite draws from. */
 typedef enum test_list { TEST_GRID, TEST_DETERMINISM, TEST_FD, TEST_ARGS } test_list;

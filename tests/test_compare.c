@@ -4,10 +4,12 @@
  * Every other suite trusts ladder_compare(); here it must catch one wrong
  * element among a million (which the relative L2 error alone averages away)
  * and a NaN or Inf against a finite value, and report the first bad element's
- * coordinates.
+ * coordinates. Held to magnitudes (an output whose elements are sums that cancel), an element passes inside its
+ * bound and fails just beyond it, however far beyond tol of its value it is.
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -147,4 +149,67 @@ Test(compare, named_tolerances) {
     cr_assert_eq(ladder_tolerance(LADDER_F32), LADDER_TOL_F32);
     cr_assert_eq(ladder_tolerance(LADDER_F16), LADDER_TOL_F16);
     cr_assert_eq(ladder_tolerance(LADDER_BF16), LADDER_TOL_BF16);
+}
+
+/* Magnitudes of elements that cancel: each the sum of terms 1000 times its value, with a rounding coefficient. */
+static ladder_magnitude cancelling(double **terms, double **rounding) {
+    const int64_t n = ladder_tensor_numel(&want);
+    *terms = malloc((size_t)n * sizeof(double));
+    *rounding = malloc((size_t)n * sizeof(double));
+    cr_assert(*terms && *rounding);
+    for (int64_t i = 0; i < n; i++) (*terms)[i] = 1000 * fabs(((float *)want.data)[i]) + 1, (*rounding)[i] = 1e3;
+    return (ladder_magnitude){*terms, *rounding};
+}
+
+static double bound_at(const ladder_magnitude *m, int64_t i) {
+    return LADDER_TOL_F32 * m->terms[i] + LADDER_F32_ROUNDING * m->rounding[i];
+}
+
+Test(compare, held_to_magnitudes_an_element_passes_inside_its_bound_and_fails_beyond) {
+    double *terms, *rounding;
+    const ladder_magnitude m = cancelling(&terms, &rounding);
+    float *g = got.data;
+    const int64_t in = flat(1, 2, 3), out = flat(4, 5, 6);
+    g[in] = (float)(((float *)want.data)[in] + 0.9 * bound_at(&m, in));
+    ladder_cmp c = ladder_compare_magnitude(&got, &want, &m, LADDER_TOL_F32);
+    char text[256];
+    ladder_cmp_describe(&c, text, sizeof text);
+    cr_assert(c.ok && c.by_magnitude, "0.9 of its bound must pass: %s", text);
+    cr_assert(c.worst_share > 0.85 && c.worst_share < 0.95, "the worst element used %g of its bound", c.worst_share);
+    cr_assert(strstr(text, "of its magnitudes"), "%s", text);
+    g[out] = (float)(((float *)want.data)[out] - 1.1 * bound_at(&m, out));
+    c = ladder_compare_magnitude(&got, &want, &m, LADDER_TOL_F32);
+    expect_first_bad(&c, 4, 5, 6);
+    cr_assert_float_eq(c.bound_at_bad, bound_at(&m, out), 1e-12);
+    ladder_cmp_describe(&c, text, sizeof text);
+    cr_assert(strstr(text, ", bound "), "the failure must say the bound: %s", text);
+    free(terms), free(rounding);
+}
+
+Test(compare, held_to_magnitudes_the_l2_rule_does_not_apply) {
+    double *terms, *rounding;
+    const ladder_magnitude m = cancelling(&terms, &rounding);
+    float *g = got.data, *w = want.data;
+    for (int64_t i = 0; i < ladder_tensor_numel(&want); i++)
+        g[i] = (float)(w[i] + (i % 2 ? 0.5 : -0.5) * bound_at(&m, i));
+    ladder_cmp c = ladder_compare_magnitude(&got, &want, &m, LADDER_TOL_F32);
+    cr_assert_gt(c.rel_l2, 100 * LADDER_TOL_F32, "every element is far beyond tol of its value (rel_l2 %g)", c.rel_l2);
+    cr_assert(c.ok, "yet inside its bound: a cancelling sum is judged by its terms");
+    cr_assert_not(ladder_compare(&got, &want, LADDER_TOL_F32).ok, "the plain rule fails it");
+    free(terms), free(rounding);
+}
+
+Test(compare, held_to_magnitudes_nan_still_fails_and_rounding_may_be_absent) {
+    double *terms, *rounding;
+    ladder_magnitude m = cancelling(&terms, &rounding);
+    m.rounding = NULL; /* tol * terms alone */
+    float *g = got.data;
+    const int64_t at = flat(2, 3, 4);
+    g[at] = (float)(((float *)want.data)[at] + 0.9 * LADDER_TOL_F32 * terms[at]);
+    cr_assert(ladder_compare_magnitude(&got, &want, &m, LADDER_TOL_F32).ok);
+    g[flat(7, 7, 7)] = NAN;
+    ladder_cmp c = ladder_compare_magnitude(&got, &want, &m, LADDER_TOL_F32);
+    cr_assert_eq(c.nonfinite_mismatches, 1);
+    expect_first_bad(&c, 7, 7, 7);
+    free(terms), free(rounding);
 }

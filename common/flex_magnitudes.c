@@ -1,5 +1,5 @@
 /*
- * common/flex_magnitudes.c: the magnitudes flex's dq, dk and buffer gradients are checked against, wherever a rung's
+ * common/flex_magnitudes.c: the magnitudes flex's dq, dk, dv and buffer gradients are checked against, wherever a rung's
  * result is compared with another's or with the oracle (ladder_algo::magnitudes, ladder_compare_magnitude()).
  *
  * Why they need more than the plain rule: each of those outputs is a sum over scores of dS = P (dP - Delta) times
@@ -21,10 +21,13 @@
  *                 with O's sums rounding at sum_j P_ij |v_j| and carrying each P's relative error a_ij.
  *             For dq and dk, dS/ds multiplies it too, taken as at least 1 (softcap's 1 - tanh^2 is itself a
  *             difference: |dS| |1 - dS/ds| a more).
+ *   dv        sums P_ij dO_i: nothing cancels, but each P carries the relative error a_ij of its exponent, so terms
+ *             sum_i P_ij |dO_ie| and rounding sum_i P_ij a_ij |dO_ie| (a key that every row sees, ALiBi's far rows
+ *             among them, differed between two correct fp32 rungs by 1.5e-4 of its value).
  *
  * Everything is computed in double from the case's inputs (P and O afresh, no rung's result), over the scores the
  * block lists let through (the case's lists when it has them, else the mask mods, which the lists built from them
- * reproduce). Tasks are (batch row, kv head) pairs: each owns its dq rows and dk rows, and sums its buffer terms into
+ * reproduce). Tasks are (batch row, kv head) pairs: each owns its dq, dk and dv rows, and sums its buffer terms into
  * its own partial, added in task order.
  */
 #include "flex_magnitudes.h"
@@ -55,7 +58,7 @@ typedef struct job {
     bool lists;        /* the case gives block lists (else the mask mods alone decide) */
     flex_blocks k;
     double scale;
-    out dq, dk;
+    out dq, dk, dv;
     int slot[LADDER_FLEX_MAX_READS]; /* read r adds into buffer output slot[r] (-1: its gradient is not asked for) */
     out buf[LADDER_FLEX_MAX_READS];
     int n_buf;
@@ -146,6 +149,11 @@ static void one_row(const job *w, const row_buf *r, int64_t b, int64_t h, int64_
             w->dk.terms[krow * p->D + d] += ds * qd;
             w->dk.rounding[krow * p->D + d] += ds_rounding * qd;
         }
+        for (int64_t e = 0; e < p->Dv; e++) {
+            const double pd = P * fabs(el(&a->dout, b, h, i, e));
+            w->dv.terms[krow * p->Dv + e] += pd;
+            w->dv.rounding[krow * p->Dv + e] += pd * r->a[x];
+        }
         for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
             if (w->slot[rd] < 0) continue;
             int64_t off = 0;
@@ -182,6 +190,7 @@ ladder_status flex_magnitudes(const ladder_case *c, ladder_magnitudes *m) {
     if (w.lists) w.k = flex_blocks_of(&a);
     LADDER_TRY(alloc_out(c, ladder_algo_tensor(algo, "dq"), m, &w.dq));
     LADDER_TRY(alloc_out(c, ladder_algo_tensor(algo, "dk"), m, &w.dk));
+    LADDER_TRY(alloc_out(c, ladder_algo_tensor(algo, "dv"), m, &w.dv));
     /* the buffer gradients the case writes, one output per distinct buffer the score mod reads */
     const ladder_flex_score_spec *mod = &ladder_flex_score_mods[fp->score_mod];
     int of[LADDER_FLEX_MAX_READS];

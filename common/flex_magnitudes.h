@@ -1,5 +1,5 @@
 /*
- * common/flex_magnitudes.h: flex's ladder_algo::magnitudes, the magnitudes its dq, dk and buffer gradients are
+ * common/flex_magnitudes.h: flex's ladder_algo::magnitudes, the magnitudes its dq, dk, dv and buffer gradients are
  * checked against (common/flex_magnitudes.c says what they are and why).
  */
 #ifndef LADDER_FLEX_MAGNITUDES_H
@@ -7,7 +7,7 @@
 
 #include "engine.h"
 
-/** The magnitudes of case @p c's dq, dk and buffer gradients (those it writes) into @p m (ladder_algo::magnitudes). */
+/** The magnitudes of case @p c's dq, dk, dv and buffer gradients (those it writes) into @p m (ladder_algo::magnitudes). */
 ladder_status flex_magnitudes(const ladder_case *c, ladder_magnitudes *m);
 
 #endif

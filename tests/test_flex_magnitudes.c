@@ -1,5 +1,5 @@
 /*
- * tests/test_flex_magnitudes.c: the magnitudes flex's dq, dk and buffer gradients are held to
+ * tests/test_flex_magnitudes.c: the magnitudes flex's dq, dk, dv and buffer gradients are held to
  * (common/flex_magnitudes.c, ladder_compare_magnitude()) are the sums they claim to be, the check they give fails a
  * wrong gradient, and it leaves room for a correct GPU rung's rounding:
  *
@@ -82,7 +82,7 @@ Test(flex_magnitudes, where_no_term_cancels_the_sum_of_terms_is_the_value) {
                       ladder_flex_score_mods[mods[k]].name, ladder_flex_algo.tensors[i].name, (long long)low);
         }
         const int buffers = ladder_flex_score_mods[mods[k]].n_reads;
-        cr_expect_eq(checked, 2 + buffers, "score mod %s: magnitudes for dq, dk and %d buffer gradients, got %d "
+        cr_expect_eq(checked, 3 + buffers, "score mod %s: magnitudes for dq, dk, dv and %d buffer gradients, got %d "
                      "outputs", ladder_flex_score_mods[mods[k]].name, buffers, checked);
         ladder_magnitudes_free(&m);
         test_oracle_free(v);

@@ -9,9 +9,9 @@ namespace {
 /*
  * One warp per token (b,t,h): dgk and dgv from the sums, dg_t = sum_i G_t[i] (kept for dg_gamma). The lanes take
  * consecutive channels, so that every load of G_row and every store of dgk is one contiguous run: a thread per
- * token, walking its own row, made each store of a warp touch 32 rows, and took 5.1 ms at B=8 T=4096 H=16 K=128
- * with gk (H100, commit c8a6796) where the bytes need 0.3; a warp per token takes 0.29 ms (commit 7275af4). Each
- * lane sums its channels in order, then the lanes' sums meet in a fixed tree (bitwise-repeatable).
+ * token, walking its own row, made each store of a warp touch 32 rows and took many times what its bytes need (the
+ * recurrent run records have the times). Each lane sums its channels in order, then the lanes' sums meet in a fixed
+ * tree (bitwise-repeatable).
  */
 __global__ void finish_tokens_kernel(rec_call c, const double *G_row, const double *G_col, double *G_tok) {
     const int64_t e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;

@@ -54,11 +54,9 @@ namespace {
 using namespace rec_tc;
 
 template <class U> view<U> view_of(const ladder_tensor &t) {
-    view<U> x = {(const U *)t.data, {0, 0, 0, 0}, false, false};
+    view<U> x = {(const U *)t.data, {0, 0, 0, 0}, false};
     for (int d = 0; t.data && d < t.rank; d++) x.s[d] = t.strides[d];
     x.vec = t.data && t.rank == 4 && ladder_rows16(&t, 1);
-    x.dense = t.data && t.rank == 4 && x.s[3] == 1 && x.s[2] == t.shape[3] && x.s[1] == t.shape[2] * x.s[2] &&
-              x.s[0] == t.shape[1] * x.s[1];
     return x;
 }
 

@@ -55,11 +55,10 @@ __device__ __forceinline__ gate_in<U> gate_in32(const tc_call &a, U *p, int64_t 
  * tile in registers (the loads of all STEPS go out together), sums them backwards, and starts from the carry of
  * the later tiles plus the totals of the later warps of this one, which every warp adds in the same order. A
  * segmented form (a pass for segment totals, then the chain) reads each term twice and keeps G in double for
- * rec_finish_gates; this reads the four inputs once and writes dgk in fp32 (1.07 GB at B=8 T=4096 H=16 K=128,
- * gk, where the segmented form moved about three times as much; measured in
- * docs/results/h100-2026-11-24-notes-recurrent.md). The dht part is a forward sum: a first pass totals its terms (z0 +
- * all of them), and each tile takes its own total off that before it adds its steps forwards. A warp holds 8 steps, 4
- * with DHT (whose zterms load beside the terms): 16 spilled at the 128 registers of two blocks per SM.
+ * rec_finish_gates; this reads the four inputs once and writes dgk in fp32, about a third of the bytes (the run
+ * records have the measurement). The dht part is a forward sum: a first pass totals its terms (z0 + all of them),
+ * and each tile takes its own total off that before it adds its steps forwards. A warp holds 8 steps, 4 with DHT
+ * (whose zterms load beside the terms): 16 spilled at the 128 registers of two blocks per SM.
  */
 template <bool DHT, class Term, class ZTerm, class Out>
 __device__ __forceinline__ void gate_scan(const tc_call &a, const rec_seq &s, bool active, Term term, double z0,

@@ -24,14 +24,11 @@ constexpr int P16 = BC + 8, P32 = BC + 4; /* row pitches of their 16-bit and fp3
 /* The backward's operand format: bf16 whatever the inputs are (recurrent.cu's opening comment says why). */
 using BF = __nv_bfloat16;
 
-/*
- * A strided input as the kernels read it, with whether its rows may go 16 bytes at a time (cp.async), and whether
- * it is contiguous (element [b,t,h,c] at token * C + c, for the flat token (b*T + t)*H + h).
- */
+/* A strided input as the kernels read it, with whether its rows may go 16 bytes at a time (cp.async). */
 template <class U> struct view {
     const U *p;
     int64_t s[4];
-    bool vec, dense;
+    bool vec;
 };
 
 /*
@@ -46,7 +43,7 @@ struct tc_call {
     uint16_t *o;                /* forward output */
     float *dq_part, *dk_part;   /* dq°, dk°: for gate_rows_kernel */
     float *o32, *dv32;          /* with gv, o° and dv°: for gate_cols_kernel */
-    float *dkz, *dvz, *dh0z;    /* dht's part of dk, dv, dh0 (the states pass ST_Z and z_rows_kernel, z_cols_kernel) */
+    float *dkz, *dvz, *dh0z;    /* dht's part of dk, dv, dh0 (the states pass ST_Z, the gradients' Z mode) */
 };
 
 /* B*T*H, the flat tokens of the [B,T,H,..] tensors. */
@@ -150,15 +147,26 @@ template <> struct is_f16<__half> {
 };
 
 /*
- * An fp16 tile of SC rows and W columns (pitch W + 8) split in place: its bf16 hi over it, its lo into @p lo at the
- * same offsets. Every thread of the block takes a share (no barrier inside).
+ * An fp16 tile of SC rows and W columns (pitch W + 8, so every row starts on 16 bytes) split in place: its bf16 hi
+ * over it, its lo into @p lo at the same offsets. 8 elements a thread and pass, two to each conversion (split2's
+ * one element at a time took about 2.5 times the instructions). Every thread of the block takes a share (no
+ * barrier inside).
  */
 template <int W> __device__ __forceinline__ void split_f16_tile(uint16_t *x, uint16_t *lo) {
-    for (int id = threadIdx.x; id < SC * W / 2; id += blockDim.x) {
-        const int at = id / (W / 2) * (W + 8) + id % (W / 2) * 2;
-        const uint32_t x2 = ladder_lds32(x + at);
-        const uint2 y = split2<BF>(ladder_to_float<__half>(x2 & 0xffff), ladder_to_float<__half>(x2 >> 16));
-        *(uint32_t *)(x + at) = y.x, *(uint32_t *)(lo + at) = y.y;
+    constexpr unsigned PER_ROW = W / 8;
+    for (unsigned id = threadIdx.x; id < SC * PER_ROW; id += blockDim.x) {
+        const unsigned at = id / PER_ROW * (W + 8) + id % PER_ROW * 8;
+        uint4 v = *(const uint4 *)(x + at), l;
+        uint32_t *pv = &v.x, *pl = &l.x;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float2 f = __half22float2(*(const __half2 *)&pv[e]);
+            const __nv_bfloat162 hi = __floats2bfloat162_rn(f.x, f.y);
+            const float2 h = __bfloat1622float2(hi);
+            const __nv_bfloat162 rest = __floats2bfloat162_rn(f.x - h.x, f.y - h.y);
+            pv[e] = *(const uint32_t *)&hi, pl[e] = *(const uint32_t *)&rest;
+        }
+        *(uint4 *)(x + at) = v, *(uint4 *)(lo + at) = l;
     }
 }
 
@@ -366,7 +374,7 @@ template <class T> ladder_status out_pass(const tc_call &a, const void *store, i
 
 /*
  * The backward's gradients from the stored S and dH (recurrent_bwd.cu): dq, dk (rows_kernel), dv (cols_kernel), and
- * dq°, dk°, dv° where the gate sums take them; dht's part first, from @p Z (z_rows_kernel, z_cols_kernel), when given.
+ * dq°, dk°, dv° where the gate sums take them; dht's part first, from @p Z (the two kernels' Z mode), when given.
  */
 template <class T>
 ladder_status grads_pass(const tc_call &a, const float *S, const float *dH, const float *Z, int64_t vpitch,

@@ -147,26 +147,15 @@ template <> struct is_f16<__half> {
 };
 
 /*
- * An fp16 tile of SC rows and W columns (pitch W + 8, so every row starts on 16 bytes) split in place: its bf16 hi
- * over it, its lo into @p lo at the same offsets. 8 elements a thread and pass, two to each conversion (split2's
- * one element at a time took about 2.5 times the instructions). Every thread of the block takes a share (no
- * barrier inside).
+ * An fp16 tile of SC rows and W columns (pitch W + 8) split in place: its bf16 hi over it, its lo into @p lo at the
+ * same offsets. Every thread of the block takes a share (no barrier inside).
  */
 template <int W> __device__ __forceinline__ void split_f16_tile(uint16_t *x, uint16_t *lo) {
-    constexpr unsigned PER_ROW = W / 8;
-    for (unsigned id = threadIdx.x; id < SC * PER_ROW; id += blockDim.x) {
-        const unsigned at = id / PER_ROW * (W + 8) + id % PER_ROW * 8;
-        uint4 v = *(const uint4 *)(x + at), l;
-        uint32_t *pv = &v.x, *pl = &l.x;
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const float2 f = __half22float2(*(const __half2 *)&pv[e]);
-            const __nv_bfloat162 hi = __floats2bfloat162_rn(f.x, f.y);
-            const float2 h = __bfloat1622float2(hi);
-            const __nv_bfloat162 rest = __floats2bfloat162_rn(f.x - h.x, f.y - h.y);
-            pv[e] = *(const uint32_t *)&hi, pl[e] = *(const uint32_t *)&rest;
-        }
-        *(uint4 *)(x + at) = v, *(uint4 *)(lo + at) = l;
+    for (int id = threadIdx.x; id < SC * W / 2; id += blockDim.x) {
+        const int at = id / (W / 2) * (W + 8) + id % (W / 2) * 2;
+        const uint32_t x2 = ladder_lds32(x + at);
+        const uint2 y = split2<BF>(ladder_to_float<__half>(x2 & 0xffff), ladder_to_float<__half>(x2 >> 16));
+        *(uint32_t *)(x + at) = y.x, *(uint32_t *)(lo + at) = y.y;
     }
 }
 

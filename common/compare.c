@@ -30,16 +30,30 @@ static double at(const side *s, int64_t i) {
     return ladder_tensor_get(s->t, s->contiguous ? i : ladder_tensor_offset_of_flat(s->t, i));
 }
 
-/* What element i may be off by under magnitudes @p m (ladder_compare_magnitude()). */
-static double bound_of(const ladder_magnitude *m, int64_t i, double tol) {
-    return tol * m->terms[i] + (m->rounding ? LADDER_F32_ROUNDING * m->rounding[i] : 0.0);
+/* What element i may be off by under magnitudes @p m (ladder_compare_magnitude()), @p underflow added. */
+static double bound_of(const ladder_magnitude *m, int64_t i, double tol, double underflow) {
+    return tol * m->terms[i] + (m->rounding ? LADDER_F32_ROUNDING * m->rounding[i] : 0.0) + underflow;
+}
+
+/*
+ * Half the spacing of a side's subnormals: what rounding a value to its dtype may move it by near zero, where no
+ * share of the value bounds it (an fp16 dq of 1.4e-7 is stored as 1.2e-7). 0 for doubles.
+ */
+static double underflow_of(const side *s) {
+    if (!s->t) return 0;
+    switch (s->t->dtype) {
+    case LADDER_F16: return ldexp(1.0, -25);
+    case LADDER_BF16: return ldexp(1.0, -134);
+    case LADDER_F32: return ldexp(1.0, -150);
+    default: return 0;
+    }
 }
 
 /* Whether element i fails: the plain element rule, or (with @p m) its magnitudes' bound. */
-static bool bad_at(double g, double w, const ladder_magnitude *m, int64_t i, double tol, double rms) {
+static bool bad_at(double g, double w, const ladder_magnitude *m, int64_t i, double tol, double rms, double underflow) {
     if (finite_pair_mismatch(g, w)) return true;
     if (!isfinite(w)) return false;
-    return fabs(g - w) > (m ? bound_of(m, i, tol) : 4 * tol * (fabs(w) + rms));
+    return fabs(g - w) > (m ? bound_of(m, i, tol, underflow) : 4 * tol * (fabs(w) + rms));
 }
 
 /*
@@ -78,12 +92,13 @@ static ladder_cmp compare(const side *got, const side *want, int rank, const int
     c.rel_l2 = want2 > 0 ? sqrt(diff2 / want2) : sqrt(diff2);
     int64_t first_bad = c.n;
     double share = 0;
+    const double underflow = fmax(underflow_of(got), underflow_of(want));
 #pragma omp parallel for reduction(min : first_bad) reduction(max : share)
     for (int64_t i = 0; i < c.n; i++) {
         double g = at(got, i), w = at(want, i);
-        if (bad_at(g, w, m, i, tol, rms) && i < first_bad) first_bad = i;
+        if (bad_at(g, w, m, i, tol, rms, underflow) && i < first_bad) first_bad = i;
         if (m && isfinite(g) && isfinite(w) && g != w) {
-            const double bound = bound_of(m, i, tol);
+            const double bound = bound_of(m, i, tol, underflow);
             share = fmax(share, bound > 0 ? fabs(g - w) / bound : INFINITY);
         }
     }
@@ -106,7 +121,7 @@ static ladder_cmp compare(const side *got, const side *want, int rank, const int
         }
         c.got_at_bad = at(got, c.first_bad);
         c.want_at_bad = at(want, c.first_bad);
-        if (m) c.bound_at_bad = bound_of(m, c.first_bad, tol);
+        if (m) c.bound_at_bad = bound_of(m, c.first_bad, tol, underflow);
     }
     return c;
 }

@@ -111,8 +111,10 @@ ladder_cmp ladder_compare(const ladder_tensor *got, const ladder_tensor *want, d
  * Compare two host tensors of the same shape as ladder_compare() does, except that each element is held to its
  * magnitudes @p m (C order, @p want's shape): element x passes when
  *
- *     |got - want| <= tol * m->terms[x] + LADDER_F32_ROUNDING * m->rounding[x]
+ *     |got - want| <= tol * m->terms[x] + LADDER_F32_ROUNDING * m->rounding[x] + u
  *
+ * where u is half the spacing of the subnormals of the coarser side's dtype (2^-25 for fp16), the most rounding to
+ * that dtype moves a value near zero, where no share of the value bounds it;
  * and that is the whole test (with the NaN/Inf one): the L2 rule is implied by it, and measured against ||want||
  * it would fail an output whose every element cancels (a slope's gradient, a sum of dS over whole rows).
  */

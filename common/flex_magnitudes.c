@@ -9,7 +9,10 @@
  * rungs then differ by far more than tol of the value (or of |value| + rms), and the difference is set by the terms
  * and by how each term was computed, which is what is summed here, per output element:
  *
- *   terms     sum of |term|: |ds| |k| scale for dq, |ds| |q| scale for dk, |dS dS/dx| for a buffer element x.
+ *   terms     sum of |term|: |ds| |k| scale for dq, |ds| |q| scale for dk, |dS dS/dx| for a buffer element x, each
+ *             dS taken as |dS| + P_ij sum_e |dO_ie O_ie|: a rung forms Delta = dO . O from the O its forward stored,
+ *             which two correct 16-bit rungs may round one unit apart in any element, and dS = P (dP - Delta) keeps
+ *             that difference however much dP and Delta cancel (a bf16 dq off by 1.1% of its other terms).
  *   rounding  sum of each term's first-order rounding coefficient, the term's factor dS taken as
  *                 |dS| a_ij + P_ij (dP_mag_ij + Delta_mag_i),
  *             a_ij = 1 + scale sum_d |q_id k_jd| + |s| + |S| + |lse_i|, the magnitude of the exponent S - lse: each
@@ -127,12 +130,14 @@ static void one_row(const job *w, const row_buf *r, int64_t b, int64_t h, int64_
          * sum_j P_ij (dP_mag_ij + a_ij |dP_ij|) */
         delta_rounding += r->P[x] * (dP_mag + r->a[x] * fabs(dP));
     }
+    double delta_stored = 0; /* sum_e |dO_ie O_ie|: what O's rounding to its dtype can move Delta by, per unit */
     for (int64_t e = 0; e < p->Dv; e++) {
         double o = 0;
         for (int64_t x = 0; x < n; x++) o += r->P[x] * el(&a->v, b, hk, r->keys[x], e);
         delta += el(&a->dout, b, h, i, e) * o;
-        delta_rounding += fabs(el(&a->dout, b, h, i, e) * o);
+        delta_stored += fabs(el(&a->dout, b, h, i, e) * o);
     }
+    delta_rounding += delta_stored;
     const int64_t qrow = (b * p->Hq + h) * p->Sq + i;
     for (int64_t x = 0; x < n; x++) {
         const int64_t j = r->keys[x], krow = (b * p->Hkv + hk) * p->Sk + j;
@@ -140,7 +145,8 @@ static void one_row(const job *w, const row_buf *r, int64_t b, int64_t h, int64_
         const double P = r->P[x], dS = P * (dP - delta);
         const double dS_rounding = fabs(dS) * r->a[x] + P * (dP_mag + delta_rounding);
         const ladder_flex_grad g = ladder_flex_score_grad(w->fp->score_mod, (float)r->s[x], &w->env, b, h, i, j);
-        const double dscore = g.dscore, ds = fabs(dS * dscore);
+        const double dS_terms = fabs(dS) + P * delta_stored;
+        const double dscore = g.dscore, ds = dS_terms * fabs(dscore);
         const double ds_rounding = dS_rounding * fmax(1, fabs(dscore)) + fabs(dS) * fabs(1 - dscore) * r->a[x];
         for (int64_t d = 0; d < p->D; d++) {
             const double kd = w->scale * fabs(el(&a->k, b, hk, j, d)), qd = w->scale * fabs(el(&a->q, b, h, i, d));
@@ -158,7 +164,7 @@ static void one_row(const job *w, const row_buf *r, int64_t b, int64_t h, int64_
             if (w->slot[rd] < 0) continue;
             int64_t off = 0;
             for (int s = 0; s < w->slot[rd]; s++) off += w->buf[s].n;
-            partial[off + g.at[rd]] += fabs(dS * g.d[rd]);
+            partial[off + g.at[rd]] += dS_terms * fabs(g.d[rd]);
             partial[w->width / 2 + off + g.at[rd]] += dS_rounding * fabs(g.d[rd]);
         }
     }

@@ -280,7 +280,10 @@ ParameterizedTest(const test_case *t, flex, alibi_equals_memeff_with_the_alibi_b
     double *want = calloc((size_t)p->Hq, sizeof *want);
     for (int64_t h = 0; h < p->Hq; h++)
         for (int64_t i = 0; i < p->Sq; i++)
-            for (int64_t j = 0; j < p->Sk; j++) want[h] += ((const float *)dbias->data)[(h * p->Sq + i) * p->Sk + j] * (double)(j - i);
+            for (int64_t j = 0; j < p->Sk; j++) {
+                const int64_t at[4] = {0, h, i, j}; /* dbias is the rung's dtype: 16-bit at the tensor-core rung */
+                want[h] += ladder_tensor_get(dbias, ladder_tensor_offset(dbias, at)) * (double)(j - i);
+            }
     ladder_magnitudes mags; /* at the tensor-core rung dbias is 16-bit, each element rounded: the dtype's tolerance */
     test_magnitudes(&x, &mags);
     const ladder_cmp cmp = test_compare_output_to_f64(&mags, T(&ladder_flex_algo, "dslopes"), dslopes, want,

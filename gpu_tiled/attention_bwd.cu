@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
         load_rows<BC>(Ks, ld, a.k, b, hk, seq.k0 + j0, keys, a.D);
         load_rows<BC>(Vs, ldv, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
         __syncthreads();
-        const bool full = tiles.full();
+        const bool full = tiles.full() && rows == BR; /* rows past the end: the hooks must not look there */
 #pragma unroll
         for (int kk = 0; kk < BC / LANES; kk++) {
             const int c = t8 + LANES * kk;

@@ -99,9 +99,8 @@ ladder_status ladder_gpu_sync(void) {
  * Two device buffers twice the L2 size each, NULL (and size 0) if they cannot be had. Between timed runs the
  * first is overwritten, which evicts the inputs, and the second is read, which evicts the first's lines: a memset
  * leaves L2 holding up to its size in dirty lines (50 MB on an H100), and their write-back would otherwise
- * land inside the next timed run. It cost a kernel of 45 us at the copy rate about 5 us (H100, dynconv's
- * tensor-core forward at B=2 T=4096 D=2048 W=2: 0.058 ms after the memset alone, 0.053 ms with the read pass;
- * h100-2026-11-24-run.md).
+ * land inside the next timed run, a cost that weighs most on the shortest kernels (docs/results/h100-2026-11-24-run.md
+ * measured it).
  */
 static ladder_status l2_flush_buffers(void **buf, void **clean, size_t *bytes) {
     int dev = 0, l2 = 0;

@@ -3,9 +3,7 @@
  * Run:  make lab LAB=lab2_varlen      Exit code: 0 PASS, 1 FAIL (see ../labcheck.h).
  *
  * A test passes here when it accepts the two correct forwards below and rejects each of the six broken
- * ones. Every broken forward computes the right thing except in the one way its name says. All but the
- * last are right when the row is one sequence (cu_seqlens == NULL), so comparing packed rows with
- * single sequences finds them; the last is wrong in the same way on both sides, so only an anchor does.
+ * ones. Every broken forward computes the right thing except in the one way its name says.
  */
 #include <stdio.h>
 

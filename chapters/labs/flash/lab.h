@@ -1,14 +1,17 @@
 /*
  * chapters/labs/flash/lab.h: the functions the flash labs ask for.
  *
- * Each lab file (lab1_combine.c, lab2_dscale.c, lab3_alibi.c) defines one of them; its checker
- * (check_<lab>.c) runs it on seeded inputs and prints PASS or FAIL. Run a lab:  make lab LAB=lab1_combine
- * All tensors here are one head of one sequence: contiguous, C order, fp32, host memory.
+ * Each lab file (lab1_combine.c, lab2_dscale.c, lab3_alibi.c, lab4_tiled_forward.cu) defines one of them; its
+ * checker (check_<lab>.c) runs it on seeded inputs and prints PASS or FAIL. Run a lab:  make lab LAB=lab1_combine
+ * All tensors here are one head of one sequence: contiguous, C order, fp32; host memory in Labs 1 to 3, device
+ * memory in Lab 4.
  */
 #ifndef LADDER_LAB_FLASH_H
 #define LADDER_LAB_FLASH_H
 
 #include <stdint.h>
+
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +42,18 @@ double lab2_dscale(int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, float scale, c
  */
 void lab3_alibi(int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, float scale, float slope, const float *q,
                 const float *k, const float *v, float *o, float *lse);
+
+/** Lab 4's largest head dim (D and Dv). */
+#define LAB4_MAX_D 128
+
+/*
+ * Lab 4: the forward of Lab 3 without the bias, as a tiled CUDA kernel: o [Sq][Dv] and lse [Sq] from q [Sq][D],
+ * k [Sk][D], v [Sk][Dv], unmasked (causal = 0) or bottom-right causal (causal = 1). Device pointers; D, Dv <=
+ * LAB4_MAX_D. The launcher is written in lab4_tiled_forward.cu. Returns LADDER_OK, or LADDER_ERR_CUDA when the
+ * launch fails.
+ */
+ladder_status lab4_tiled_forward(int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, float scale, int causal,
+                                 const float *q, const float *k, const float *v, float *o, float *lse);
 
 #ifdef __cplusplus
 }

@@ -2,9 +2,8 @@
  * chapters/labs/memeff/check_lab1_dslope.c: checks Lab 1 (lab1_dslope).
  * Run:  make lab LAB=lab1_dslope      Exit code: 0 PASS, 1 FAIL (see ../labcheck.h).
  *
- * The expected value comes from the cpu rung's dbias: the checker writes the ALiBi bias out in full
- * [1,H,Sq,Sk], runs the cpu rung's forward and backward with dropout, and sums dbias_hij times the bias's own
- * derivative with respect to the slope, in double.
+ * The expected value comes from the cpu rung's forward and backward with dropout, run on the ALiBi bias written out
+ * in full [1,H,Sq,Sk] (the tensor the lab must do without), and taken to dL/dslope in double.
  */
 #include <math.h>
 #include <stdio.h>

@@ -2,9 +2,11 @@
  * chapters/labs/recurrent/lab.h: the functions the recurrent labs ask for.
  *
  * Each lab file (lab1_gla_forward.c, lab2_gate_grad.c, lab3_varlen_dgk.c, lab4_gla_forward_gpu.cu) defines one
- * of them; its checker (check_<lab>.c) runs it on seeded inputs beside the cpu rung and prints PASS or FAIL.
+ * of them; its checker (check_<lab>.c) runs it on seeded inputs beside a reference (the cpu rung; Lab 2's own float64
+ * backward) and prints PASS or FAIL.
  * Run a lab:  make lab LAB=lab1_gla_forward
- * All tensors here are contiguous, C order, fp32; host memory in Labs 1 to 3, device memory in Lab 4.
+ * All tensors here are contiguous, C order, fp32 (but Lab 2's dq, dk and ht, in double); host memory in Labs 1 to 3,
+ * device memory in Lab 4.
  */
 #ifndef LADDER_LAB_RECURRENT_H
 #define LADDER_LAB_RECURRENT_H
@@ -28,12 +30,12 @@ void lab1_gla_forward(int64_t L, int64_t K, int64_t V, float scale, const float 
 
 /*
  * Lab 2: the gradient of the gate gk of one sequence and one head, from the backward's other outputs:
- * given q, k, dq, dk [L,K] (dq and dk as the backward computed them) and the final state ht with its
- * gradient dht [K,V], write dgk [L,K]. The chapter derives the identity this needs; the lab asks you to
+ * given q, k [L,K], dq, dk [L,K] (as a float64 backward computed them, in double) and the final state ht (double)
+ * with its gradient dht [K,V], write dgk [L,K]. The chapter derives the identity this needs; the lab asks you to
  * find it in the chapter's derivation and turn it into a loop.
  */
-void lab2_gate_grad(int64_t L, int64_t K, int64_t V, const float *q, const float *k, const float *dq,
-                    const float *dk, const float *ht, const float *dht, float *dgk);
+void lab2_gate_grad(int64_t L, int64_t K, int64_t V, const float *q, const float *k, const double *dq,
+                    const double *dk, const double *ht, const float *dht, float *dgk);
 
 /*
  * Lab 3: Lab 2 for packed sequences and several heads: q, k, dq, dk, dgk are [T,H,K] (one batch row, B = 1),

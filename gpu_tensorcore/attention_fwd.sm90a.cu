@@ -53,8 +53,8 @@ template <int HD, int HDV> struct wgmma_fwd_cfg {
  * (attention_tc.cuh) does for padded rows. Thread x copies 16-byte piece x + i * THREADS of the tile, which the
  * layout puts at element 8 (x + i * THREADS): the 8 rows of a core matrix go to 8 consecutive threads (128
  * contiguous bytes of shared memory a quarter warp, without bank conflicts), and a warp reads 8 rows of 4 pieces,
- * 64 contiguous bytes of each. With THREADS a multiple of 8 * COLS / 8, each thread keeps its row within the core
- * matrix and its column, and steps down by THREADS / (COLS / 8) rows a pass.
+ * 64 contiguous bytes of each. With THREADS a multiple of 8 * (COLS / 8) (whole core matrices a pass), each thread
+ * keeps its row within the core matrix and its column, and steps down by THREADS / (COLS / 8) rows a pass.
  */
 template <int ROWS, int COLS, int THREADS>
 __device__ __forceinline__ void load_tile_cm(uint16_t *smem, const view4 &t, int64_t b, int64_t h, int64_t r0,

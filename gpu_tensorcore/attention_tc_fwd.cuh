@@ -168,6 +168,102 @@ __device__ __forceinline__ void mask_scores(float (&s)[MT][BC / 8][4], const int
 }
 
 /*
+ * The online softmax of one key tile, for rows g (k = 0) and g + 8 (k = 1) of each row block (a row's 4 lanes are
+ * 4g .. 4g+3): the running max m and the lane's part of the row sum l move on, alpha = exp2((m_old - m_new) * sl2)
+ * is what O must be multiplied by, and P = exp2(S * sl2 - m_new * sl2) goes to 16 bits as soon as it is formed, as
+ * the A fragments of P V (two adjacent 8-key C tiles are one 16-key A fragment), so that its packed registers, not
+ * twice as many fp32 ones, wait beside O. Returns whether the max of one of this lane's rows changed.
+ */
+template <class T, int MT, int BC>
+__device__ __forceinline__ bool softmax_tile(const float (&sc)[MT][BC / 8][4], float sl2, float (&m)[MT][2],
+                                             float (&l)[MT][2], uint32_t (&pa)[MT][BC / 16][4], float (&alpha)[MT][2]) {
+    bool grew = false;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int nb = 0; nb < BC / 8; nb++) mx = fmaxf(mx, fmaxf(sc[mt][nb][2 * k], sc[mt][nb][2 * k + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m[mt][k], mx);
+            /* no key seen yet: m_new = -inf; subtracting 0 instead keeps exp2(-inf - -inf) = NaN out: P = 0 */
+            const float ms = m_new == -INFINITY ? 0.0f : m_new * sl2;
+            alpha[mt][k] = ladder_ex2_ftz(m[mt][k] * sl2 - ms); /* exactly 1 where the max stayed */
+            grew |= m_new != m[mt][k];
+            float sum = 0.0f;
+#pragma unroll
+            for (int nb = 0; nb < BC / 8; nb++) {
+                const float p0 = ladder_ex2_ftz(fmaf(sc[mt][nb][2 * k], sl2, -ms));
+                const float p1 = ladder_ex2_ftz(fmaf(sc[mt][nb][2 * k + 1], sl2, -ms));
+                sum += p0 + p1;
+                pa[mt][nb / 2][2 * (nb % 2) + k] = ladder_pack2_float<T>(p0, p1);
+            }
+            l[mt][k] = alpha[mt][k] * l[mt][k] + sum; /* this lane's part of the row sum; the 4 add up at the end */
+            m[mt][k] = m_new;
+        }
+    return grew;
+}
+
+/* O *= alpha only where a row's max changed (often early in a row, seldom once it has seen many keys): one vote for
+ * the warp, and no multiply in the tiles where no max moved. */
+template <int MT, int HDV>
+__device__ __forceinline__ void rescale_o(float (&o)[MT][HDV / 8][4], const float (&alpha)[MT][2], bool grew) {
+    if (__any_sync(0xffffffffu, grew))
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int nd = 0; nd < HDV / 8; nd++) {
+                o[mt][nd][0] *= alpha[mt][0], o[mt][nd][1] *= alpha[mt][0];
+                o[mt][nd][2] *= alpha[mt][1], o[mt][nd][3] *= alpha[mt][1];
+            }
+}
+
+/*
+ * The forward's end: O / l, rounded to T, and lse = unit * m + log l, for the lane's rows w0 + mt*16 + g (+ 8) of the
+ * block, whose first row is query position @p q_first of head h, batch row b; rows from @p rows on are past the
+ * tile's end. A row that saw no key: l = 0, o = 0, lse = -inf. With split keys, O / l stays fp32 and both go to this
+ * split's partials, which ladder_attn_combine() merges.
+ */
+template <class T, int MT, int HDV>
+__device__ __forceinline__ void store_o_lse(const args &a, const float (&o)[MT][HDV / 8][4], const float (&m)[MT][2],
+                                            const float (&l)[MT][2], float unit, float keep_scale, int splits,
+                                            int64_t b, int64_t h, int64_t q_first, int64_t rows, int w0, int lane) {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            float lk = l[mt][k];
+            lk += __shfl_xor_sync(0xffffffffu, lk, 1);
+            lk += __shfl_xor_sync(0xffffffffu, lk, 2);
+            const int r = w0 + mt * 16 + g + 8 * k;
+            if (r >= rows) continue;
+            const int64_t row = (b * a.Hq + h) * a.Sq + q_first + r;
+            const float inv = lk == 0.0f ? 0.0f : keep_scale / lk; /* a NaN row sum stays NaN */
+            if (splits > 1) { /* the row in this split's partials; the split found again, not kept in a register */
+                const int64_t part = (int64_t)(blockIdx.x % splits) * a.B * a.Hq * a.Sq + row;
+#pragma unroll
+                for (int nd = 0; nd < HDV / 8; nd++)
+#pragma unroll
+                    for (int c = 0; c < 2; c++)
+                        if (nd * 8 + 2 * t + c < a.Dv) a.o_part[part * a.Dv + nd * 8 + 2 * t + c] = o[mt][nd][2 * k + c] * inv;
+                if (t == 0) a.lse_part[part] = ladder_attn_lse(unit * m[mt][k], lk);
+                continue;
+            }
+#pragma unroll
+            for (int nd = 0; nd < HDV / 8; nd++)
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    const int col = nd * 8 + 2 * t + c;
+                    if (col < a.Dv) a.o[row * a.Dv + col] = ladder_from_float<T>(o[mt][nd][2 * k + c] * inv);
+                }
+            if (t == 0) a.lse[row] = ladder_attn_lse(unit * m[mt][k], lk);
+        }
+}
+
+/*
  * The loads overlap the products, with one K and one V buffer and two barriers per key tile (as
  * FlashAttention-2 does): V_j is fetched while S = Q K_jᵀ and the softmax run, K_{j+1} while O += P V_j runs.
  * The barrier that makes V_j visible also says that every warp is done with K_j, so K_{j+1} may overwrite it.
@@ -187,7 +283,7 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
     const int64_t h = blockIdx.y, b = blockIdx.z, hk = ladder_attn_kv_head(h, a.Hq, a.Hkv);
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
     const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, w0 = warp * 16 * MT;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, w0 = warp * 16 * MT;
 
     /* the keys seen by some row of the block, and those seen by all; this split's share of the key tiles */
     const ladder_attn_block span = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
@@ -238,37 +334,9 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
             if (tiles.mods())
                 flex_mask_scores<MT, BC>(a, sc, b, h, seq.q0 + i0, w0, (int)rows, seq.k0 + j0, (int)keys, lane);
 
-        /* online softmax for rows g (k = 0) and g + 8 (k = 1) of each row block: a row's 4 lanes are 4g .. 4g+3.
-         * P goes to 16 bits as soon as it is formed, as the A fragments of P V (two adjacent 8-key C tiles are
-         * one 16-key A fragment), so that its packed registers, not twice as many fp32 ones, wait beside O. */
         uint32_t pa[MT][BC / 16][4];
         float alpha[MT][2];
-        bool grew = false; /* did the max of one of this lane's rows change? */
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int k = 0; k < 2; k++) {
-                float mx = -INFINITY;
-#pragma unroll
-                for (int nb = 0; nb < BC / 8; nb++) mx = fmaxf(mx, fmaxf(sc[mt][nb][2 * k], sc[mt][nb][2 * k + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float m_new = fmaxf(m[mt][k], mx);
-                /* no key seen yet: m_new = -inf; subtracting 0 instead keeps exp2(-inf - -inf) = NaN out: P = 0 */
-                const float ms = m_new == -INFINITY ? 0.0f : m_new * sl2;
-                alpha[mt][k] = ladder_ex2_ftz(m[mt][k] * sl2 - ms); /* exactly 1 where the max stayed */
-                grew |= m_new != m[mt][k];
-                float sum = 0.0f;
-#pragma unroll
-                for (int nb = 0; nb < BC / 8; nb++) {
-                    const float p0 = ladder_ex2_ftz(fmaf(sc[mt][nb][2 * k], sl2, -ms));
-                    const float p1 = ladder_ex2_ftz(fmaf(sc[mt][nb][2 * k + 1], sl2, -ms));
-                    sum += p0 + p1;
-                    pa[mt][nb / 2][2 * (nb % 2) + k] = ladder_pack2_float<T>(p0, p1);
-                }
-                l[mt][k] = alpha[mt][k] * l[mt][k] + sum; /* this lane's part of the row sum; the 4 add up at the end */
-                m[mt][k] = m_new;
-            }
+        const bool grew = softmax_tile<T, MT, BC>(sc, sl2, m, l, pa, alpha);
         if constexpr (Pol::EXTRAS)
             if (dropout) drop_p<MT, BC>(a, pa, b, h, seq.q0 + i0 + w0, seq.k0 + j0, lane);
         ladder_cp_async_wait_group<0>(); /* V_j */
@@ -280,16 +348,7 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
                 bias_tile<BR, BC, C::THREADS>(Bs, a.bias, b, h, seq.q0 + i0, rows, seq.k0 + next, seq.Lk - next < BC ? seq.Lk - next : BC);
         ladder_cp_async_commit();
 
-        /* O *= alpha only where a row's max changed (often early in a row, seldom once it has seen many keys):
-         * one vote for the warp, and no multiply in the tiles where no max moved */
-        if (__any_sync(0xffffffffu, grew))
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int nd = 0; nd < HDV / 8; nd++) {
-                    o[mt][nd][0] *= alpha[mt][0], o[mt][nd][1] *= alpha[mt][0];
-                    o[mt][nd][2] *= alpha[mt][1], o[mt][nd][3] *= alpha[mt][1];
-                }
+        rescale_o<MT, HDV>(o, alpha, grew);
         /* O += P V: V's B fragments through .trans, each feeding MT mmas */
 #pragma unroll
         for (int kb = 0; kb < BC / 16; kb++)
@@ -307,38 +366,7 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
     }
     ladder_cp_async_wait_group<0>(); /* a block with no key tile still has its Q copies in flight */
 
-    /* O / l, rounded to T; lse = unit * m + log l. A row that saw no key: l = 0, o = 0, lse = -inf. With split
-     * keys, O / l stays fp32 and both go to this split's partials, which ladder_attn_combine() merges. */
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int k = 0; k < 2; k++) {
-            float lk = l[mt][k];
-            lk += __shfl_xor_sync(0xffffffffu, lk, 1);
-            lk += __shfl_xor_sync(0xffffffffu, lk, 2);
-            const int r = w0 + mt * 16 + g + 8 * k;
-            if (r >= rows) continue;
-            const int64_t row = (b * a.Hq + h) * a.Sq + seq.q0 + i0 + r;
-            const float inv = lk == 0.0f ? 0.0f : keep_scale / lk; /* a NaN row sum stays NaN */
-            if (splits > 1) { /* the row in this split's partials; the split found again, not kept in a register */
-                const int64_t part = (int64_t)(blockIdx.x % splits) * a.B * a.Hq * a.Sq + row;
-#pragma unroll
-                for (int nd = 0; nd < HDV / 8; nd++)
-#pragma unroll
-                    for (int c = 0; c < 2; c++)
-                        if (nd * 8 + 2 * t + c < a.Dv) a.o_part[part * a.Dv + nd * 8 + 2 * t + c] = o[mt][nd][2 * k + c] * inv;
-                if (t == 0) a.lse_part[part] = ladder_attn_lse(unit * m[mt][k], lk);
-                continue;
-            }
-#pragma unroll
-            for (int nd = 0; nd < HDV / 8; nd++)
-#pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    const int col = nd * 8 + 2 * t + c;
-                    if (col < a.Dv) a.o[row * a.Dv + col] = ladder_from_float<T>(o[mt][nd][2 * k + c] * inv);
-                }
-            if (t == 0) a.lse[row] = ladder_attn_lse(unit * m[mt][k], lk);
-        }
+    store_o_lse<T, MT, HDV>(a, o, m, l, unit, keep_scale, splits, b, h, seq.q0 + i0, rows, w0, lane);
 }
 
 template <class Pol, class T, int HD, int HDV> ladder_status fwd_launch(const args &a) {

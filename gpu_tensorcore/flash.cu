@@ -4,9 +4,16 @@
  *
  * Preconditions: validated by ladder_flash_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all fp16; lse
  * and dlse f32; device pointers; any input strides; contiguous outputs; D, Dv <= 256; Hq, B <= 65535).
+ * The forward has two generations (attention_tc_hopper.cuh): the mma.sync kernels (attention_tc_fwd.cuh) and, on
+ * sm_90 GPUs, the Hopper one (attention_fwd.sm90a.cu: wgmma from shared memory) for head dims up to 128.
+ * LADDER_TC_PATH picks: auto (the default; for now the mma.sync kernels everywhere, until the Hopper one has passed
+ * the suites on an H100 or H200), mma (the mma.sync kernels), wgmma (the Hopper kernel where it covers the
+ * problem; refused on GPUs other than sm_90).
  * Run it:  build/bin/ladder run flash --rung gpu_tensorcore [--dtype fp16]
+ *          LADDER_TC_PATH=wgmma build/bin/ladder run flash --rung gpu_tensorcore
  */
 #include "attention_tc.cuh"
+#include "attention_tc_hopper.cuh"
 #include "flash_rungs.h"
 
 static attn_tc::args pack(const ladder_flash_problem *p, const ladder_flash_args *a) {
@@ -15,7 +22,11 @@ static attn_tc::args pack(const ladder_flash_problem *p, const ladder_flash_args
 }
 
 extern "C" ladder_status flash_fwd_gpu_tensorcore(const ladder_flash_problem *p, const ladder_flash_args *a) {
-    return attn_tc::fwd<attn_tc::plain>(pack(p, a), a->q.dtype);
+    const attn_tc::args n = pack(p, a);
+    bool wgmma = false;
+    LADDER_TRY(attn_tc::use_wgmma(&wgmma));
+    if (wgmma && attn_tc::fwd_wgmma_covers(n)) return attn_tc::fwd_wgmma(n, a->q.dtype);
+    return attn_tc::fwd<attn_tc::plain>(n, a->q.dtype);
 }
 
 extern "C" ladder_status flash_bwd_gpu_tensorcore(const ladder_flash_problem *p, const ladder_flash_args *a) {

@@ -1,0 +1,256 @@
+/**
+ * @file wgmma.cuh
+ * @brief Hopper's warpgroup matrix instructions (sm_90a), for the tensor-core rung's NAME.sm90a.cu kernels: the
+ *        shared-memory matrix descriptor and the core-matrix tile layout it describes, wgmma.mma_async m64nNk16
+ *        with fp32 accumulators for bf16 and fp16 (A from shared memory or from registers), the fences, commits
+ *        and waits around it, and fence.proxy.async for tiles that ordinary stores or cp.async wrote.
+ *
+ * What changes against mma.sync (mma.cuh): a warpgroup of four warps, not one warp, issues one product of 64 rows;
+ * the B operand (and, in the "SS" form, A too) is read by the tensor cores straight from shared memory, described
+ * by a 64-bit descriptor, instead of being loaded into every lane's registers by ldmatrix first; and the product
+ * is asynchronous: started by wgmma.mma_async, grouped by wgmma.commit_group, finished by wgmma.wait_group. Until
+ * then its accumulators may not be touched, nor the shared memory it reads overwritten.
+ *
+ * Only files compiled for sm_90a (NAME.sm90a.cu) may include this header: wgmma exists nowhere else.
+ */
+#ifndef LADDER_WGMMA_CUH
+#define LADDER_WGMMA_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "common/wgmma.cuh needs the sm_90a target: include it from NAME.sm90a.cu files only"
+#endif
+
+// clang-format off
+/*
+ * Shared-memory operands: core matrices. PTX ISA, "Shared Memory Matrix Layout" and "Matrix Descriptor Format"
+ * (docs.nvidia.com/cuda/parallel-thread-execution/index.html#asynchronous-warpgroup-level-matrix-shared-memory-layout
+ * and ...#asynchronous-warpgroup-level-matrix-shared-memory-layout-matrix-descriptor).
+ *
+ * wgmma reads its shared-memory operands as core matrices: 8 rows of 16 bytes (8 x 8 elements of 16 bits), the
+ * 8 rows at consecutive 16-byte addresses, 128 contiguous bytes (without swizzling, the only mode used here). A
+ * k16 step's A (64 x 16) is 8 x 2 core matrices, its B (16 x N) is 2 x N/8 of them. A core-matrix row is 8
+ * consecutive elements of the operand's contiguous dimension:
+ *   K-major (the transpose flag 0): 8 consecutive k of one m (or n): A = Q stored [m][k], B = K^T from K stored [n][k];
+ *   MN-major (the transpose flag 1, B here): 8 consecutive n of one k: B = V stored [k][n].
+ * Where the core matrices lie relative to one another is two byte strides of the descriptor, for K-major and
+ * MN-major operands alike when nothing is swizzled (PTX ISA, "Strides"):
+ *   LBO, the leading dimension byte offset: from a core matrix to the next one along K;
+ *   SBO, the stride dimension byte offset:  from a core matrix to the next one along M (or N).
+ * (With a swizzle mode, K-major operands ignore LBO and an MN-major operand's two strides mean other things: the
+ * 128-byte swizzle is what FlashAttention-3 uses, with its tiles written by TMA; not here.)
+ *
+ * The tiles of this rung: a "core-matrix tile" of ROWS x COLS 16-bit elements (both multiples of 8) is the row-major
+ * tile cut into 8 x 8 blocks, each block stored as one core matrix, the blocks in row-major order:
+ *
+ *     element (r, c) at  ((r / 8) * (COLS / 8) + c / 8) * 64  +  (r % 8) * 8 + c % 8          (ladder_cm_index)
+ *
+ *                 columns 0-7     8-15        ...   COLS-8 .. COLS-1
+ *     rows 0-7    [block 0]       [block 1]   ...   [block COLS/8 - 1]      each block, 128 bytes:
+ *     rows 8-15   [block COLS/8]  ...                                        row 0 | row 1 | ... | row 7
+ *     ...                                                                     (16 bytes = 8 elements each)
+ *
+ *   The next block to the right is 128 bytes on; the next block down, COLS * 16 bytes on. So:
+ *   - stored [m or n][k] (Q, K), the tile is a K-major operand:  LBO = 128,        SBO = COLS * 16;
+ *     its k16 step s starts 2s blocks to the right (256 s bytes on).
+ *   - stored [k][n] (V), it is an MN-major operand:              LBO = COLS * 16,  SBO = 128;
+ *     its k16 step s starts 2s blocks down (32 s COLS bytes on).
+ *   One 16-byte piece of a tile row (8 elements) is one cp.async, and it lands in one core-matrix row.
+ *
+ * The descriptor (64 bits; every address and offset in units of 16 bytes, its 4 low bits dropped):
+ *   bits  0-13  start address >> 4 (a shared-memory address, under 256 KB)
+ *   bits 16-29  LBO >> 4
+ *   bits 32-45  SBO >> 4
+ *   bits 49-51  base offset: 0 (it matters only for swizzled tiles that do not start on the swizzle's period)
+ *   bits 62-63  swizzle mode: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
+ * Stepping a descriptor by a multiple of 16 bytes is adding that many units to it: the address field stays below
+ * 2^14 and never carries into the LBO.
+ */
+
+/*
+ * Register fragments of wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}.{bf16,f16}, PTX ISA "Register
+ * Fragments" (docs.nvidia.com/cuda/parallel-thread-execution/index.html#asynchronous-warpgroup-level-matrix-register-fragment-wgmma-64n16).
+ * The warpgroup is 4 consecutive warps of the block whose first is a multiple of 4 (warps 4k .. 4k+3); warp w of
+ * it (w = warp % 4) owns rows 16w .. 16w+15 of the 64, and within them holds exactly what one warp holds of
+ * mma.sync's m16n8 tiles (mma.cuh), lane = 4g + t:
+ *
+ *   D (64 x N, fp32), d[N/8][4]:  d[i][0]: (16w + g,     8i + 2t)    d[i][1]: (16w + g,     8i + 2t + 1)
+ *                                 d[i][2]: (16w + g + 8, 8i + 2t)    d[i][3]: (16w + g + 8, 8i + 2t + 1)
+ *                                 i = 0 .. N/8 - 1: N/8 m16n8 C fragments side by side
+ *   A from registers (64 x 16), a[4], two 16-bit elements each, the lower column in the low half:
+ *                                 a[0]: row 16w + g,     k 2t, 2t+1       a[2]: row 16w + g,     k 2t+8, 2t+9
+ *                                 a[1]: row 16w + g + 8, k 2t, 2t+1       a[3]: row 16w + g + 8, k 2t+8, 2t+9
+ *                                 (the A fragment of mma.sync m16n8k16)
+ *
+ * So, as with mma.sync, the accumulators d[2j] and d[2j+1] (16 columns), rounded to 16 bits and packed in pairs,
+ * are the A operand of a k16 step: S = Q K^T becomes P for O += P V without leaving registers.
+ */
+// clang-format on
+
+/** Element (r, c) of a core-matrix tile with @p cols columns (the layout drawn above), as an index from its start. */
+__host__ __device__ constexpr int ladder_cm_index(int r, int c, int cols) {
+    return ((r / 8) * (cols / 8) + c / 8) * 64 + (r % 8) * 8 + c % 8;
+}
+
+/** A shared-memory matrix descriptor without swizzling: @p smem its first core matrix (16-byte aligned), @p lbo and
+ *  @p sbo the byte strides to the next core matrix along K and along M or N (multiples of 16, under 256 KB). */
+__device__ __forceinline__ uint64_t ladder_wgmma_desc(const void *smem, uint32_t lbo, uint32_t sbo) {
+    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem);
+    return (uint64_t)((addr >> 4) & 0x3fffu) | (uint64_t)((lbo >> 4) & 0x3fffu) << 16 |
+           (uint64_t)((sbo >> 4) & 0x3fffu) << 32; /* base offset 0, swizzle mode 0 */
+}
+
+/** The descriptor of a K-major operand stored as rows of a core-matrix tile with @p cols columns (Q for A, K for
+ *  K^T as B), its first row and k at @p at: LBO = 128 bytes, SBO = cols * 16 bytes. */
+__device__ __forceinline__ uint64_t ladder_wgmma_desc_k(const uint16_t *at, int cols) {
+    return ladder_wgmma_desc(at, 128u, (uint32_t)cols * 16u);
+}
+
+/** The descriptor of an MN-major B (k down the rows, n along them: V for P V) stored as a core-matrix tile with
+ *  @p cols columns, its first k and n at @p at: LBO = cols * 16 bytes, SBO = 128 bytes. */
+__device__ __forceinline__ uint64_t ladder_wgmma_desc_mn(const uint16_t *at, int cols) {
+    return ladder_wgmma_desc(at, (uint32_t)cols * 16u, 128u);
+}
+
+/**
+ * wgmma.fence: the registers that a following wgmma.mma_async reads or accumulates into (D, and A in the RS form)
+ * were last written by ordinary instructions, which must be done first. Needed before the first wgmma of a
+ * warpgroup and after any such write (a rescaled O, a freshly packed P); a chain of wgmmas on the same
+ * accumulators needs none between them. Every thread of the warpgroup executes it.
+ */
+__device__ __forceinline__ void ladder_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+/** wgmma.commit_group: the wgmmas this warpgroup issued since the last commit become one group. */
+__device__ __forceinline__ void ladder_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+
+/** wgmma.wait_group N: wait until at most @p N committed groups are in flight (0: all done). Only then may their
+ *  accumulators be read, and the shared memory they read be overwritten. */
+template <int N> __device__ __forceinline__ void ladder_wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/**
+ * fence.proxy.async.shared::cta: wgmma reads shared memory through the async proxy, and writes made through the
+ * generic proxy (st.shared, and cp.async's copies) are not ordered with it by a barrier alone. Each thread that
+ * wrote a tile runs this after its writes are complete (after cp.async.wait_group), and before the __syncthreads()
+ * that lets the warpgroups multiply the tile.
+ */
+__device__ __forceinline__ void ladder_fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/**
+ * Pin the registers @p d (accumulators) in place for the compiler: ordinary instructions that write them stay
+ * before this point, and those that read them after it. Put before ladder_wgmma_fence() and after
+ * ladder_wgmma_wait(), so that the compiler moves no access to them into the window where the tensor cores own them.
+ */
+template <int N8> __device__ __forceinline__ void ladder_wgmma_hold(float (&d)[N8][4]) {
+#pragma unroll
+    for (int i = 0; i < N8; i++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) asm volatile("" : "+f"(d[i][c])::"memory");
+}
+
+/** The same for an A fragment in registers (the RS form). */
+__device__ __forceinline__ void ladder_wgmma_hold(uint32_t (&a)[4]) {
+#pragma unroll
+    for (int c = 0; c < 4; c++) asm volatile("" : "+r"(a[c])::"memory");
+}
+
+// clang-format off
+#define LADDER_WGMMA_ACC4(d, i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
+#define LADDER_WGMMA_ACC32(d)                                                                                         \
+    LADDER_WGMMA_ACC4(d, 0), LADDER_WGMMA_ACC4(d, 1), LADDER_WGMMA_ACC4(d, 2), LADDER_WGMMA_ACC4(d, 3),                \
+    LADDER_WGMMA_ACC4(d, 4), LADDER_WGMMA_ACC4(d, 5), LADDER_WGMMA_ACC4(d, 6), LADDER_WGMMA_ACC4(d, 7)
+#define LADDER_WGMMA_ACC64(d)                                                                                         \
+    LADDER_WGMMA_ACC32(d), LADDER_WGMMA_ACC4(d, 8), LADDER_WGMMA_ACC4(d, 9), LADDER_WGMMA_ACC4(d, 10),                \
+    LADDER_WGMMA_ACC4(d, 11), LADDER_WGMMA_ACC4(d, 12), LADDER_WGMMA_ACC4(d, 13), LADDER_WGMMA_ACC4(d, 14),            \
+    LADDER_WGMMA_ACC4(d, 15)
+#define LADDER_WGMMA_D32                                                                                              \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define LADDER_WGMMA_D64                                                                                              \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                                \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                                \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+
+/*
+ * The PTX, per form and N (TY: bf16 or f16). Operands: the accumulators, then (SS) the A and B descriptors or (RS)
+ * A's four registers and the B descriptor, then scale-d (a predicate: 0 means D = A B, ignoring D's old value), then
+ * the immediates imm-scale-a = 1, imm-scale-b = 1 (no negation), imm-trans-a = 0 (SS only: A K-major) and
+ * imm-trans-b (0: B K-major, 1: B MN-major).
+ */
+#define LADDER_WGMMA_SS(TY, N, DREGS, DOPS, IA, IB, IS, IT)                                                           \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IS ", 0;\n"                                                    \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " " DREGS ", %" IA ", %" IB              \
+                 ", p, 1, 1, 0, %" IT ";\n}\n"                                                                         \
+                 : DOPS                                                                                                \
+                 : "l"(a), "l"(b), "r"((int)accumulate), "n"(B_MN ? 1 : 0)                                            \
+                 : "memory")
+#define LADDER_WGMMA_RS(TY, N, DREGS, DOPS, A0, IB, IS, IT)                                                           \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IS ", 0;\n"                                                    \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " " DREGS ", " A0 ", %" IB              \
+                 ", p, 1, 1, %" IT ";\n}\n"                                                                            \
+                 : DOPS                                                                                                \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"((int)accumulate), "n"(B_MN ? 1 : 0)        \
+                 : "memory")
+// clang-format on
+
+/**
+ * D (+)= A B, one warpgroup-wide m64nNk16 step (N = 64 or 128) with fp32 accumulators @p d (the layout drawn above),
+ * A (64 x 16, K-major) and B (16 x N; K-major, or MN-major with @p B_MN) both read from shared memory through the
+ * descriptors @p a and @p b. @p accumulate false: D = A B, whatever @p d held. Asynchronous: issue it between
+ * ladder_wgmma_fence() and ladder_wgmma_commit(), and read @p d after ladder_wgmma_wait(). All 128 threads of the
+ * warpgroup call it together.
+ */
+template <class T, int N, bool B_MN>
+__device__ __forceinline__ void ladder_wgmma_ss(float (&d)[N / 8][4], uint64_t a, uint64_t b, bool accumulate) {
+    static_assert(N == 64 || N == 128, "this rung multiplies 64- and 128-column tiles");
+    constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
+    static_assert(BF16 || std::is_same<T, __half>::value, "bf16 or fp16 operands");
+    if constexpr (N == 64) {
+        if constexpr (BF16) LADDER_WGMMA_SS("bf16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "32", "33", "34", "35");
+        else LADDER_WGMMA_SS("f16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "32", "33", "34", "35");
+    } else {
+        if constexpr (BF16) LADDER_WGMMA_SS("bf16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "64", "65", "66", "67");
+        else LADDER_WGMMA_SS("f16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "64", "65", "66", "67");
+    }
+}
+
+/**
+ * The same with A from registers (the RS form): @p a is the warp's A fragment of the 64 x 16 A (layout above), B
+ * (16 x N) from shared memory through the descriptor @p b, K-major or, with @p B_MN, MN-major. ladder_wgmma_fence()
+ * must also separate the instructions that wrote @p a from this one, and @p a must stay unchanged until the wait.
+ */
+template <class T, int N, bool B_MN>
+__device__ __forceinline__ void ladder_wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b,
+                                                bool accumulate) {
+    static_assert(N == 64 || N == 128, "this rung multiplies 64- and 128-column tiles");
+    constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
+    static_assert(BF16 || std::is_same<T, __half>::value, "bf16 or fp16 operands");
+    if constexpr (N == 64) {
+        if constexpr (BF16)
+            LADDER_WGMMA_RS("bf16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "{%32, %33, %34, %35}", "36", "37", "38");
+        else LADDER_WGMMA_RS("f16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "{%32, %33, %34, %35}", "36", "37", "38");
+    } else {
+        if constexpr (BF16)
+            LADDER_WGMMA_RS("bf16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "{%64, %65, %66, %67}", "68", "69", "70");
+        else LADDER_WGMMA_RS("f16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "{%64, %65, %66, %67}", "68", "69", "70");
+    }
+}
+
+#undef LADDER_WGMMA_SS
+#undef LADDER_WGMMA_RS
+#undef LADDER_WGMMA_D32
+#undef LADDER_WGMMA_D64
+#undef LADDER_WGMMA_ACC4
+#undef LADDER_WGMMA_ACC32
+#undef LADDER_WGMMA_ACC64
+
+#endif

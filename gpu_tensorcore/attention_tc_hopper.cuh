@@ -1,0 +1,39 @@
+/*
+ * gpu_tensorcore/attention_tc_hopper.cuh: the tensor-core rung's Hopper generation as the launchers see it: which
+ * generation runs (LADDER_TC_PATH), and the Hopper kernels' entry points (attention_fwd.sm90a.cu). Host code: it
+ * is included by files compiled for every architecture, and names no sm_90a instruction.
+ *
+ * LADDER_TC_PATH, read at every call (so that a test can run both generations in one process):
+ *   auto (or unset, or empty)  the mma.sync kernels, for now: the Hopper ones become the default on sm_90 devices
+ *                              once they have passed the suites on an H100 or H200 (LADDER_TC_WGMMA_DEFAULT);
+ *   mma                        the mma.sync kernels, on every GPU;
+ *   wgmma                      the Hopper kernels wherever they cover the problem (fwd_wgmma_covers()), the mma.sync
+ *                              ones elsewhere; on a GPU other than sm_90 every call is refused (LADDER_ERR_UNAVAILABLE);
+ *   anything else              refused (LADDER_ERR_ARG).
+ */
+#ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_CUH
+#define LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_CUH
+
+#include "attention_tc.cuh"
+
+/* 1: LADDER_TC_PATH=auto (the default) picks the Hopper kernels on sm_90 devices. 0 until they are verified there. */
+#define LADDER_TC_WGMMA_DEFAULT 0
+
+namespace attn_tc {
+
+/* *wgmma: whether this call runs the Hopper kernels (where they cover the problem), from LADDER_TC_PATH and the
+ * current device. Fails on a value it does not know, and on a device other than sm_90 when wgmma is forced. */
+ladder_status use_wgmma(bool *wgmma);
+
+/* Whether the Hopper forward covers plain attention @p a (no hooks: the caller's to know): head dims D, Dv up to 128,
+ * run at (64, 64) or (128, 128) as pick_head_dims() pads them. Everything else of flash's problem (masks, windows,
+ * softcap, GQA, packed sequences, any strides) it takes. */
+inline bool fwd_wgmma_covers(const args &a) { return a.D <= 128 && a.Dv <= 128; }
+
+/* The Hopper forward of plain attention (o and lse, in @p dtype, bf16 or f16); LADDER_ERR_UNAVAILABLE on a device
+ * other than sm_90. */
+ladder_status fwd_wgmma(const args &a, ladder_dtype dtype);
+
+} // namespace attn_tc
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * tests/test_tc_paths.c: the tensor-core rung's two generations against each other (suite gpu_tensorcore_paths):
+ * flash at that rung with LADDER_TC_PATH=wgmma (the Hopper forward, gpu_tensorcore/attention_fwd.sm90a.cu) and with
+ * LADDER_TC_PATH=mma (the mma.sync kernels), on the same inputs, bf16 and fp16, at both head-dim pairs the Hopper
+ * forward is compiled for (64 and 128, and smaller dims padded to them) with each option it takes: causal masks of
+ * both alignments, windows, softcap, grouped heads, packed sequences, strided views, one query row. Both round P per
+ * 64-key tile against the same running max, so only the order of the products' sums differs: every output (the
+ * backward's too, which reads the forward's o and lse) is held to the rung's tolerance.
+ *
+ * The generic suites (test_rungs.c) run the Hopper forward against the cpu rung when LADDER_TC_PATH=wgmma is set for
+ * the whole run. Without a GPU these cases skip as every GPU case does; on a GPU other than sm_90 each says so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flash.h"
+#include "harness.h"
+
+extern const ladder_algo ladder_flash_algo;
+
+typedef struct pc {
+    int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
+    int causal;
+    int64_t wl, wr;
+    double softcap;
+    bool strided;
+} pc;
+
+static test_case make(pc c, ladder_dtype dtype) {
+    ladder_flash_problem p = {.attn = {.B = c.B, .Hq = c.Hq, .Hkv = c.Hkv, .Sq = c.Sq, .Sk = c.Sk, .D = c.D,
+                                       .Dv = c.Dv, .softcap = c.softcap,
+                                       .mask = {.causal = c.causal, .window_left = c.wl, .window_right = c.wr}}};
+    test_case t = test_case_of(&ladder_flash_algo, &p);
+    t.opts.strided = c.strided;
+    t.rung = LADDER_RUNG_GPU_TENSORCORE, t.dtype = dtype;
+    return t;
+}
+
+#define NO -1
+enum { NONE = LADDER_CAUSAL_NONE, BR = LADDER_CAUSAL_BOTTOM_RIGHT, TL = LADDER_CAUSAL_TOP_LEFT };
+
+ParameterizedTestParameters(gpu_tensorcore_paths, flash_wgmma_matches_mma) {
+    static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
+    static const int64_t lq[] = {113, 0, 1, 200}, lk[] = {203, 5, 1, 0};
+    test_case cases[16];
+    int n = 0;
+    for (int d = 0; d < 2; d++) {
+        const ladder_dtype dt = dtypes[d];
+        cases[n++] = make((pc){2, 6, 2, 300, 517, 64, 64, BR, NO, NO, 0, true}, dt);
+        cases[n++] = make((pc){1, 4, 4, 1000, 1000, 128, 128, NONE, NO, NO, 30, false}, dt);
+        if (harness_small()) continue; /* compute-sanitizer: both head dims, once each */
+        cases[n++] = make((pc){1, 6, 1, 130, 203, 59, 59, TL, 32, 8, 0, false}, dt);  /* padded to 64, element loads */
+        cases[n++] = make((pc){1, 6, 2, 217, 128, 64, 96, NONE, NO, NO, 0, true}, dt); /* Dv != D, on (128, 128) */
+        cases[n++] = make((pc){2, 8, 2, 1, 700, 128, 128, BR, NO, NO, 0, false}, dt);  /* one query row, GQA */
+        test_case v = make((pc){1, 6, 2, 0, 0, 128, 128, BR, NO, NO, 0, false}, dt);
+        test_case_varlen(&v, lq, 4);
+        test_case_varlen2(&v, lk);
+        cases[n++] = v;
+    }
+    return test_params(cases, n);
+}
+
+ParameterizedTest(const test_case *t, gpu_tensorcore_paths, flash_wgmma_matches_mma) {
+    harness_require_rung(t);
+    ladder_case c, rounded = {0};
+    test_make(t, &c);
+    cr_assert_eq(ladder_case_rounded(&c, t->dtype, &rounded), LADDER_OK, "%s", ladder_last_error());
+    ladder_result hopper, mma;
+    const ladder_run_opts once = {0};
+    setenv("LADDER_TC_PATH", "wgmma", 1);
+    const ladder_status st = ladder_run(t->rung, t->dtype, &rounded, &once, &hopper);
+    if (st == LADDER_ERR_UNAVAILABLE) { /* not an sm_90 GPU: the message says which one it is */
+        ladder_case_free(&rounded);
+        ladder_case_free(&c);
+        cr_skip_test("%s", ladder_last_error());
+    }
+    char what[512];
+    test_case_str(t, what, sizeof what);
+    cr_assert_eq(st, LADDER_OK, "gpu_tensorcore (%s) with LADDER_TC_PATH=wgmma on %s returned %s: %s",
+                 ladder_dtype_name(t->dtype), what, ladder_status_name(st), ladder_last_error());
+    setenv("LADDER_TC_PATH", "mma", 1);
+    test_run(t, t->rung, t->dtype, &rounded, &mma);
+    test_expect_results_close("gpu_tensorcore wgmma vs mma.sync", t, &c, &hopper, &mma, ladder_tolerance(t->dtype));
+    ladder_result_free(&hopper);
+    ladder_result_free(&mma);
+    ladder_case_free(&rounded);
+    ladder_case_free(&c);
+}
+
+/* A value the switch does not know is refused, naming the variable and what it takes (any GPU). */
+Test(gpu_tensorcore_paths, an_unknown_path_is_refused) {
+    test_case t = make((pc){1, 2, 1, 5, 7, 64, 64, NONE, NO, NO, 0, false}, LADDER_BF16);
+    harness_require_rung(&t);
+    ladder_case c, rounded = {0};
+    test_make(&t, &c);
+    cr_assert_eq(ladder_case_rounded(&c, t.dtype, &rounded), LADDER_OK, "%s", ladder_last_error());
+    ladder_result r;
+    const ladder_run_opts once = {0};
+    setenv("LADDER_TC_PATH", "hopper", 1);
+    const ladder_status st = ladder_run(t.rung, t.dtype, &rounded, &once, &r);
+    cr_assert_eq(st, LADDER_ERR_ARG, "LADDER_TC_PATH=hopper gave %s (%s), not LADDER_ERR_ARG", ladder_status_name(st),
+                 ladder_last_error());
+    cr_assert(strstr(ladder_last_error(), "LADDER_TC_PATH") != NULL, "the message names no variable: %s",
+              ladder_last_error());
+    ladder_case_free(&rounded);
+    ladder_case_free(&c);
+}

@@ -62,9 +62,9 @@ static const ladder_param params[] = {
 };
 
 #define LIST (LADDER_INDEX | LADDER_OPTIONAL | LADDER_BROADCAST)
-/* the float buffers and their gradients: f32 at every rung, as the mods read them */
+/* the float buffers and their gradients: f32 at every rung, as the mods read them; a frozen buffer has no gradient */
 #define BUFFER (LADDER_IN_FWD | LADDER_OPTIONAL | LADDER_KEEP_F32)
-#define BUFFER_GRAD (LADDER_OUT_BWD | LADDER_OPTIONAL | LADDER_KEEP_F32)
+#define BUFFER_GRAD (LADDER_OUT_BWD | LADDER_OPTIONAL | LADDER_KEEP_F32 | LADDER_FREEZABLE)
 static const ladder_tensor_spec tensors[] = {
     {"q", "B,Hq,Sq,D", LADDER_IN_FWD, A(q), NULL, LADDER_FILL_NORMAL},
     {"k", "B,Hkv,Sk,D", LADDER_IN_FWD, A(k), NULL, LADDER_FILL_NORMAL},

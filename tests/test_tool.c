@@ -461,6 +461,33 @@ Test(tool, in_options_default_to_neutral_and_the_scale_used_is_printed) {
     cr_assert_not_null(strstr(out, "scale=0.125 (1/sqrt(K)) reverse=0"), "stdout '%s' should show 1/sqrt(64)", out);
 }
 
+/* --frozen reads an input without asking for its gradient: `ladder run` says which inputs it froze, `--in` writes no
+ * gradient for them (and still every other output), and a name that cannot be frozen is refused, naming it. */
+Test(tool, frozen_inputs_are_read_and_their_gradient_is_not_written) {
+    char out[8192], err[4096], args[512], path[256];
+    cr_assert_eq(run_ladder("run flex --rung cpu --score_mod alibi --Hq 2 --Hkv 2 --Sq 40 --Sk 50 --frozen slopes"), 0);
+    read_output("stdout", out, sizeof out);
+    cr_assert_not_null(strstr(out, "slopes [2] frozen"), "stdout '%s' should say slopes is frozen", out);
+    cr_assert_eq(run_ladder("run flex --rung cpu --frozen q"), 2);
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "--frozen q") && strstr(err, "'q'") && strstr(err, "slopes"), "stderr: %s", err);
+    int64_t q[4] = {1, 2, 20, 8}, kv[4] = {1, 2, 30, 8}, h[1] = {2};
+    write_random("q", LADDER_F32, 4, q, 1);
+    write_random("k", LADDER_F32, 4, kv, 2);
+    write_random("v", LADDER_F32, 4, kv, 3);
+    write_random("do", LADDER_F32, 4, q, 4);
+    write_random("slopes", LADDER_F32, 1, h, 5);
+    for (int frozen = 0; frozen < 2; frozen++) {
+        snprintf(args, sizeof args, "run flex --in %s --out %s/out%d --score_mod alibi%s", dir, dir, frozen,
+                 frozen ? " --frozen slopes" : "");
+        cr_assert_eq(run_ladder(args), 0, "ladder %s should pass", args);
+        snprintf(path, sizeof path, "%s/out%d/dq.npy", dir, frozen);
+        cr_expect_eq(access(path, R_OK), 0, "%s should have been written", path);
+        snprintf(path, sizeof path, "%s/out%d/dslopes.npy", dir, frozen);
+        cr_expect_eq(access(path, F_OK), frozen ? -1 : 0, "%s should %sbe written", path, frozen ? "not " : "");
+    }
+}
+
 /* Files the algorithm does not read, and a backward input that cannot be used, are named in warnings. */
 Test(tool, in_warns_about_files_it_does_not_use) {
     write_flash(5, 6, false);

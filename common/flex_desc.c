@@ -204,11 +204,30 @@ static double bytes(const void *problem, uint32_t present, ladder_pass pass, lad
                                    : ladder_attention_bwd_bytes(&p->attn, dtype) + 2 * buffers;
 }
 
-/* FlashAttention's count over the whole Sq x Sk plane (what a mask skips is not subtracted): forward
- * 2*B*Hq*Sq*Sk*(D + Dv), backward 2.5 times that. */
+/*
+ * The (i, j) pairs of one batch row and head that the mask mods let through, counted exactly from the mods, row by
+ * row (not from the block lists, whose partial tiles hold masked pairs too): causal keeps j <= i, S(S+1)/2 of a square,
+ * as flash causal counts (ladder_attention_visible_pairs()); window keeps i - j <= window_left, with causal
+ * (window_left + 1) keys a row past the first window_left rows. prefix_lm and document read buffers whose contents
+ * the problem does not hold: they cut nothing here, so with them the count is an upper bound.
+ */
+static double visible_pairs(const ladder_flex_problem *p) {
+    const bool causal = (p->mask_mods >> LADDER_FLEX_CAUSAL) & 1, window = (p->mask_mods >> LADDER_FLEX_WINDOW) & 1;
+    double pairs = 0;
+    for (int64_t i = 0; i < p->attn.Sq; i++) {
+        const int64_t lo = window && i > p->window_left ? i - p->window_left : 0; /* the first j with i - j <= left */
+        const int64_t hi = causal && i + 1 < p->attn.Sk ? i + 1 : p->attn.Sk;    /* one past the last j <= i */
+        if (hi > lo) pairs += (double)(hi - lo);
+    }
+    return pairs;
+}
+
+/* The useful work, as flash and PyTorch's FlexAttention benchmarks count it: two products over the visible pairs,
+ * forward 2*B*Hq*pairs*(D + Dv) (4*B*H*pairs*D), backward 2.5 times that; the mods' own arithmetic is not counted. */
 static double flops(const void *problem, ladder_pass pass) {
     const ladder_flex_problem *p = problem;
-    return pass == LADDER_PASS_FWD ? ladder_attention_fwd_flops(&p->attn) : ladder_attention_bwd_flops(&p->attn);
+    const double fwd = ladder_attention_pair_flops(&p->attn, visible_pairs(p));
+    return pass == LADDER_PASS_FWD ? fwd : 2.5 * fwd;
 }
 
 /* ---- block lists built once, and building them timed alone --------------------------------------------------- */

@@ -18,7 +18,8 @@
  *    out of range, inconsistent between forward and backward, or given in part; at the tensor-core rung, f32 inputs,
  *    16-bit buffers and head dims past its kernels'.
  * 6. Frozen buffers (read, their gradient not asked for) write no gradient and change no other output; only inputs
- *    whose gradient may be left out can be frozen.
+ *    whose gradient may be left out can be frozen. The FLOP count is the pairs the mask mods let through: causal is
+ *    flash causal's count, and every mask's count is the mask's predicate summed over every pair.
  */
 #include <math.h>
 #include <omp.h>
@@ -723,7 +724,7 @@ Test(flex, the_tensor_core_rung_refuses_f32_inputs_16_bit_buffers_and_wide_heads
     call_free(&k);
 }
 
-/* ---- 6. frozen buffers ---------------------------------------------------------------------------------------- */
+/* ---- 6. frozen buffers, and the FLOP count ---------------------------------------------------------------------- */
 
 /* A frozen buffer is read but has no gradient: dslopes leaves the case (no rung writes it), and every other output is
  * the learnable case's, bit for bit at the cpu rung (the buffer gradients are a reduction of their own there). */
@@ -787,4 +788,50 @@ Test(flex, only_inputs_with_a_gradient_that_may_be_left_out_can_be_frozen) {
     const ladder_case_opts o = {.seed = 3, .frozen = 1u << T(&ladder_flex_algo, "q")};
     cr_expect_eq(ladder_case_make(&c, &ladder_flex_algo, &p, &o), LADDER_ERR_ARG);
     cr_expect(strstr(ladder_last_error(), "'q'"), "%s", ladder_last_error());
+}
+
+/* The pairs a FLOP count of @p p stands for: its forward FLOPs over 2*B*Hq*(D + Dv). */
+static double counted_pairs(const ladder_algo *algo, const void *p, const ladder_attention_problem *attn) {
+    return algo->flops(p, LADDER_PASS_FWD) / (2.0 * (double)attn->B * (double)attn->Hq * (double)(attn->D + attn->Dv));
+}
+
+/* flex counts the useful work: the pairs its mask mods let through, exactly. causal is flash causal's count (top-left
+ * at any Sq, Sk; at Sq = Sk flash's bottom-right too), no mask the whole plane, and each position mask (causal,
+ * window, both) its predicate summed over every pair; the backward is 2.5 times the forward. */
+Test(flex, flops_count_the_pairs_the_mask_mods_let_through) {
+    const int64_t shapes[][2] = {{64, 64}, {100, 37}, {37, 100}, {1, 5}};
+    for (int s = 0; s < 4; s++) {
+        const int64_t Sq = shapes[s][0], Sk = shapes[s][1];
+        for (int masks = 0; masks < 4; masks++) { /* none, causal, window, causal + window */
+            ladder_flex_problem p = FLEX(2, 3, 1, Sq, Sk, 8, LADDER_FLEX_ALIBI, masks);
+            p.attn.Dv = 5;
+            p.window_left = (masks & (1 << LADDER_FLEX_WINDOW)) ? 9 : -1;
+            const ladder_flex_env env = {.window_left = p.window_left};
+            double want = 0;
+            for (int64_t i = 0; i < Sq; i++)
+                for (int64_t j = 0; j < Sk; j++) want += ladder_flex_masks((unsigned)masks, &env, 0, 0, i, j) ? 1 : 0;
+            const double got = counted_pairs(&ladder_flex_algo, &p, &p.attn);
+            cr_expect_eq(got, want, "flex Sq=%lld Sk=%lld mask_mods=%d counts %.0f pairs, its masks let %.0f through",
+                         (long long)Sq, (long long)Sk, masks, got, want);
+            cr_expect_eq(ladder_flex_algo.flops(&p, LADDER_PASS_BWD), 2.5 * ladder_flex_algo.flops(&p, LADDER_PASS_FWD));
+            if (masks > 1) continue;
+            ladder_flash_problem f = {.attn = p.attn};
+            f.attn.mask = (ladder_attn_mask){masks ? LADDER_CAUSAL_TOP_LEFT : LADDER_CAUSAL_NONE, -1, -1};
+            cr_expect_eq(ladder_flex_algo.flops(&p, LADDER_PASS_FWD), ladder_flash_algo.flops(&f, LADDER_PASS_FWD),
+                         "flex and flash (causal %d) count different FLOPs at Sq=%lld Sk=%lld", masks, (long long)Sq,
+                         (long long)Sk);
+            cr_expect_eq(ladder_flex_algo.flops(&p, LADDER_PASS_BWD), ladder_flash_algo.flops(&f, LADDER_PASS_BWD));
+            f.attn.mask.causal = LADDER_CAUSAL_BOTTOM_RIGHT;
+            if (masks && Sq == Sk)
+                cr_expect_eq(ladder_flex_algo.flops(&p, LADDER_PASS_FWD), ladder_flash_algo.flops(&f, LADDER_PASS_FWD),
+                             "flex causal and flash causal (bottom-right) differ at Sq = Sk = %lld", (long long)Sq);
+        }
+    }
+    /* the bench's sizes: a causal square is S(S+1)/2 pairs, the causal 1024-token window S*1025 less the first rows' */
+    const ladder_flex_problem causal = FLEX(4, 16, 16, 4096, 4096, 128, 0, 1 << LADDER_FLEX_CAUSAL);
+    cr_expect_eq(counted_pairs(&ladder_flex_algo, &causal, &causal.attn), 4096.0 * 4097.0 / 2);
+    ladder_flex_problem window = FLEX(2, 16, 16, 8192, 8192, 128, LADDER_FLEX_ALIBI,
+                                      (1 << LADDER_FLEX_CAUSAL) | (1 << LADDER_FLEX_WINDOW));
+    window.window_left = 1024;
+    cr_expect_eq(counted_pairs(&ladder_flex_algo, &window, &window.attn), 8192.0 * 1025 - 1024.0 * 1025 / 2);
 }

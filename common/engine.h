@@ -193,13 +193,17 @@ typedef struct ladder_algo {
     uint32_t rungs_missing;     /**< bit r: the algorithm has no rung r yet (skipped, like a rung not built) */
     /**
      * Per bench problem, the rungs `ladder bench` runs at it (bit r: rung r), or NULL: every rung. The lowest rung
-     * of the set that is available here is the reference every other rung is checked against; the "x cpu" column
-     * is filled where that is the cpu rung. So the sizes a peer is measured at leave out the rungs that would take
-     * minutes (the cpu rung) or hours (flash's gpu_naive) there, and a small problem beside them climbs the whole
-     * ladder. A problem with no rung available here is left out, and the bench says so.
+     * of the set that is available here and takes f32 inputs is the reference every other rung is checked against
+     * (a set without one, such as flex's tensor-core rung alone, is timed and only checked for NaN); the "x cpu"
+     * column is filled where that is the cpu rung. So the sizes a peer is measured at leave out the rungs that would
+     * take minutes (the cpu rung) or hours (flash's gpu_naive) there, and a small problem beside them climbs the
+     * whole ladder. A problem with no rung available here is left out, and the bench says so.
      */
     const uint32_t *bench_rungs;
     const uint32_t *bench_with; /**< per bench problem, the optional tensors it includes (bit i: tensor i), or NULL */
+    /** per bench problem, the inputs it freezes (bit i: tensor i, whose gradient is ::LADDER_FREEZABLE), or NULL:
+     *  none; `ladder bench --frozen` replaces it, as --with replaces bench_with */
+    const uint32_t *bench_frozen;
     uint32_t run_with;          /**< the optional tensors `ladder run` includes when --with is not given */
     /** The tensor-core rung takes f32 inputs too (TF32 products: memeff), beside bf16 and f16. Its problem may then
      *  have a bool param "allow_tf32": set, one TF32 product per multiply (ladder_run_tolerance()). */

@@ -345,11 +345,47 @@ static const ladder_bench_build bench_build = {
     .end = build_end,
 };
 
-/* A small size at which the cpu and gpu_naive rungs run: ALiBi with learnable slopes under a causal mask. */
+/*
+ * First, a small size at which every rung runs (the cpu rung is the reference): ALiBi with learnable slopes under a
+ * causal mask. Then the sizes of the issue's targets, at the tensor-core rung alone (the cpu rung would take minutes
+ * there, and the tensor-core rung takes no f32 inputs, so these have no reference rung: `ladder bench` times them
+ * unchecked, and the test suites check that rung): B=4, H=16, S=4096, D=128 without a mod and with the causal mask,
+ * flash's cells of that size; the 1024-token causal sliding window with ALiBi at B=2, S=8192, slopes frozen and
+ * learnable (PyTorch's 0.443 / 1.154 ms case is the frozen one); and each mod with buffers under the causal mask,
+ * frozen and learnable, so that a buffer gradient's cost is the difference of two rows. The learnable rows' buffer
+ * gradients take an f32 share per score and read (common/flex_gpu.cuh): 4.3 GB a read at B=4, H=16, S=4096, twice
+ * that for bias_qk's two reads and for the window's B=2, S=8192.
+ */
+#define BENCH(b, s, mod, masks, left)                                                                                  \
+    {.attn = {.B = (b), .Hq = 16, .Hkv = 16, .Sq = (s), .Sk = (s), .D = 128, .Dv = 128, .mask = {0, -1, -1}},          \
+     .score_mod = (mod), .mask_mods = (masks), .window_left = (left), .num_buckets = 32}
+#define CAUSAL (1 << LADDER_FLEX_CAUSAL)
+#define WINDOW (CAUSAL | 1 << LADDER_FLEX_WINDOW)
 static const ladder_flex_problem bench_problems[] = {
     {.attn = {.B = 1, .Hq = 8, .Hkv = 8, .Sq = 512, .Sk = 512, .D = 64, .Dv = 64, .mask = {0, -1, -1}},
-     .score_mod = LADDER_FLEX_ALIBI, .mask_mods = 1 << LADDER_FLEX_CAUSAL, .window_left = -1, .num_buckets = 32},
+     .score_mod = LADDER_FLEX_ALIBI, .mask_mods = CAUSAL, .window_left = -1, .num_buckets = 32},
+    BENCH(4, 4096, LADDER_FLEX_SCORE_NONE, 0, -1),
+    BENCH(4, 4096, LADDER_FLEX_SCORE_NONE, CAUSAL, -1),
+    BENCH(2, 8192, LADDER_FLEX_ALIBI, WINDOW, 1024),
+    BENCH(2, 8192, LADDER_FLEX_ALIBI, WINDOW, 1024),
+    BENCH(4, 4096, LADDER_FLEX_ALIBI, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_ALIBI, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_REL_BIAS, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_REL_BIAS, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_T5_BIAS, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_T5_BIAS, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_BIAS_QK, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_BIAS_QK, CAUSAL, -1),
 };
+#define TC (1u << LADDER_RUNG_GPU_TENSORCORE)
+static const uint32_t bench_rungs[] = {LADDER_RUNGS_ALL, TC, TC, TC, TC, TC, TC, TC, TC, TC, TC, TC, TC};
+enum { SLOPES = 3, REL_BIAS, T5, BQ, BK }; /* tensors[SLOPES ..]: the float buffers */
+#define FROZEN(t) (1u << (t))
+static const uint32_t bench_frozen[] = {
+    0, 0, 0, FROZEN(SLOPES), 0, FROZEN(SLOPES), 0, FROZEN(REL_BIAS), 0, FROZEN(T5), 0, FROZEN(BQ) | FROZEN(BK), 0};
+_Static_assert(sizeof bench_rungs / sizeof bench_rungs[0] == sizeof bench_problems / sizeof bench_problems[0] &&
+                   sizeof bench_frozen / sizeof bench_frozen[0] == sizeof bench_problems / sizeof bench_problems[0],
+               "one rung set and one frozen set per bench problem");
 
 const ladder_algo ladder_flex_algo = {
     .name = "flex",
@@ -368,6 +404,8 @@ const ladder_algo ladder_flex_algo = {
     .flops = flops,
     .bench_problems = bench_problems,
     .n_bench_problems = sizeof bench_problems / sizeof bench_problems[0],
+    .bench_rungs = bench_rungs,
+    .bench_frozen = bench_frozen,
     .needs = needs,
     .named_params = named_params,
     .n_named_params = sizeof named_params / sizeof named_params[0],

@@ -114,9 +114,22 @@ double ladder_attention_bwd_bytes(const ladder_attention_problem *t, ladder_dtyp
     return 2.0 * ladder_attention_fwd_bytes(t, dtype) + o;
 }
 
+double ladder_attention_visible_pairs(const ladder_attention_problem *p) {
+    double pairs = 0;
+    for (int64_t i = 0; i < p->Sq; i++) { /* one row at a time: Sq is at most a few hundred thousand */
+        int64_t lo, hi;
+        ladder_attn_key_range(&p->mask, i, p->Sq, p->Sk, &lo, &hi);
+        if (hi > lo) pairs += (double)(hi - lo);
+    }
+    return pairs;
+}
+
+double ladder_attention_pair_flops(const ladder_attention_problem *p, double pairs) {
+    return 2.0 * (double)p->B * (double)p->Hq * pairs * (double)(p->D + p->Dv);
+}
+
 double ladder_attention_fwd_flops(const ladder_attention_problem *p) {
-    double f = 2.0 * (double)p->B * (double)p->Hq * (double)p->Sq * (double)p->Sk * (double)(p->D + p->Dv);
-    return p->mask.causal != LADDER_CAUSAL_NONE ? f / 2 : f;
+    return ladder_attention_pair_flops(p, ladder_attention_visible_pairs(p));
 }
 
 double ladder_attention_bwd_flops(const ladder_attention_problem *p) { return 2.5 * ladder_attention_fwd_flops(p); }

@@ -128,7 +128,21 @@ ladder_attn_call ladder_attn_call_of(const ladder_attention_problem *p, const la
 double ladder_attention_fwd_bytes(const ladder_attention_problem *p, ladder_dtype dtype);
 /** Bytes the backward must move at least: reads q, k, v, o, do, lse, writes dq, dk, dv. */
 double ladder_attention_bwd_bytes(const ladder_attention_problem *p, ladder_dtype dtype);
-/** Forward FLOPs as FlashAttention counts them: 2*B*Hq*Sq*Sk*(D + Dv) (= 4*B*H*S^2*D), half when causal. */
+/**
+ * The (query row, key) pairs that @p p's mask lets through in one batch row and head: the sum over the Sq rows of
+ * the keys ladder_attn_key_range() gives each, counted exactly (S(S+1)/2 for a causal square, about half; Sq*Sk
+ * without a mask). With packed sequences the problem is one sequence of the packed totals, so pairs across
+ * sequences are counted too: an upper bound there.
+ */
+double ladder_attention_visible_pairs(const ladder_attention_problem *p);
+/**
+ * Forward FLOPs of @p pairs visible pairs per batch row and head, as FlashAttention counts them: two products,
+ * 2*B*Hq*pairs*(D + Dv) (= 4*B*H*pairs*D with Dv = D). Softmax, masks, mods and exponentials are not counted, nor
+ * the pairs a mask hides (what PyTorch's FlexAttention benchmarks call the useful work).
+ */
+double ladder_attention_pair_flops(const ladder_attention_problem *p, double pairs);
+/** Forward FLOPs of the pairs @p p's mask lets through: 2*B*Hq*Sq*Sk*(D + Dv) without a mask (= 4*B*H*S^2*D), about
+ *  half with a causal one (ladder_attention_visible_pairs(), ladder_attention_pair_flops()). */
 double ladder_attention_fwd_flops(const ladder_attention_problem *p);
 /** Backward FLOPs: 2.5 times the forward's. */
 double ladder_attention_bwd_flops(const ladder_attention_problem *p);

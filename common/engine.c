@@ -244,16 +244,77 @@ int ladder_case_shape(const ladder_case *c, int i, int64_t *shape) {
     return own->rank;
 }
 
-/* Which outputs a case writes: the required ones, those asked for, and the gradients of present inputs. */
-static uint32_t outputs_present(const ladder_algo *algo, uint32_t present, uint32_t with) {
+/* Which outputs a case writes: the required ones, those asked for, and the gradients of present inputs that are not
+ * frozen. */
+static uint32_t outputs_present(const ladder_algo *algo, uint32_t present, uint32_t with, uint32_t frozen) {
     for (int i = 0; i < algo->n_tensors; i++) {
         const ladder_tensor_spec *s = &algo->tensors[i];
         if (!is_output(s)) continue;
         int of = ladder_algo_tensor(algo, s->grad_of);
-        bool want = !(s->role & LADDER_OPTIONAL) || (of >= 0 ? has(present, of) : has(with, i));
+        bool want = !(s->role & LADDER_OPTIONAL) || (of >= 0 ? has(present, of) && !has(frozen, of) : has(with, i));
         if (want) present |= 1u << i;
     }
     return present;
+}
+
+/* The output that is input @p i's gradient, or -1. */
+static int gradient_of(const ladder_algo *algo, int i) {
+    for (int g = 0; g < algo->n_tensors; g++) {
+        const ladder_tensor_spec *s = &algo->tensors[g];
+        if (is_output(s) && s->grad_of && strcmp(s->grad_of, algo->tensors[i].name) == 0) return g;
+    }
+    return -1;
+}
+
+uint32_t ladder_algo_freezable(const ladder_algo *algo) {
+    uint32_t set = 0;
+    for (int i = 0; i < algo->n_tensors; i++) {
+        const int g = is_input(&algo->tensors[i]) ? gradient_of(algo, i) : -1;
+        if (g >= 0 && (algo->tensors[g].role & LADDER_FREEZABLE)) set |= 1u << i;
+    }
+    return set;
+}
+
+/* LADDER_ERR_ARG naming @p name (an input of @p algo or not) and the inputs that can be frozen. */
+static ladder_status not_freezable(const ladder_algo *algo, const char *name) {
+    char can[256] = "";
+    const uint32_t may = ladder_algo_freezable(algo);
+    for (int i = 0; i < algo->n_tensors; i++)
+        if (has(may, i))
+            snprintf(can + strlen(can), sizeof can - strlen(can), "%s%s", can[0] ? ", " : "", algo->tensors[i].name);
+    return ladder_fail(LADDER_ERR_ARG, "%s has no input '%s' that can be frozen (read, its gradient not written): %s",
+                       algo->name, name, may ? can : "it has none");
+}
+
+ladder_status ladder_algo_frozen(const ladder_algo *algo, const char *names, uint32_t *frozen) {
+    *frozen = 0;
+    if (strcmp(names, "none") == 0) return LADDER_OK;
+    const uint32_t may = ladder_algo_freezable(algo);
+    for (const char *p = names; *p;) {
+        size_t len = strcspn(p, ",");
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(len < 31 ? len : 31), p);
+        int i = ladder_algo_tensor(algo, name);
+        if (i < 0 || !has(may, i)) return not_freezable(algo, name);
+        *frozen |= 1u << i;
+        p += len + (p[len] == ',');
+    }
+    return LADDER_OK;
+}
+
+/* LADDER_OK when every input in @p frozen can be frozen; else LADDER_ERR_ARG naming the first that cannot. */
+static ladder_status check_frozen(const ladder_algo *algo, uint32_t frozen) {
+    const uint32_t bad = frozen & ~ladder_algo_freezable(algo);
+    for (int i = 0; i < LADDER_MAX_TENSORS; i++)
+        if (has(bad, i)) return not_freezable(algo, i < algo->n_tensors ? algo->tensors[i].name : "?");
+    return LADDER_OK;
+}
+
+ladder_status ladder_case_freeze(ladder_case *c, uint32_t frozen) {
+    LADDER_TRY(check_frozen(c->algo, frozen));
+    for (int i = 0; i < c->algo->n_tensors; i++)
+        if (has(frozen, i)) c->present &= ~(1u << gradient_of(c->algo, i)); /* freezable: it has a gradient */
+    return LADDER_OK;
 }
 
 /* ---- element loops (OpenMP: a benchmark case holds hundreds of millions of elements) --------------------------- */
@@ -392,6 +453,7 @@ ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const vo
     if (algo->problem_size > LADDER_PROBLEM_MAX || algo->n_tensors > LADDER_MAX_TENSORS)
         return ladder_fail(LADDER_ERR_ARG, "%s's descriptor is larger than the engine's limits", algo->name);
     memcpy(c->problem, problem, algo->problem_size);
+    LADDER_TRY(check_frozen(algo, opts->frozen));
     if (opts->n_seqs > 0) {
         int pb = algo->varlen_batch ? ladder_algo_param(algo, algo->varlen_batch) : -1, n_index = 0;
         for (int i = 0; i < algo->n_tensors; i++) {
@@ -456,7 +518,7 @@ ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const vo
             if (full[d] != shape[d]) c->t[i].shape[d] = full[d], c->t[i].strides[d] = 0;
         c->present |= 1u << i;
     }
-    c->present = outputs_present(algo, c->present, with);
+    c->present = outputs_present(algo, c->present, with, opts->frozen);
     c->backward = true;
     return LADDER_OK;
 }
@@ -806,7 +868,7 @@ ladder_status ladder_case_read_dir(ladder_case *c, const ladder_algo *algo, cons
         ladder_case_free(c);
         return st;
     }
-    c->present = outputs_present(algo, c->present, ~0u);
+    c->present = outputs_present(algo, c->present, ~0u, 0);
     return LADDER_OK;
 }
 

@@ -69,7 +69,11 @@ enum ladder_tensor_role {
     /** an input that may broadcast (memeff's bias): each dimension the size its dims name or 1, any strides (0
      *  too); its gradient takes the shape the input has (ladder_case_shape()). Cases draw it as
      *  ladder_case_opts::broadcast and ladder_case_opts::stride0 say. */
-    LADDER_BROADCAST = 1u << 8
+    LADDER_BROADCAST = 1u << 8,
+    /** a gradient that may be left out while its input is given (flex's buffer gradients, memeff's dbias): the input
+     *  is then read but frozen, as a PyTorch tensor without requires_grad (ladder_case_opts::frozen). Without it, an
+     *  optional gradient is written whenever its input is given (recurrent's dg, dh0, ...). */
+    LADDER_FREEZABLE = 1u << 9
 };
 
 /** How ladder_case_make() draws an input. */
@@ -189,13 +193,17 @@ typedef struct ladder_algo {
     uint32_t rungs_missing;     /**< bit r: the algorithm has no rung r yet (skipped, like a rung not built) */
     /**
      * Per bench problem, the rungs `ladder bench` runs at it (bit r: rung r), or NULL: every rung. The lowest rung
-     * of the set that is available here is the reference every other rung is checked against; the "x cpu" column
-     * is filled where that is the cpu rung. So the sizes a peer is measured at leave out the rungs that would take
-     * minutes (the cpu rung) or hours (flash's gpu_naive) there, and a small problem beside them climbs the whole
-     * ladder. A problem with no rung available here is left out, and the bench says so.
+     * of the set that is available here and takes f32 inputs is the reference every other rung is checked against
+     * (a set without one, such as flex's tensor-core rung alone, is timed and only checked for NaN); the "x cpu"
+     * column is filled where that is the cpu rung. So the sizes a peer is measured at leave out the rungs that would
+     * take minutes (the cpu rung) or hours (flash's gpu_naive) there, and a small problem beside them climbs the
+     * whole ladder. A problem with no rung available here is left out, and the bench says so.
      */
     const uint32_t *bench_rungs;
     const uint32_t *bench_with; /**< per bench problem, the optional tensors it includes (bit i: tensor i), or NULL */
+    /** per bench problem, the inputs it freezes (bit i: tensor i, whose gradient is ::LADDER_FREEZABLE), or NULL:
+     *  none; `ladder bench --frozen` replaces it, as --with replaces bench_with */
+    const uint32_t *bench_frozen;
     uint32_t run_with;          /**< the optional tensors `ladder run` includes when --with is not given */
     /** The tensor-core rung takes f32 inputs too (TF32 products: memeff), beside bf16 and f16. Its problem may then
      *  have a bool param "allow_tf32": set, one TF32 product per multiply (ladder_run_tolerance()). */
@@ -253,6 +261,14 @@ int ladder_algo_param(const ladder_algo *algo, const char *name);
  * first name that is not an optional, non-index tensor of @p algo.
  */
 ladder_status ladder_algo_with(const ladder_algo *algo, const char *names, uint32_t *with);
+/** The inputs of @p algo that may be frozen (bit i: tensor i, an input whose gradient is ::LADDER_FREEZABLE). */
+uint32_t ladder_algo_freezable(const ladder_algo *algo);
+/**
+ * The inputs named in @p names ("slopes,bq", or "none" for no input) as a set of inputs to freeze (bit i: tensor i);
+ * LADDER_ERR_ARG naming the first name that is not an input of @p algo with a ::LADDER_FREEZABLE gradient, and the
+ * inputs that are.
+ */
+ladder_status ladder_algo_frozen(const ladder_algo *algo, const char *names, uint32_t *frozen);
 /** The value of param @p i in @p problem, as a double. */
 double ladder_param_get(const ladder_algo *algo, const void *problem, int i);
 /** Store @p v into param @p i of @p problem. */
@@ -306,6 +322,8 @@ typedef struct ladder_case_opts {
     bool has_seqlens2;                    /**< a second index tensor packs seqlens2 (else the same seqlens) */
     int64_t seqlens2[LADDER_MAX_SEQS];    /**< the n_seqs lengths along a second index tensor's size (flash: keys) */
     uint32_t with;                        /**< bit i: include optional tensor i (input, or output asked for) */
+    uint32_t frozen;                      /**< bit i: input i is read but frozen: its gradient (::LADDER_FREEZABLE,
+                                               else the case is refused) is not asked for */
     unsigned broadcast;                   /**< bit d: every ::LADDER_BROADCAST input has size 1 on dimension d */
     unsigned stride0;                     /**< bit d: every ::LADDER_BROADCAST input is a view with stride 0 along
                                                dimension d (the problem's size there, over one element of its buffer) */
@@ -341,6 +359,13 @@ ladder_status ladder_case_make(ladder_case *c, const ladder_algo *algo, const vo
 int ladder_case_shape(const ladder_case *c, int i, int64_t *shape);
 /** The same case with every float input rounded to @p precision (bf16 or f16), strides and NaN padding kept. */
 ladder_status ladder_case_rounded(const ladder_case *c, ladder_dtype precision, ladder_case *rounded);
+/**
+ * Freeze the inputs in @p frozen (bit i: tensor i): their gradients leave the case's outputs, so that no rung writes
+ * them. LADDER_ERR_ARG naming an input whose gradient is not ::LADDER_FREEZABLE (the case is then unchanged).
+ * ladder_case_make() applies ladder_case_opts::frozen so; a case read from files (ladder_case_read_dir()) takes it
+ * here.
+ */
+ladder_status ladder_case_freeze(ladder_case *c, uint32_t frozen);
 /** Free what a case owns (safe on a zeroed case). */
 void ladder_case_free(ladder_case *c);
 

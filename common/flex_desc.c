@@ -62,9 +62,9 @@ static const ladder_param params[] = {
 };
 
 #define LIST (LADDER_INDEX | LADDER_OPTIONAL | LADDER_BROADCAST)
-/* the float buffers and their gradients: f32 at every rung, as the mods read them */
+/* the float buffers and their gradients: f32 at every rung, as the mods read them; a frozen buffer has no gradient */
 #define BUFFER (LADDER_IN_FWD | LADDER_OPTIONAL | LADDER_KEEP_F32)
-#define BUFFER_GRAD (LADDER_OUT_BWD | LADDER_OPTIONAL | LADDER_KEEP_F32)
+#define BUFFER_GRAD (LADDER_OUT_BWD | LADDER_OPTIONAL | LADDER_KEEP_F32 | LADDER_FREEZABLE)
 static const ladder_tensor_spec tensors[] = {
     {"q", "B,Hq,Sq,D", LADDER_IN_FWD, A(q), NULL, LADDER_FILL_NORMAL},
     {"k", "B,Hkv,Sk,D", LADDER_IN_FWD, A(k), NULL, LADDER_FILL_NORMAL},
@@ -204,11 +204,30 @@ static double bytes(const void *problem, uint32_t present, ladder_pass pass, lad
                                    : ladder_attention_bwd_bytes(&p->attn, dtype) + 2 * buffers;
 }
 
-/* FlashAttention's count over the whole Sq x Sk plane (what a mask skips is not subtracted): forward
- * 2*B*Hq*Sq*Sk*(D + Dv), backward 2.5 times that. */
+/*
+ * The (i, j) pairs of one batch row and head that the mask mods let through, counted exactly from the mods, row by
+ * row (not from the block lists, whose partial tiles hold masked pairs too): causal keeps j <= i, S(S+1)/2 of a square,
+ * as flash causal counts (ladder_attention_visible_pairs()); window keeps i - j <= window_left, with causal
+ * (window_left + 1) keys a row past the first window_left rows. prefix_lm and document read buffers whose contents
+ * the problem does not hold: they cut nothing here, so with them the count is an upper bound.
+ */
+static double visible_pairs(const ladder_flex_problem *p) {
+    const bool causal = (p->mask_mods >> LADDER_FLEX_CAUSAL) & 1, window = (p->mask_mods >> LADDER_FLEX_WINDOW) & 1;
+    double pairs = 0;
+    for (int64_t i = 0; i < p->attn.Sq; i++) {
+        const int64_t lo = window && i > p->window_left ? i - p->window_left : 0; /* the first j with i - j <= left */
+        const int64_t hi = causal && i + 1 < p->attn.Sk ? i + 1 : p->attn.Sk;    /* one past the last j <= i */
+        if (hi > lo) pairs += (double)(hi - lo);
+    }
+    return pairs;
+}
+
+/* The useful work, as flash and PyTorch's FlexAttention benchmarks count it: two products over the visible pairs,
+ * forward 2*B*Hq*pairs*(D + Dv) (4*B*H*pairs*D), backward 2.5 times that; the mods' own arithmetic is not counted. */
 static double flops(const void *problem, ladder_pass pass) {
     const ladder_flex_problem *p = problem;
-    return pass == LADDER_PASS_FWD ? ladder_attention_fwd_flops(&p->attn) : ladder_attention_bwd_flops(&p->attn);
+    const double fwd = ladder_attention_pair_flops(&p->attn, visible_pairs(p));
+    return pass == LADDER_PASS_FWD ? fwd : 2.5 * fwd;
 }
 
 /* ---- block lists built once, and building them timed alone --------------------------------------------------- */
@@ -326,11 +345,47 @@ static const ladder_bench_build bench_build = {
     .end = build_end,
 };
 
-/* A small size at which the cpu and gpu_naive rungs run: ALiBi with learnable slopes under a causal mask. */
+/*
+ * First, a small size at which every rung runs (the cpu rung is the reference): ALiBi with learnable slopes under a
+ * causal mask. Then the sizes of the issue's targets, at the tensor-core rung alone (the cpu rung would take minutes
+ * there, and the tensor-core rung takes no f32 inputs, so these have no reference rung: `ladder bench` times them
+ * unchecked, and the test suites check that rung): B=4, H=16, S=4096, D=128 without a mod and with the causal mask,
+ * flash's cells of that size; the 1024-token causal sliding window with ALiBi at B=2, S=8192, slopes frozen and
+ * learnable (PyTorch's 0.443 / 1.154 ms case is the frozen one); and each mod with buffers under the causal mask,
+ * frozen and learnable, so that a buffer gradient's cost is the difference of two rows. The learnable rows' buffer
+ * gradients take an f32 share per score and read (common/flex_gpu.cuh): 4.3 GB a read at B=4, H=16, S=4096, twice
+ * that for bias_qk's two reads and for the window's B=2, S=8192.
+ */
+#define BENCH(b, s, mod, masks, left)                                                                                  \
+    {.attn = {.B = (b), .Hq = 16, .Hkv = 16, .Sq = (s), .Sk = (s), .D = 128, .Dv = 128, .mask = {0, -1, -1}},          \
+     .score_mod = (mod), .mask_mods = (masks), .window_left = (left), .num_buckets = 32}
+#define CAUSAL (1 << LADDER_FLEX_CAUSAL)
+#define WINDOW (CAUSAL | 1 << LADDER_FLEX_WINDOW)
 static const ladder_flex_problem bench_problems[] = {
     {.attn = {.B = 1, .Hq = 8, .Hkv = 8, .Sq = 512, .Sk = 512, .D = 64, .Dv = 64, .mask = {0, -1, -1}},
-     .score_mod = LADDER_FLEX_ALIBI, .mask_mods = 1 << LADDER_FLEX_CAUSAL, .window_left = -1, .num_buckets = 32},
+     .score_mod = LADDER_FLEX_ALIBI, .mask_mods = CAUSAL, .window_left = -1, .num_buckets = 32},
+    BENCH(4, 4096, LADDER_FLEX_SCORE_NONE, 0, -1),
+    BENCH(4, 4096, LADDER_FLEX_SCORE_NONE, CAUSAL, -1),
+    BENCH(2, 8192, LADDER_FLEX_ALIBI, WINDOW, 1024),
+    BENCH(2, 8192, LADDER_FLEX_ALIBI, WINDOW, 1024),
+    BENCH(4, 4096, LADDER_FLEX_ALIBI, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_ALIBI, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_REL_BIAS, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_REL_BIAS, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_T5_BIAS, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_T5_BIAS, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_BIAS_QK, CAUSAL, -1),
+    BENCH(4, 4096, LADDER_FLEX_BIAS_QK, CAUSAL, -1),
 };
+#define TC (1u << LADDER_RUNG_GPU_TENSORCORE)
+static const uint32_t bench_rungs[] = {LADDER_RUNGS_ALL, TC, TC, TC, TC, TC, TC, TC, TC, TC, TC, TC, TC};
+enum { SLOPES = 3, REL_BIAS, T5, BQ, BK }; /* tensors[SLOPES ..]: the float buffers */
+#define FROZEN(t) (1u << (t))
+static const uint32_t bench_frozen[] = {
+    0, 0, 0, FROZEN(SLOPES), 0, FROZEN(SLOPES), 0, FROZEN(REL_BIAS), 0, FROZEN(T5), 0, FROZEN(BQ) | FROZEN(BK), 0};
+_Static_assert(sizeof bench_rungs / sizeof bench_rungs[0] == sizeof bench_problems / sizeof bench_problems[0] &&
+                   sizeof bench_frozen / sizeof bench_frozen[0] == sizeof bench_problems / sizeof bench_problems[0],
+               "one rung set and one frozen set per bench problem");
 
 const ladder_algo ladder_flex_algo = {
     .name = "flex",
@@ -349,6 +404,8 @@ const ladder_algo ladder_flex_algo = {
     .flops = flops,
     .bench_problems = bench_problems,
     .n_bench_problems = sizeof bench_problems / sizeof bench_problems[0],
+    .bench_rungs = bench_rungs,
+    .bench_frozen = bench_frozen,
     .needs = needs,
     .named_params = named_params,
     .n_named_params = sizeof named_params / sizeof named_params[0],

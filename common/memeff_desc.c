@@ -48,7 +48,7 @@ static const ladder_tensor_spec tensors[] = {
     {"dq", "B,Hq,Sq,D", LADDER_OUT_BWD, A(dq), "q", LADDER_FILL_NORMAL},
     {"dk", "B,Hkv,Sk,D", LADDER_OUT_BWD, A(dk), "k", LADDER_FILL_NORMAL},
     {"dv", "B,Hkv,Sk,Dv", LADDER_OUT_BWD, A(dv), "v", LADDER_FILL_NORMAL},
-    {"dbias", "B,Hq,Sq,Sk", LADDER_OUT_BWD | LADDER_OPTIONAL, A(dbias), "bias", LADDER_FILL_NORMAL},
+    {"dbias", "B,Hq,Sq,Sk", LADDER_OUT_BWD | LADDER_OPTIONAL | LADDER_FREEZABLE, A(dbias), "bias", LADDER_FILL_NORMAL},
 };
 enum { BIAS = 5 }; /* tensors[BIAS] is the bias */
 

@@ -34,6 +34,15 @@ static test_case make(xc c) {
     return t;
 }
 
+/* The case with the buffers @p names ("bq,bk") frozen: read, their gradient not asked for. (Cases are listed before
+ * any test runs, where nothing may assert: a name that cannot be frozen freezes everything, which ladder_case_make()
+ * then refuses, naming it, in every test of the case.) */
+static test_case frozen(xc c, const char *names) {
+    test_case t = make(c);
+    if (ladder_algo_frozen(&ladder_flex_algo, names, &t.opts.frozen) != LADDER_OK) t.opts.frozen = ~0u;
+    return t;
+}
+
 /* `ladder run flex`'s problem at its seed (every default, seed 1): what `make run` checks, here on every rung too. */
 static test_case run_default(void) {
     ladder_flex_problem p;
@@ -76,6 +85,9 @@ static int grid(test_case *out, int max, bool small) {
     ADD(make((xc){1, 2, 2, 140, 150, 1, 3, T5, WINDOW | CAUSAL, 0, 5, 4, false, false, false}));
     ADD(make((xc){1, 2, 2, 300, 3, 16, 16, S, DOC, 30, -1, 0, false, true, false}));       /* masked rows */
     ADD(make((xc){2, 2, 2, 200, 130, 16, 16, QK, CAUSAL | PREFIX | DOC, 0, -1, 0, true, true, false}));
+    /* frozen buffers (read, no gradient asked for): the bench's window with ALiBi, and one of bias_qk's two reads */
+    ADD(frozen((xc){1, 4, 2, 300, 260, 32, 32, AL, CAUSAL | WINDOW, 0, 70, 0, false, true, false}, "slopes"));
+    ADD(frozen((xc){1, 2, 2, 150, 170, 16, 16, QK, CAUSAL, 0, -1, 0, true, true, false}, "bq"));
     ADD(run_default());
     return n;
 }

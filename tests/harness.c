@@ -48,6 +48,9 @@ void test_case_str(const test_case *t, char *buf, size_t n) {
     if (t->opts.has_seqlens2 && used > 0 && (size_t)used < n) used += snprintf(buf + used, n - (size_t)used, "]");
     for (int i = 0; i < test_case_algo(t)->n_tensors && used > 0 && (size_t)used < n; i++)
         if ((t->opts.with >> i) & 1u) used += snprintf(buf + used, n - (size_t)used, " +%s", test_case_algo(t)->tensors[i].name);
+    for (int i = 0; i < test_case_algo(t)->n_tensors && used > 0 && (size_t)used < n; i++)
+        if ((t->opts.frozen >> i) & 1u)
+            used += snprintf(buf + used, n - (size_t)used, " frozen:%s", test_case_algo(t)->tensors[i].name);
     for (int d = 0; d < LADDER_MAX_RANK && (t->opts.broadcast | t->opts.stride0) && used > 0 && (size_t)used < n; d++)
         used += snprintf(buf + used, n - (size_t)used, "%s%c", d ? "" : " broadcast[",
                          (t->opts.broadcast >> d) & 1u ? '1' : (t->opts.stride0 >> d) & 1u ? '0' : 'n');

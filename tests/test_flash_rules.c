@@ -5,7 +5,8 @@
  *   - a NaN in a query row gives that row NaN, never the masked row's -inf;
  *   - the causal alignments mean what they say (one query row against five keys, by hand);
  *   - deterministic mode repeats bitwise 20 times (the generic suite does 10);
- *   - a [B,S,H,D] layout, read through permuted strides, gives the [B,H,S,D] results.
+ *   - a [B,S,H,D] layout, read through permuted strides, gives the [B,H,S,D] results;
+ *   - the FLOP count is of the pairs the mask lets through: its predicate summed over every pair.
  */
 #include <math.h>
 #include <stdio.h>
@@ -184,4 +185,27 @@ Test(flash_rules, a_bshd_layout_gives_the_bhsd_results) {
     }
     ladder_case_free(&bshd);
     ladder_case_free(&c);
+}
+
+/* FLOPs count the (row, key) pairs the mask lets through, exactly (a causal square: S(S+1)/2, about half; windows
+ * too), two products of D + Dv per pair: the predicate summed over every pair, at Sq < Sk, Sq > Sk and Sq = Sk. */
+Test(flash_rules, flops_count_the_pairs_the_mask_lets_through) {
+    const int64_t shapes[][2] = {{40, 40}, {23, 61}, {61, 23}};
+    const ladder_attn_mask masks[] = {{LADDER_CAUSAL_NONE, -1, -1},       {LADDER_CAUSAL_BOTTOM_RIGHT, -1, -1},
+                                      {LADDER_CAUSAL_TOP_LEFT, -1, -1},   {LADDER_CAUSAL_NONE, 7, 3},
+                                      {LADDER_CAUSAL_BOTTOM_RIGHT, 5, -1}, {LADDER_CAUSAL_TOP_LEFT, 0, -1}};
+    for (int s = 0; s < 3; s++)
+        for (int m = 0; m < 6; m++) {
+            ladder_flash_problem p = problem(shapes[s][0], shapes[s][1], 0);
+            p.attn.mask = masks[m];
+            double pairs = 0;
+            for (int64_t i = 0; i < p.attn.Sq; i++)
+                for (int64_t j = 0; j < p.attn.Sk; j++)
+                    pairs += ladder_attn_allowed(&p.attn.mask, i, j, p.attn.Sq, p.attn.Sk) ? 1 : 0;
+            const double want = 2.0 * (double)(p.attn.B * p.attn.Hq) * pairs * (double)(p.attn.D + p.attn.Dv);
+            cr_expect_eq(ladder_flash_algo.flops(&p, LADDER_PASS_FWD), want,
+                         "Sq=%lld Sk=%lld mask %d: %.0f FLOPs counted, %.0f pairs let through", (long long)p.attn.Sq,
+                         (long long)p.attn.Sk, m, ladder_flash_algo.flops(&p, LADDER_PASS_FWD), pairs);
+            cr_expect_eq(ladder_flash_algo.flops(&p, LADDER_PASS_BWD), 2.5 * want);
+        }
 }

@@ -17,6 +17,9 @@
  * 5. Bad input: unknown mod names, buffers of the wrong shape or dtype, missing buffers, lists unsorted,
  *    out of range, inconsistent between forward and backward, or given in part; at the tensor-core rung, f32 inputs,
  *    16-bit buffers and head dims past its kernels'.
+ * 6. Frozen buffers (read, their gradient not asked for) write no gradient and change no other output; only inputs
+ *    whose gradient may be left out can be frozen. The FLOP count is the pairs the mask mods let through: causal is
+ *    flash causal's count, and every mask's count is the mask's predicate summed over every pair.
  */
 #include <math.h>
 #include <omp.h>
@@ -719,4 +722,116 @@ Test(flex, the_tensor_core_rung_refuses_f32_inputs_16_bit_buffers_and_wide_heads
     expect_refused_at(&k, tc, LADDER_ERR_UNSUPPORTED, "D = 192 and Dv = 64, but rung gpu_tensorcore runs flex at "
                                                       "head dims up to 128");
     call_free(&k);
+}
+
+/* ---- 6. frozen buffers, and the FLOP count ---------------------------------------------------------------------- */
+
+/* A frozen buffer is read but has no gradient: dslopes leaves the case (no rung writes it), and every other output is
+ * the learnable case's, bit for bit at the cpu rung (the buffer gradients are a reduction of their own there). */
+Test(flex, frozen_slopes_give_no_dslopes_and_the_same_other_outputs) {
+    const ladder_flex_problem p = FLEX(2, 4, 2, 150, 200, 16, LADDER_FLEX_ALIBI, 1 << LADDER_FLEX_CAUSAL);
+    test_case learnable = test_case_of(&ladder_flex_algo, &p), frozen = learnable;
+    cr_assert_eq(ladder_algo_frozen(&ladder_flex_algo, "slopes", &frozen.opts.frozen), LADDER_OK, "%s",
+                 ladder_last_error());
+    cr_assert_eq(frozen.opts.frozen, 1u << T(&ladder_flex_algo, "slopes"));
+    ladder_case cl, cf;
+    ladder_result rl, rf;
+    test_make(&learnable, &cl);
+    test_make(&frozen, &cf);
+    const int slopes = T(&ladder_flex_algo, "slopes"), dslopes = T(&ladder_flex_algo, "dslopes");
+    cr_assert(cf.t[slopes].data, "a frozen buffer is still read: slopes must be in the case");
+    cr_assert(!((cf.present >> dslopes) & 1u), "frozen slopes must take dslopes out of the case's outputs");
+    cr_assert((cl.present >> dslopes) & 1u, "learnable slopes must keep dslopes");
+    test_run(&learnable, LADDER_RUNG_CPU, LADDER_F32, &cl, &rl);
+    test_run(&frozen, LADDER_RUNG_CPU, LADDER_F32, &cf, &rf);
+    cr_expect_null(rf.t[dslopes].data, "the frozen run wrote dslopes");
+    cr_expect_not_null(rl.t[dslopes].data, "the learnable run wrote no dslopes");
+    const char *outs[] = {"o", "lse", "dq", "dk", "dv"};
+    for (int i = 0; i < 5; i++) {
+        const ladder_tensor *a = &rl.t[T(&ladder_flex_algo, outs[i])], *b = &rf.t[T(&ladder_flex_algo, outs[i])];
+        cr_assert(a->data && b->data, "%s must be written both times", outs[i]);
+        cr_expect_eq(memcmp(a->data, b->data, (size_t)ladder_tensor_numel(a) * ladder_dtype_size(a->dtype)), 0,
+                     "%s differs between frozen and learnable slopes", outs[i]);
+    }
+    /* a case read from files is frozen afterwards, the same way */
+    cr_assert_eq(ladder_case_freeze(&cl, frozen.opts.frozen), LADDER_OK, "%s", ladder_last_error());
+    cr_expect_eq(cl.present, cf.present, "ladder_case_freeze() must leave the outputs ladder_case_make() leaves");
+    ladder_result_free(&rl);
+    ladder_result_free(&rf);
+    ladder_case_free(&cl);
+    ladder_case_free(&cf);
+}
+
+/* Only an input whose gradient may be left out can be frozen: a bad name is refused naming it and the ones that can
+ * be; recurrent writes every gate's gradient, so it has none; memeff's bias can. */
+Test(flex, only_inputs_with_a_gradient_that_may_be_left_out_can_be_frozen) {
+    extern const ladder_algo ladder_recurrent_algo;
+    uint32_t set = 123;
+    cr_expect_eq(ladder_algo_frozen(&ladder_flex_algo, "bq,bk", &set), LADDER_OK, "%s", ladder_last_error());
+    cr_expect_eq(set, (1u << T(&ladder_flex_algo, "bq")) | (1u << T(&ladder_flex_algo, "bk")));
+    cr_expect_eq(ladder_algo_frozen(&ladder_flex_algo, "none", &set), LADDER_OK);
+    cr_expect_eq(set, 0u);
+    const char *bad[] = {"q", "slopes,dslopes", "doc_q", "sloeps"};
+    const char *named[] = {"'q'", "'dslopes'", "'doc_q'", "'sloeps'"};
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(ladder_algo_frozen(&ladder_flex_algo, bad[i], &set), LADDER_ERR_ARG, "%s must be refused", bad[i]);
+        cr_expect(strstr(ladder_last_error(), named[i]) && strstr(ladder_last_error(), "slopes, rel_bias, t5_bias, bq, bk"),
+                  "the message \"%s\" must name %s and the inputs that can be frozen", ladder_last_error(), named[i]);
+    }
+    cr_expect_eq(ladder_algo_frozen(&ladder_memeff_algo, "bias", &set), LADDER_OK, "%s", ladder_last_error());
+    cr_expect_eq(ladder_algo_freezable(&ladder_recurrent_algo), 0u, "recurrent writes every gate's gradient");
+    cr_expect_eq(ladder_algo_frozen(&ladder_recurrent_algo, "g", &set), LADDER_ERR_ARG);
+    cr_expect(strstr(ladder_last_error(), "it has none"), "%s", ladder_last_error());
+    /* a case asked to freeze what cannot be frozen is refused, not quietly run with the gradient */
+    ladder_case c;
+    const ladder_flex_problem p = FLEX(1, 2, 2, 20, 30, 8, LADDER_FLEX_ALIBI, 0);
+    const ladder_case_opts o = {.seed = 3, .frozen = 1u << T(&ladder_flex_algo, "q")};
+    cr_expect_eq(ladder_case_make(&c, &ladder_flex_algo, &p, &o), LADDER_ERR_ARG);
+    cr_expect(strstr(ladder_last_error(), "'q'"), "%s", ladder_last_error());
+}
+
+/* The pairs a FLOP count of @p p stands for: its forward FLOPs over 2*B*Hq*(D + Dv). */
+static double counted_pairs(const ladder_algo *algo, const void *p, const ladder_attention_problem *attn) {
+    return algo->flops(p, LADDER_PASS_FWD) / (2.0 * (double)attn->B * (double)attn->Hq * (double)(attn->D + attn->Dv));
+}
+
+/* flex counts the useful work: the pairs its mask mods let through, exactly. causal is flash causal's count (top-left
+ * at any Sq, Sk; at Sq = Sk flash's bottom-right too), no mask the whole plane, and each position mask (causal,
+ * window, both) its predicate summed over every pair; the backward is 2.5 times the forward. */
+Test(flex, flops_count_the_pairs_the_mask_mods_let_through) {
+    const int64_t shapes[][2] = {{64, 64}, {100, 37}, {37, 100}, {1, 5}};
+    for (int s = 0; s < 4; s++) {
+        const int64_t Sq = shapes[s][0], Sk = shapes[s][1];
+        for (int masks = 0; masks < 4; masks++) { /* none, causal, window, causal + window */
+            ladder_flex_problem p = FLEX(2, 3, 1, Sq, Sk, 8, LADDER_FLEX_ALIBI, masks);
+            p.attn.Dv = 5;
+            p.window_left = (masks & (1 << LADDER_FLEX_WINDOW)) ? 9 : -1;
+            const ladder_flex_env env = {.window_left = p.window_left};
+            double want = 0;
+            for (int64_t i = 0; i < Sq; i++)
+                for (int64_t j = 0; j < Sk; j++) want += ladder_flex_masks((unsigned)masks, &env, 0, 0, i, j) ? 1 : 0;
+            const double got = counted_pairs(&ladder_flex_algo, &p, &p.attn);
+            cr_expect_eq(got, want, "flex Sq=%lld Sk=%lld mask_mods=%d counts %.0f pairs, its masks let %.0f through",
+                         (long long)Sq, (long long)Sk, masks, got, want);
+            cr_expect_eq(ladder_flex_algo.flops(&p, LADDER_PASS_BWD), 2.5 * ladder_flex_algo.flops(&p, LADDER_PASS_FWD));
+            if (masks > 1) continue;
+            ladder_flash_problem f = {.attn = p.attn};
+            f.attn.mask = (ladder_attn_mask){masks ? LADDER_CAUSAL_TOP_LEFT : LADDER_CAUSAL_NONE, -1, -1};
+            cr_expect_eq(ladder_flex_algo.flops(&p, LADDER_PASS_FWD), ladder_flash_algo.flops(&f, LADDER_PASS_FWD),
+                         "flex and flash (causal %d) count different FLOPs at Sq=%lld Sk=%lld", masks, (long long)Sq,
+                         (long long)Sk);
+            cr_expect_eq(ladder_flex_algo.flops(&p, LADDER_PASS_BWD), ladder_flash_algo.flops(&f, LADDER_PASS_BWD));
+            f.attn.mask.causal = LADDER_CAUSAL_BOTTOM_RIGHT;
+            if (masks && Sq == Sk)
+                cr_expect_eq(ladder_flex_algo.flops(&p, LADDER_PASS_FWD), ladder_flash_algo.flops(&f, LADDER_PASS_FWD),
+                             "flex causal and flash causal (bottom-right) differ at Sq = Sk = %lld", (long long)Sq);
+        }
+    }
+    /* the bench's sizes: a causal square is S(S+1)/2 pairs, the causal 1024-token window S*1025 less the first rows' */
+    const ladder_flex_problem causal = FLEX(4, 16, 16, 4096, 4096, 128, 0, 1 << LADDER_FLEX_CAUSAL);
+    cr_expect_eq(counted_pairs(&ladder_flex_algo, &causal, &causal.attn), 4096.0 * 4097.0 / 2);
+    ladder_flex_problem window = FLEX(2, 16, 16, 8192, 8192, 128, LADDER_FLEX_ALIBI,
+                                      (1 << LADDER_FLEX_CAUSAL) | (1 << LADDER_FLEX_WINDOW));
+    window.window_left = 1024;
+    cr_expect_eq(counted_pairs(&ladder_flex_algo, &window, &window.attn), 8192.0 * 1025 - 1024.0 * 1025 / 2);
 }

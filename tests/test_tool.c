@@ -378,16 +378,46 @@ Test(tool, bench_cpu_reps) {
 }
 
 /* flex times building its block lists alone (the document mask, at 128k tokens unless the flags say otherwise), in a
- * row of its own at the cpu rung and, with a GPU, the GPU builder's; the passes' rows are timed with the lists given. */
+ * row of its own at the cpu rung and, with a GPU, the GPU builder's; the passes' rows are timed with the lists given.
+ * (B, Hq and Hkv are left to the problems: with every size given, the small problem that the cpu rung runs would be
+ * the sweep's learnable ALiBi problem, which runs the tensor-core rung alone.) */
 Test(tool, bench_times_building_the_block_lists_in_a_row_of_its_own) {
     char out[8192];
-    run_bench("flex --rung cpu --B 1 --Hq 1 --Hkv 1 --Sq 300 --Sk 700 --D 8 --Dv 8", out, sizeof out);
-    cr_assert_not_null(strstr(out, "| flex | fwd | cpu | f32 | B=1 Hq=1 Hkv=1 Sq=300 Sk=700 "), "stdout: %s", out);
+    run_bench("flex --rung cpu --Sq 300 --Sk 700 --D 8 --Dv 8", out, sizeof out);
+    cr_assert_not_null(strstr(out, "| flex | fwd | cpu | f32 | B=1 Hq=8 Hkv=8 Sq=300 Sk=700 "), "stdout: %s", out);
     const char *row = strstr(out, "| flex | build | cpu | i32 | B=1 Hq=1 Hkv=1 Sq=300 Sk=700 D=8 Dv=8 ");
     cr_assert_not_null(row, "stdout '%s' should have the cpu builder's row at the flags' size", out);
     cr_assert_not_null(strstr(row, "mask_mod=document "), "the build row masks documents: %s", row);
     cr_assert_not_null(strstr(row, " docs="), "the build row names its documents: %s", row);
     cr_assert_eq(run_ladder("bench flex --rung cpu --Sq 0"), 2, "a bad size is a usage error, for the build row too");
+}
+
+/* A bench row says which of its inputs are frozen (read, their gradient not asked for), so that a frozen row and a
+ * learnable row of one problem differ: flex's small problem has learnable slopes ("frozen=none"), --frozen replaces
+ * every problem's own set, and a name that cannot be frozen is a usage error naming it. The sweep's sizes (the
+ * tensor-core rung alone) have no reference rung, and a machine without a GPU leaves them out, naming them. */
+Test(tool, bench_rows_name_their_frozen_inputs) {
+    char out[8192], err[16384];
+    run_bench("flex --rung cpu --Sq 64 --Sk 80 --D 8 --Dv 8", out, sizeof out);
+    cr_assert_not_null(strstr(out, "| flex | bwd | cpu | f32 | B=1 Hq=8 Hkv=8 Sq=64 Sk=80 D=8 Dv=8 "), "stdout: %s",
+                       out);
+    cr_assert_not_null(strstr(out, "score_mod=alibi mask_mod=causal softcap=0 window_left=-1 num_buckets=32 "
+                                   "frozen=none |"),
+                       "the learnable row should say frozen=none: %s", out);
+    run_bench("flex --rung cpu --Sq 64 --Sk 80 --D 8 --Dv 8 --frozen slopes", out, sizeof out);
+    cr_assert_not_null(strstr(out, " num_buckets=32 frozen=slopes |"), "the frozen row should say so: %s", out);
+    cr_assert_null(strstr(out, "frozen=none"), "--frozen slopes freezes every problem's slopes: %s", out);
+    if (ladder_rung_available(LADDER_RUNG_GPU_TENSORCORE) != LADDER_OK) {
+        run_bench("flex --rung gpu_tensorcore", out, sizeof out);
+        read_stderr(err, sizeof err);
+        cr_assert_not_null(strstr(err, "[B=2 Hq=16 Hkv=16 Sq=8192 Sk=8192 D=128 Dv=128 scale=0 score_mod=alibi "
+                                        "mask_mod=causal+window softcap=0 window_left=1024 num_buckets=32 "
+                                        "frozen=slopes] left out"),
+                           "stderr should name the frozen window problem it leaves out: %s", err);
+    }
+    cr_assert_eq(run_ladder("bench flex --rung cpu --frozen slopes,q"), 2);
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "--frozen slopes,q") && strstr(err, "'q'"), "stderr: %s", err);
 }
 
 /* Size flags that make the small problem the same as one of the sweep's take the sweep's rungs there: flash's first
@@ -459,6 +489,33 @@ Test(tool, in_options_default_to_neutral_and_the_scale_used_is_printed) {
     write_random("v", LADDER_F32, 4, v, 3);
     run_in("recurrent", 0, out, sizeof out, err, sizeof err);
     cr_assert_not_null(strstr(out, "scale=0.125 (1/sqrt(K)) reverse=0"), "stdout '%s' should show 1/sqrt(64)", out);
+}
+
+/* --frozen reads an input without asking for its gradient: `ladder run` says which inputs it froze, `--in` writes no
+ * gradient for them (and still every other output), and a name that cannot be frozen is refused, naming it. */
+Test(tool, frozen_inputs_are_read_and_their_gradient_is_not_written) {
+    char out[8192], err[4096], args[512], path[256];
+    cr_assert_eq(run_ladder("run flex --rung cpu --score_mod alibi --Hq 2 --Hkv 2 --Sq 40 --Sk 50 --frozen slopes"), 0);
+    read_output("stdout", out, sizeof out);
+    cr_assert_not_null(strstr(out, "slopes [2] frozen"), "stdout '%s' should say slopes is frozen", out);
+    cr_assert_eq(run_ladder("run flex --rung cpu --frozen q"), 2);
+    read_stderr(err, sizeof err);
+    cr_assert_not_null(strstr(err, "--frozen q") && strstr(err, "'q'") && strstr(err, "slopes"), "stderr: %s", err);
+    int64_t q[4] = {1, 2, 20, 8}, kv[4] = {1, 2, 30, 8}, h[1] = {2};
+    write_random("q", LADDER_F32, 4, q, 1);
+    write_random("k", LADDER_F32, 4, kv, 2);
+    write_random("v", LADDER_F32, 4, kv, 3);
+    write_random("do", LADDER_F32, 4, q, 4);
+    write_random("slopes", LADDER_F32, 1, h, 5);
+    for (int frozen = 0; frozen < 2; frozen++) {
+        snprintf(args, sizeof args, "run flex --in %s --out %s/out%d --score_mod alibi%s", dir, dir, frozen,
+                 frozen ? " --frozen slopes" : "");
+        cr_assert_eq(run_ladder(args), 0, "ladder %s should pass", args);
+        snprintf(path, sizeof path, "%s/out%d/dq.npy", dir, frozen);
+        cr_expect_eq(access(path, R_OK), 0, "%s should have been written", path);
+        snprintf(path, sizeof path, "%s/out%d/dslopes.npy", dir, frozen);
+        cr_expect_eq(access(path, F_OK), frozen ? -1 : 0, "%s should %sbe written", path, frozen ? "not " : "");
+    }
 }
 
 /* Files the algorithm does not read, and a backward input that cannot be used, are named in warnings. */

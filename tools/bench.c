@@ -11,10 +11,15 @@
  * run, for when it is the subject), and the other rungs get their speedup over it; a problem too large for the cpu
  * rung has a GPU rung as its reference, timed like the others, and no speedup.
  *
+ * A problem none of whose rungs takes f32 inputs (flex's tensor-core sizes: the rung takes bf16 and fp16 alone) has no
+ * reference: its rows are timed, and checked only for NaN (outputs are poisoned with NaN before each run, so an element
+ * not written shows), and the bench says so; the test suites check the rung against the cpu rung.
+ *
  * What a user with a fixed problem computes once (ladder_algo::fixed_inputs: flex's block lists) is added to each
  * case before any rung runs, so that the timed runs are the passes alone; building it is timed on its own, at its own
  * problem (ladder_algo::bench_build), in rows whose pass is "build".
  */
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,16 +81,63 @@ static void with_str(const ladder_algo *algo, uint32_t with, char *shape, size_t
     }
 }
 
-/* The reference of a problem whose rung set is @p rungs: its lowest rung available here (LADDER_RUNG_COUNT: none). */
+/*
+ * Append " frozen=slopes+bq" (the inputs in @p frozen), or " frozen=none" when the case's inputs @p inputs hold some
+ * that could be frozen (ladder_algo_freezable()) and none is: one NAME=VALUE pair, so that a frozen row and a
+ * learnable row of one problem differ and a table can pick either. Nothing where no input can be frozen.
+ */
+static void frozen_str(const ladder_algo *algo, uint32_t inputs, uint32_t frozen, char *shape, size_t n) {
+    const uint32_t may = inputs & ladder_algo_freezable(algo);
+    frozen &= may;
+    if (may && !frozen) snprintf(shape + strlen(shape), n - strlen(shape), " frozen=none");
+    for (int i = 0, first = 1; i < algo->n_tensors; i++) {
+        size_t used = strlen(shape);
+        if (!((frozen >> i) & 1u)) continue;
+        snprintf(shape + used, n - used, "%s%s", first ? " frozen=" : "+", algo->tensors[i].name);
+        first = 0;
+    }
+}
+
+/* The inputs a case of @p problem with @p with includes: those asked for, and those the problem cannot run without. */
+static uint32_t case_inputs(const ladder_algo *algo, const void *problem, uint32_t with) {
+    return with | (algo->needs ? algo->needs(problem) : 0);
+}
+
+/* The reference of a problem whose rung set is @p rungs: its lowest rung available here that takes f32 inputs
+ * (LADDER_RUNG_COUNT: none). */
 static ladder_rung reference_rung(const ladder_algo *algo, uint32_t rungs) {
     for (int r = 0; r < LADDER_RUNG_COUNT; r++)
-        if ((rungs >> r) & 1u && ladder_algo_rung_available(algo, (ladder_rung)r) == LADDER_OK) return (ladder_rung)r;
+        if ((rungs >> r) & 1u && ladder_algo_rung_available(algo, (ladder_rung)r) == LADDER_OK &&
+            ladder_algo_takes(algo, (ladder_rung)r, LADDER_F32) == LADDER_OK)
+            return (ladder_rung)r;
     return LADDER_RUNG_COUNT;
 }
 
+/* Can some rung of the set @p rungs run here? */
+static bool some_rung_runs(const ladder_algo *algo, uint32_t rungs) {
+    for (int r = 0; r < LADDER_RUNG_COUNT; r++)
+        if ((rungs >> r) & 1u && ladder_algo_rung_available(algo, (ladder_rung)r) == LADDER_OK) return true;
+    return false;
+}
+
+/* The first output of @p r that holds a NaN, or -1 (outputs are poisoned with NaN before a run: an element the rung
+ * did not write shows here). */
+static int first_nan_output(const ladder_algo *algo, const ladder_result *r) {
+    for (int i = 0; i < algo->n_tensors; i++) {
+        const ladder_tensor *t = &r->t[i];
+        if (!t->data || !ladder_dtype_is_float(t->dtype)) continue;
+        const int64_t n = ladder_tensor_numel(t); /* contiguous, as outputs are written */
+        int64_t nans = 0;
+#pragma omp parallel for reduction(+ : nans) schedule(static)
+        for (int64_t x = 0; x < n; x++) nans += isnan(ladder_tensor_get(t, x)) ? 1 : 0;
+        if (nans) return i;
+    }
+    return -1;
+}
+
 /* One bench problem: every planned rung of its set @p rungs, checked and timed. */
-static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void *base, uint32_t with, uint32_t rungs,
-                         bench_row *rows, int max_rows, int *n_rows) {
+static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void *base, uint32_t with, uint32_t frozen,
+                         uint32_t rungs, bench_row *rows, int max_rows, int *n_rows) {
     _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];
     ladder_case_opts co;
     if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return TOOL_USAGE;
@@ -93,17 +145,19 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
         co.with = with;
         if (tool_broadcast_flag(algo, o, problem, &co) != TOOL_OK) return TOOL_USAGE;
     }
+    if (!o->frozen) co.frozen = frozen; /* the bench problem's frozen inputs, unless --frozen gives others */
     char shape[320];
     ladder_problem_str(algo, problem, shape, sizeof shape);
     with_str(algo, co.with, shape, sizeof shape);
+    frozen_str(algo, case_inputs(algo, problem, co.with), co.frozen, shape, sizeof shape);
     const double t0 = tool_now_ms();
-    const ladder_rung ref = reference_rung(algo, rungs);
-    if (ref == LADDER_RUNG_COUNT) { /* a size only GPU rungs run at, on a machine without one */
+    if (!some_rung_runs(algo, rungs)) { /* a size only GPU rungs run at, on a machine without one */
         fprintf(stderr, "bench %s [%s] left out: none of its rungs can run here\n", algo->name, shape);
         return TOOL_OK;
     }
-    const bool ref_is_cpu = ref == LADDER_RUNG_CPU;
-    int steps = 2, step = 0, failures = 0;
+    const ladder_rung ref = reference_rung(algo, rungs);
+    const bool ref_is_cpu = ref == LADDER_RUNG_CPU, checked = ref != LADDER_RUNG_COUNT;
+    int steps = checked ? 2 : 1, step = 0, failures = 0;
     bool any_wanted = false; /* a problem none of whose rungs --rung asks for is not run, not even its reference */
     for (int i = 0; i < N_PLAN; i++) {
         const bool runs = plan_wanted(o, i) && (rungs >> plan[i].rung) & 1u &&
@@ -126,24 +180,31 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     }
     ladder_problem_str(algo, c.problem, shape, sizeof shape); /* varlen may have changed the sizes */
     with_str(algo, co.with, shape, sizeof shape);
+    frozen_str(algo, c.present, co.frozen, shape, sizeof shape);
     char what[64];
-    snprintf(what, sizeof what, "%s f32 (the reference)", ladder_rung_name(ref));
-    progress(algo->name, shape, ++step, steps, what, t0);
     /* one timed run is the validated call itself (ladder_run_opts::reps); more get one untimed run first */
     const ladder_run_opts cpu_opts = {.warmup = o->cpu_reps > 1, .reps = o->cpu_reps};
     const ladder_run_opts gpu_opts = {.warmup = o->warmup, .reps = o->reps, .flush_l2 = true};
-    ladder_result ref_res;
+    ladder_result ref_res = {0};
     const ladder_run_opts once = {0}; /* a reference that is not itself asked for is run, not timed */
-    const ladder_run_opts *ref_opts = ref_is_cpu ? &cpu_opts : tool_rung_wanted(o, ref) ? &gpu_opts : &once;
-    ladder_status st_ref = ladder_run(ref, LADDER_F32, &c, ref_opts, &ref_res);
-    if (st_ref != LADDER_OK) {
-        fprintf(stderr, "ladder: %s rung: %s: %s\n", ladder_rung_name(ref), ladder_status_name(st_ref),
-                ladder_last_error());
-        ladder_case_free(&c);
-        return tool_exit_code(st_ref); /* a bad problem exits 2, as from `ladder run` */
+    if (checked) {
+        snprintf(what, sizeof what, "%s f32 (the reference)", ladder_rung_name(ref));
+        progress(algo->name, shape, ++step, steps, what, t0);
+        const ladder_run_opts *ref_opts = ref_is_cpu ? &cpu_opts : tool_rung_wanted(o, ref) ? &gpu_opts : &once;
+        ladder_status st_ref = ladder_run(ref, LADDER_F32, &c, ref_opts, &ref_res);
+        if (st_ref != LADDER_OK) {
+            fprintf(stderr, "ladder: %s rung: %s: %s\n", ladder_rung_name(ref), ladder_status_name(st_ref),
+                    ladder_last_error());
+            ladder_case_free(&c);
+            return tool_exit_code(st_ref); /* a bad problem exits 2, as from `ladder run` */
+        }
+    } else {
+        fprintf(stderr, "bench %s [%s]: no rung of its set takes f32 inputs, so none is its reference: its rows are "
+                        "timed and checked only for NaN (the tests check the rung against the cpu rung)\n",
+                algo->name, shape);
     }
     const ladder_result *speedup_base = ref_is_cpu ? &ref_res : NULL;
-    if (tool_rung_wanted(o, ref) && *n_rows + 2 <= max_rows)
+    if (checked && tool_rung_wanted(o, ref) && *n_rows + 2 <= max_rows)
         add_rows(algo, &c, shape, ref, LADDER_F32, &ref_res, speedup_base, rows, n_rows);
     for (int i = 1; i < N_PLAN && *n_rows + 2 <= max_rows; i++) {
         ladder_rung rung = plan[i].rung;
@@ -155,6 +216,16 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
         progress(algo->name, shape, ++step, steps, what, t0);
         ladder_result res, rounded = {0};
         ladder_status st = ladder_run(rung, dt, &c, &gpu_opts, &res);
+        if (!checked) {
+            const int bad = st == LADDER_OK ? first_nan_output(algo, &res) : -1;
+            if (st != LADDER_OK) fprintf(stderr, "ladder: %s: %s\n", what, ladder_last_error());
+            else if (bad >= 0) fprintf(stderr, "ladder: %s: %s holds NaN at the bench shape\n", what,
+                                       algo->tensors[bad].name);
+            else add_rows(algo, &c, shape, rung, dt, &res, NULL, rows, n_rows);
+            failures += st != LADDER_OK || bad >= 0;
+            if (st == LADDER_OK) ladder_result_free(&res);
+            continue;
+        }
         const ladder_result *want = &ref_res;
         /* a GPU reference cannot round what the tensor-core rung rounds (ladder_algo::call_emulating) */
         const bool inexact_ref = dt != LADDER_F32 && ref != LADDER_RUNG_CPU && algo->call_emulating;
@@ -194,28 +265,31 @@ static int bench_problem(const ladder_algo *algo, const tool_opts *o, const void
     return failures ? TOOL_FAIL : TOOL_OK;
 }
 
-/* Bench problem @p i with the flags applied, and its optional tensors; false on a usage error (reported later). */
-static bool resolved(const ladder_algo *algo, const tool_opts *o, int i, unsigned char *problem, uint32_t *with) {
+static uint32_t own_frozen(const ladder_algo *algo, int i) { return algo->bench_frozen ? algo->bench_frozen[i] : 0; }
+
+/* Bench problem @p i with the flags applied, its optional tensors, and those of its inputs it freezes; false on a
+ * usage error (reported later). */
+static bool resolved(const ladder_algo *algo, const tool_opts *o, int i, unsigned char *problem, uint32_t *with,
+                     uint32_t *frozen) {
     const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;
     ladder_case_opts co;
     memset(problem, 0, LADDER_PROBLEM_MAX);
     if (tool_problem(algo, o, base, problem, &co) != TOOL_OK) return false;
-    if (o->with) {
-        *with = co.with;
-        return true;
+    if (!o->with) {
+        co.with = algo->bench_with ? algo->bench_with[i] : 0;
+        if (tool_broadcast_flag(algo, o, problem, &co) != TOOL_OK) return false;
     }
-    co.with = algo->bench_with ? algo->bench_with[i] : 0;
-    if (tool_broadcast_flag(algo, o, problem, &co) != TOOL_OK) return false;
     *with = co.with;
+    *frozen = (o->frozen ? co.frozen : own_frozen(algo, i)) & case_inputs(algo, problem, co.with);
     return true;
 }
 
 /* Do the flags make bench problems @p i and @p j the same problem (`ladder bench flash --D 128 --Sq 4096 ...` sets
- * every size, and the sweep's problems become alike)? */
+ * every size, and the sweep's problems become alike; `--frozen none` makes a frozen problem its learnable twin)? */
 static bool same_problem(const ladder_algo *algo, const tool_opts *o, int i, int j) {
     _Alignas(8) unsigned char pi[LADDER_PROBLEM_MAX], pj[LADDER_PROBLEM_MAX];
-    uint32_t wi, wj;
-    return resolved(algo, o, i, pi, &wi) && resolved(algo, o, j, pj, &wj) && wi == wj &&
+    uint32_t wi, wj, fi, fj;
+    return resolved(algo, o, i, pi, &wi, &fi) && resolved(algo, o, j, pj, &wj, &fj) && wi == wj && fi == fj &&
            memcmp(pi, pj, algo->problem_size) == 0;
 }
 
@@ -327,7 +401,7 @@ int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int
         if (repeat) continue;
         const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;
         const uint32_t with = algo->bench_with ? algo->bench_with[i] : 0;
-        int r = bench_problem(algo, o, base, with, rungs, rows, max_rows, n_rows);
+        int r = bench_problem(algo, o, base, with, own_frozen(algo, i), rungs, rows, max_rows, n_rows);
         if (r > rc) rc = r;
     }
     if (algo->bench_build && rc != TOOL_USAGE) {

@@ -2,9 +2,10 @@
  * ladder: list the rungs, run and check them, run one on .npy files, benchmark them.
  *
  *   ladder list
- *   ladder run ALGO|all [--rung R]... [the algorithm's flags] [--dtype bf16|fp16|fp32] [--seed N]
- *   ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16|fp32]
- *   ladder bench ALGO|all [--rung R]... [flags] [--reps N] [--warmup N] [--cpu-reps N] [--out DIR] [--gemm-tflops X]
+ *   ladder run ALGO|all [--rung R]... [the algorithm's flags] [--dtype bf16|fp16|fp32] [--seed N] [--frozen A,B]
+ *   ladder run ALGO --in DIR [--out DIR] [--rung R] [--dtype bf16|fp16|fp32] [--frozen A,B]
+ *   ladder bench ALGO|all [--rung R]... [flags] [--frozen A,B|none] [--reps N] [--warmup N] [--cpu-reps N]
+ *                [--out DIR] [--gemm-tflops X]
  *
  * Everything algorithm-specific (flags, file names, shapes) comes from the descriptors in common/ (engine.h).
  * Exit codes: 0 all good, 1 a failed check or run, 2 a usage error (bad flag, bad file, a rung that cannot run).
@@ -70,6 +71,12 @@ static void algo_usage(FILE *f, const ladder_algo *a) {
             first = 0;
         }
     if (a->run_with) fprintf(f, "\n");
+    for (int i = 0, first = 1; i < a->n_tensors; i++) /* the inputs whose gradient may be left out */
+        if ((ladder_algo_freezable(a) >> i) & 1u) {
+            fprintf(f, "%s%s", first ? "  --frozen A,B      inputs that may be frozen: " : ", ", a->tensors[i].name);
+            first = 0;
+        }
+    if (ladder_algo_freezable(a)) fprintf(f, "\n");
     for (int i = 0; i < a->n_tensors; i++) /* a broadcast input's own flag */
         if (a->tensors[i].role & LADDER_BROADCAST) {
             char flag[32];
@@ -108,6 +115,10 @@ static void run_usage(FILE *f, const ladder_algo *only) {
             "                    instead of three). With --in, the inputs are rounded to it for that rung\n"
             "  --seed N          seed of the input generator (default 1)\n"
             "  --with A,B        include these optional tensors (inputs, or outputs asked for)\n"
+            "  --frozen A,B      read these inputs but do not ask for their gradients (frozen, as a PyTorch\n"
+            "                    tensor without requires_grad: d<name> is not written); only inputs whose\n"
+            "                    gradient may be left out. bench: replaces each problem's own set (none:\n"
+            "                    every such input learnable)\n"
             "  --in DIR          read the inputs from DIR/<name>.npy: float tensors as float32 or float16,\n"
             "                    index tensors (cu_seqlens) as int32 or int64\n"
             "  --out DIR         with --in: where the outputs go (default DIR, created if missing); with\n"
@@ -235,6 +246,8 @@ static int parse_opts(int argc, char **argv, const ladder_algo *chosen, tool_opt
         } else if (!strcmp(a, "--with")) {
             o->with = v;
             o->not_with_in = a;
+        } else if (!strcmp(a, "--frozen")) {
+            o->frozen = v;
         } else if (!strcmp(a, "--in") || !strcmp(a, "--out")) {
             if (!*v) {
                 fprintf(stderr, "ladder: %s needs a directory, not an empty string\n", a);

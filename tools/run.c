@@ -109,6 +109,10 @@ int tool_problem(const ladder_algo *algo, const tool_opts *o, const void *base, 
         fprintf(stderr, "ladder: --with %s: %s\n", o->with, ladder_last_error());
         return TOOL_USAGE;
     }
+    if (o->frozen && ladder_algo_frozen(algo, o->frozen, &co->frozen) != LADDER_OK) {
+        fprintf(stderr, "ladder: --frozen %s: %s\n", o->frozen, ladder_last_error());
+        return TOOL_USAGE;
+    }
     return tool_broadcast_flag(algo, o, problem, co);
 }
 
@@ -191,7 +195,8 @@ int tool_run(const ladder_algo *algo, const tool_opts *o) {
         at += snprintf(extras + at, sizeof extras - (size_t)at, "  %s [", s->name);
         for (int d = 0; d < c.t[i].rank && at < (int)sizeof extras; d++)
             at += snprintf(extras + at, sizeof extras - (size_t)at, "%s%lld", d ? "," : "", (long long)c.t[i].shape[d]);
-        if (at < (int)sizeof extras) at += snprintf(extras + at, sizeof extras - (size_t)at, "]");
+        if (at < (int)sizeof extras)
+            at += snprintf(extras + at, sizeof extras - (size_t)at, "]%s", (co.frozen >> i) & 1u ? " frozen" : "");
     }
     printf("%s  %s%s%s%s%s%s  seed %llu\n", algo->name, shape, o->varlen ? "  varlen " : "", o->varlen ? o->varlen : "",
            o->varlen2 ? "  varlen2 " : "", o->varlen2 ? o->varlen2 : "", extras, (unsigned long long)o->seed);
@@ -314,6 +319,10 @@ int tool_run_npy(const ladder_algo *algo, const tool_opts *o) {
     ladder_case c, rounded = {0};
     ladder_status st = ladder_case_read_dir(&c, algo, o->in_dir, options);
     if (st != LADDER_OK) return report_failure(st);
+    if ((st = ladder_case_freeze(&c, co.frozen)) != LADDER_OK) { /* --frozen: those gradients are not written */
+        ladder_case_free(&c);
+        return report_failure(st);
+    }
     if (sizes_agree(algo, o, &c) != TOOL_OK) {
         ladder_case_free(&c);
         return TOOL_USAGE;

@@ -26,6 +26,7 @@ typedef struct tool_opts {
     const char *varlen;                  /* --varlen 5,0,1,9: packed sequence lengths */
     const char *varlen2;                 /* --varlen2 7,3,0,9: their lengths along a second index (flash: keys) */
     const char *with;                    /* --with NAME,...: optional tensors to include */
+    const char *frozen;                  /* --frozen NAME,... or none: inputs read but not differentiated */
     const char *bcast_name, *bcast;      /* --bias B,Hq,Sq,Sk or none: a broadcast input's shape (1 on each
                                             broadcast axis), or leave it out */
     ladder_dtype dtype;                  /* --dtype bf16|fp16: the tensor-core rung's input precision */

@@ -3,8 +3,11 @@
 # the full suites, the suites under compute-sanitizer (memcheck, racecheck, synccheck), the SASS check,
 # the Python module's tests, and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|peers|cpu|ab|ncu]...
+#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|peers|peers_flex|cpu|ab|ncu]...
 #   (default: tests sanitize sass labs bench)
+#   peers: PyTorch's memory-efficient attention at memeff's bench shapes; peers_flex: PyTorch's FlexAttention
+#   (torch.compile) at flex's tensor-core bench shapes, bf16, frozen buffers only (tools/gpu/peers_flex.py; each case
+#   compiles first, a few minutes in all, so give it a device call of its own beside `BENCH_ALGO=flex ... bench`).
 #   ab: AB_ALGO's sweep (default flash) at AB_RUNGS (default gpu_tiled gpu_tensorcore), this bundle and a baseline
 #   library in .baseline/ (bin/ladder and lib/libladder.so.xz, carried along) alternately, AB_ROUNDS (default 2)
 #   times each, in one lease.
@@ -84,6 +87,14 @@ for step in $steps; do
         python3 tools/gpu/peers_memeff.py "$out/bench/peers-memeff.csv" >/tmp/logs/peers.log 2>&1
         say "peers: exit $?"
         tee -a "$summary" <"$out/bench/peers-memeff.csv"
+        ;;
+    peers_flex)
+        # PyTorch's FlexAttention at flex's tensor-core bench shapes, in the same lease; a case that fails to compile
+        # is one line of the log and a "failed" row
+        python3 tools/gpu/peers_flex.py "$out/bench/peers-flex.csv" >/tmp/logs/peers-flex.log 2>&1
+        say "peers_flex: exit $?"
+        grep -a '^peers_flex:' /tmp/logs/peers-flex.log | tee -a "$summary"
+        tee -a "$summary" <"$out/bench/peers-flex.csv"
         ;;
     cpu)
         # under 2 minutes on the 16-core host: at 1 thread each algorithm's cpu problem takes a second or two a run

@@ -2,20 +2,25 @@
  * @file flex_gpu.cuh
  * @brief What flex's fast GPU rungs share: its hooks for the attention family (the mods' view, the block lists, the
  *        mask mods, where each buffer read's share of dS goes), the score mod as a compile-time id, and the
- *        deterministic reduction of the buffer gradients around a family backward.
+ *        deterministic reduction of the buffer gradients, inside the family's dQ pass and around its backward.
  *
- * A buffer gradient is a reduction over every score that read the element (common/flex.h). The family's dK/dV pass
- * visits every visible (b, h, i, j) once, so, as memeff does for a broadcast bias (common/memeff_gpu.cuh), it writes
- * read r's share dS * dS/dx into a full f32 scratch [B, Hq, Sq, Sk] (zero where no block looked), and two small
- * kernels sum it in a fixed order, with no atomics:
- *   1. lines: every built-in read takes an element that depends on the position through one line of the Sq x Sk
- *      plane only (flex_read_line()): a diagonal j - i (alibi, rel_bias, t5_bias), a row i (bq) or a column j (bk).
- *      One thread per (head, line) sums its line over the batch rows, in order.
- *   2. scatter: one thread per head walks its lines in order and adds each line's sum into the element the mod says
+ * A buffer gradient is a reduction over every score that read the element (common/flex.h), and every built-in read
+ * takes an element that is the same along one line of the Sq x Sk plane and in every batch row: a diagonal j - i
+ * (alibi, rel_bias, t5_bias), a row i (bq) or a column j (bk) (common/flex_lines.h). So the gradient is a sum of line
+ * sums, found in three steps, each sum in a fixed order, with no atomics:
+ *   1. tile (in the family's dQ pass, which visits every seen (b, h, i, j) once): a block owns a query tile of one
+ *      head and batch row and walks its key tiles. For each it stores read r's shares dS * dS/dx in shared memory
+ *      (flex_share_tile, skewed so that the tile's diagonals are columns), sums them along the tile's lines, one
+ *      thread per line (flex_sum_tile()), and adds each sum into the block's own row of partials in global memory,
+ *      which it cleared first (flex_clear_partials()). The scratch is a row of lines per query tile (k.part[r]):
+ *      B * Hq * Sq / BR * (Sk + BR - 1) floats for diagonals, not the B * Hq * Sq * Sk of one share per score.
+ *   2. plane: one thread per (head, line) adds that line's partials over the batch rows and the query tiles.
+ *   3. scatter: one thread per head walks its lines in order and adds each line's sum into the element the mod says
  *      that line reads (asked at a position on the line). Each element's sum runs in one fixed order.
- * Preconditions of that reduction (true of every built-in mod; a new mod names its lines in flex_read_line()): the
- * element a read takes is the same along its line and in every batch row, and a score of head h reads only row h of
- * a [Hq, ...] buffer (so the threads of different heads never write one element).
+ * The partials are fp32 (a tile's line sums too); the plane's sums run in double, as the cpu and naive rungs sum.
+ * Preconditions of that reduction (true of every built-in mod; a new mod names its lines in ladder_flex_read_line()):
+ * the element a read takes is the same along its line and in every batch row, and a score of head h reads only row h
+ * of a [Hq, ...] buffer (so the threads of different heads never write one element).
  */
 #ifndef LADDER_FLEX_GPU_CUH
 #define LADDER_FLEX_GPU_CUH
@@ -24,6 +29,7 @@
 
 #include "attention_gpu.cuh"
 #include "cuda_util.cuh"
+#include "flex_lines.h"
 #include "flex_rungs.h"
 
 /** flex's hooks: zeroed for every other algorithm (and not read by their kernels: the policy says so). */
@@ -31,10 +37,11 @@ struct ladder_flex_hooks {
     ladder_flex_env env;                       /**< the mods' sizes, options and buffers */
     flex_blocks blocks;                        /**< the block lists (device memory) */
     unsigned masks;                            /**< the mask mods, checked in partial tiles */
-    float *dbuf[LADDER_FLEX_MAX_READS];        /**< read r's share dS * dS/dx, [B, Hq, Sq, Sk] f32; nullptr: not asked */
+    float *part[LADDER_FLEX_MAX_READS];        /**< read r's partial line sums, a row per query tile of the dQ pass
+                                                    (ladder_flex_partial_numel(), f32); nullptr: not asked */
 };
 
-/** flex's hooks for problem @p p and tensors @p a (no buffer-gradient scratch yet). */
+/** flex's hooks for problem @p p and tensors @p a (no partials yet). */
 inline ladder_flex_hooks ladder_flex_hooks_of(const ladder_flex_problem *p, const ladder_flex_args *a) {
     ladder_flex_hooks k = {};
     k.env = ladder_flex_env_of(p, a);
@@ -51,62 +58,147 @@ template <int M = 0, class F> auto ladder_flex_with_mod(int mod, F f) {
     return f(std::integral_constant<int, M>{});
 }
 
-/** The line of the Sq x Sk plane along which the element a read takes stays the same. */
-enum ladder_flex_line { LADDER_FLEX_DIAGONAL, LADDER_FLEX_ROW, LADDER_FLEX_COLUMN };
+/* ---- 1. tile: inside the dQ pass -------------------------------------------------------------------------------- */
 
-/** The line of read @p r of score mod @p mod (one line per mod that reads a buffer: a new mod adds its own here). */
-inline ladder_flex_line flex_read_line(int mod, int r) {
-    static_assert(LADDER_FLEX_SCORE_COUNT == 6, "a new score mod: name the line of each of its reads here");
-    if (mod == LADDER_FLEX_BIAS_QK) return r == 0 ? LADDER_FLEX_ROW : LADDER_FLEX_COLUMN; /* bq[h, i], bk[h, j] */
-    return LADDER_FLEX_DIAGONAL; /* alibi slopes[h] (every diagonal), rel_bias[h, j - i], t5_bias[h, bucket(j - i)] */
+/*
+ * The shares of one BR x BC tile in shared memory, f32, one array of SIZE floats per read, stored skewed: element
+ * (r, c) at row r, column c - r + BR. Then each diagonal of the tile is a column of the array (tile line l = c - r +
+ * BR - 1 in column l + 1), each row a contiguous run, and each column a walk of stride LD - 1. The triangles that no
+ * element lands in are cleared when the block starts (flex_clear_shares()) and no tile writes them, so a walk down a
+ * column of the array reads zeros where its diagonal misses a row, with no test per element. Row pitch: LD - 1 is 8
+ * mod 32 words, so that the pairs of neighbouring keys that a warp stores (8 bytes each, aligned by the one column of
+ * margin), 4 rows of them, meet the 32 banks once, and a row's run starts 16-byte aligned.
+ */
+template <int BR, int BC> struct flex_share_tile {
+    static_assert((BR + BC) % 32 == 0, "LD - 1 = BR + BC + 8 is 8 mod 32");
+    static constexpr int LD = BR + BC + 9; /* at least the BR + BC columns that elements land in */
+    static constexpr int SIZE = BR * LD;
+    /** Where element (r, c) of read rd's tile lies in @p tiles (every read's, one after another). */
+    __device__ static float *at(float *tiles, int rd, int r, int c) {
+        return tiles + rd * SIZE + r * (LD - 1) + c + BR;
+    }
+};
+
+/* Bytes of shared memory for the share tiles of a pass whose hooks are @p f: every read up to the last whose gradient
+ * is asked (0 when none is). */
+template <int BR, int BC> __host__ __device__ size_t flex_share_bytes(const ladder_flex_hooks &f) {
+    int reads = 0;
+    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++)
+        if (f.part[rd]) reads = rd + 1;
+    return sizeof(float) * (size_t)(reads * flex_share_tile<BR, BC>::SIZE);
 }
 
-/** Lines of each kind: Sq + Sk - 1 diagonals (n = j - i + Sq - 1), Sq rows, Sk columns. */
-inline int64_t flex_lines(ladder_flex_line line, int64_t Sq, int64_t Sk) {
-    return line == LADDER_FLEX_DIAGONAL ? Sq + Sk - 1 : line == LADDER_FLEX_ROW ? Sq : Sk;
+/* Clear the share tiles of the reads whose gradient is asked, by the block's THREADS threads, before its first tile
+ * (a __syncthreads() between): the triangles outside the skewed tile stay zero from here on. */
+template <int BR, int BC, int THREADS>
+__device__ __forceinline__ void flex_clear_shares(const ladder_flex_hooks &f, float *tiles) {
+#pragma unroll
+    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++)
+        if (f.part[rd])
+            for (int x = threadIdx.x; x < flex_share_tile<BR, BC>::SIZE; x += THREADS)
+                tiles[rd * flex_share_tile<BR, BC>::SIZE + x] = 0.0f;
 }
 
-/** The positions (i, j) of line @p n: i from *i0 to *i1 (exclusive), j = i + *dj (diagonals, columns) or every j
- *  (rows: *i1 = *i0 + 1, the row's keys walked by the caller). */
-__device__ __forceinline__ void flex_line_first(ladder_flex_line line, int64_t n, int64_t Sq, int64_t Sk, int64_t *i0,
-                                                int64_t *i1, int64_t *dj) {
-    if (line == LADDER_FLEX_DIAGONAL) {
-        *dj = n - (Sq - 1);                 /* j - i */
-        *i0 = *dj < 0 ? -*dj : 0;           /* j >= 0 */
-        *i1 = Sk - *dj < Sq ? Sk - *dj : Sq; /* j < Sk */
-    } else if (line == LADDER_FLEX_ROW) {
-        *i0 = n, *i1 = n + 1, *dj = 0;
-    } else {
-        *i0 = 0, *i1 = Sq, *dj = 0;
+/* Read rd's row of partials for query tile qt (tiles of BR rows) of head h in batch row b: [B, Hq, Tq, width]. */
+template <int BR>
+__device__ __forceinline__ float *flex_partials(const ladder_flex_hooks &f, int rd, ladder_flex_line line, int64_t Hq,
+                                                int64_t b, int64_t h, int64_t qt) {
+    const int64_t Tq = (f.env.Sq + BR - 1) / BR;
+    return f.part[rd] + ((b * Hq + h) * Tq + qt) * ladder_flex_partial_width(line, f.env.Sk, BR);
+}
+
+/* Clear the block's rows of partials (query tile qt of head h, batch row b), by its THREADS threads, before its first
+ * tile adds into them (a __syncthreads() between). Only this block writes them: a slot that none of its tiles crosses
+ * stays 0, which is what the plane's sum reads there. */
+template <int MOD, int BR, int THREADS>
+__device__ __forceinline__ void flex_clear_partials(const ladder_flex_hooks &f, int64_t Hq, int64_t b, int64_t h,
+                                                    int64_t qt) {
+#pragma unroll
+    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
+        if (!f.part[rd]) continue;
+        const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
+        float *row = flex_partials<BR>(f, rd, line, Hq, b, h, qt);
+        for (int64_t x = threadIdx.x; x < ladder_flex_partial_width(line, f.env.Sk, BR); x += THREADS) row[x] = 0.0f;
     }
 }
 
-/**
- * 1. One thread per (head h, line n) of kind LINE: the sum of read r's shares @p c [B, Hq, Sq, Sk] along the line,
- * batch rows outer, positions in order, into lines[h * N + n]. Neighbouring threads take neighbouring diagonals or
- * columns, so their reads are coalesced (rows are not: a row's thread walks it alone).
+/*
+ * The sum of one skewed share tile (@p tile, flex_share_tile) along tile line @p l of kind @p line, in fp32: element
+ * m of the line (the tile's row m; along a row, its column m) into sum m % 4, so that four adds are in flight, and
+ * then (s0 + s1) + (s2 + s3): the same order every time. Neighbouring lanes take neighbouring lines: down a diagonal
+ * or a column they read neighbouring words of one row of the array; along a row a lane reads 16 bytes a step.
+ */
+template <int BR, int BC>
+__device__ __forceinline__ float flex_tile_line_sum(ladder_flex_line line, const float *tile, int l) {
+    using S = flex_share_tile<BR, BC>;
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (line == LADDER_FLEX_ROW) {
+        const float4 *run = (const float4 *)(tile + l * (S::LD - 1) + BR);
+#pragma unroll
+        for (int q = 0; q < BC / 4; q++) {
+            const float4 v = run[q];
+            s[0] += v.x, s[1] += v.y, s[2] += v.z, s[3] += v.w;
+        }
+    } else {
+        /* a diagonal is column l + 1 of the array (zero where it misses a row); column c of the tile steps by LD - 1 */
+        const bool diagonal = line == LADDER_FLEX_DIAGONAL;
+        const float *first = tile + (diagonal ? l + 1 : l + BR);
+#pragma unroll
+        for (int m = 0; m < BR; m++) s[m % 4] += first[m * (diagonal ? S::LD : S::LD - 1)];
+    }
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/*
+ * After a tile's shares are stored (and a __syncthreads()): each read whose gradient is asked, summed along each line
+ * the tile crosses, one thread per line and read (read 0's lines on the first threads, read 1's on the next), and
+ * added into the block's row of partials at the line's slot. The tile: rows of query tile qt of head h in batch row
+ * b, keys from @p j0 along Sk; slots past the width hold only keys past Sk (zero shares) and are skipped. A slot
+ * is read, added to and written by one thread per tile, and the block's tiles come one after another with a barrier
+ * between (its loop's), so each partial sums its tiles in the order the block visits them.
+ */
+template <int MOD, int BR, int BC, int THREADS>
+__device__ __forceinline__ void flex_sum_tile(const ladder_flex_hooks &f, const float *tiles, int64_t Hq, int64_t b,
+                                              int64_t h, int64_t qt, int64_t j0) {
+    static_assert(LADDER_FLEX_MAX_READS * (BR + BC - 1) <= THREADS, "a thread for each line of each read");
+    int l = threadIdx.x;
+#pragma unroll
+    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
+        const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
+        const int lines = ladder_flex_tile_lines(line, BR, BC);
+        const int64_t slot = ladder_flex_tile_slot(line, l, j0);
+        if (f.part[rd] && l >= 0 && l < lines && slot < ladder_flex_partial_width(line, f.env.Sk, BR))
+            flex_partials<BR>(f, rd, line, Hq, b, h, qt)[slot] +=
+                flex_tile_line_sum<BR, BC>(line, tiles + rd * flex_share_tile<BR, BC>::SIZE, l);
+        l -= lines;
+    }
+}
+
+/* ---- 2. plane and 3. scatter: after the backward ---------------------------------------------------------------- */
+
+/*
+ * 2. One thread per (head h, line n) of kind LINE: the partials of line n ([B, Hq, Tq, width], query tiles of @p BR
+ * rows), batch rows outer and query tiles in order, each at its slot of the line (none where the tile's rows miss
+ * it), summed into lines[h * N + n]. In double: the shares cancel (a row's dS sums to zero), as the cpu and naive
+ * rungs sum them. Neighbouring threads take neighbouring lines, whose slots neighbour in every row: coalesced.
  */
 template <ladder_flex_line LINE>
-__global__ void ladder_flex_line_sum_kernel(const float *c, int64_t B, int64_t Hq, int64_t Sq, int64_t Sk, int64_t N,
-                                            float *lines) {
+__global__ void ladder_flex_line_sum_kernel(const float *part, int64_t B, int64_t Hq, int64_t Sq, int64_t Sk, int BR,
+                                            int64_t N, float *lines) {
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= Hq * N) return;
-    const int64_t h = t / N, n = t % N;
-    int64_t i0, i1, dj;
-    flex_line_first(LINE, n, Sq, Sk, &i0, &i1, &dj);
-    double acc = 0.0; /* the shares cancel (a row's dS sums to zero): in double, as the cpu and naive rungs sum */
-    for (int64_t b = 0; b < B; b++) {
-        const float *plane = c + (b * Hq + h) * Sq * Sk;
-        if constexpr (LINE == LADDER_FLEX_ROW)
-            for (int64_t j = 0; j < Sk; j++) acc += plane[n * Sk + j];
-        else
-            for (int64_t i = i0; i < i1; i++) acc += plane[i * Sk + (LINE == LADDER_FLEX_COLUMN ? n : i + dj)];
-    }
+    const int64_t h = t / N, n = t % N, Tq = (Sq + BR - 1) / BR, width = ladder_flex_partial_width(LINE, Sk, BR);
+    double acc = 0.0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t qt = 0; qt < Tq; qt++) {
+            const int64_t slot = ladder_flex_partial_slot(LINE, n, qt, BR, Sq);
+            if (slot >= 0 && slot < width) acc += part[((b * Hq + h) * Tq + qt) * width + slot];
+        }
     lines[t] = (float)acc;
 }
 
-/**
- * 2. One thread per head h: each of its lines' sums, in order, added into the element of @p grad that read @p r of
+/*
+ * 3. One thread per head h: each of its lines' sums, in order, added into the element of @p grad that read @p r of
  * score mod MOD takes on that line (asked of the mod at the line's first position; the buffer derivative is
  * already in the sums, so s = 0 is as good as any).
  */
@@ -116,9 +208,8 @@ __global__ void ladder_flex_line_scatter_kernel(const float *lines, int64_t Hq, 
     const int64_t h = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (h >= Hq) return;
     for (int64_t n = 0; n < N; n++) {
-        int64_t i0, i1, dj;
-        flex_line_first(line, n, env.Sq, env.Sk, &i0, &i1, &dj); /* every line holds a position: i0 < i1 */
-        const int64_t i = i0, j = line == LADDER_FLEX_COLUMN ? n : i0 + dj;
+        int64_t i, j;
+        ladder_flex_line_first(line, n, env.Sq, &i, &j);
         const ladder_flex_grad g = ladder_flex_score_grad(MOD, 0.0f, &env, 0, h, i, j);
         grad[g.at[r]] += lines[h * N + n];
     }
@@ -126,25 +217,25 @@ __global__ void ladder_flex_line_scatter_kernel(const float *lines, int64_t Hq, 
 
 /**
  * Run @p bwd (the family's backward, reading the hooks @p k) so that every buffer gradient of @p a that is asked for
- * is written: each read r whose buffer's gradient is asked gets its f32 share scratch (k.dbuf[r], cleared: the
- * elements no block visits are 0), then each such gradient is cleared and each of its reads, in order, summed into it
- * (a buffer read twice gets both reads' sums, the first one's first). The gradients of buffers no mod reads are 0.
+ * is written: each read r whose buffer's gradient is asked gets its partials (k.part[r], a row per query tile of
+ * @p BR rows, the rung's dQ pass's tiles: that pass clears and fills them), then each such gradient is cleared and
+ * each of its reads, in order, summed into it (a buffer read twice gets both reads' sums, the first one's first). The
+ * gradients of buffers no mod reads are 0.
  */
 template <int MOD, class Bwd>
 ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladder_flex_args *a, ladder_flex_hooks &k,
-                                        Bwd bwd) {
+                                        int BR, Bwd bwd) {
     const ladder_attention_problem *t = &p->attn;
     const ladder_flex_score_spec *spec = &ladder_flex_score_mods[MOD];
-    const int64_t plane = t->B * t->Hq * t->Sq * t->Sk;
-    ladder_scratch share[LADDER_FLEX_MAX_READS], lines[LADDER_FLEX_MAX_READS];
+    ladder_scratch part[LADDER_FLEX_MAX_READS], lines[LADDER_FLEX_MAX_READS];
     const ladder_tensor *grad[LADDER_FLEX_MAX_READS] = {};
     for (int r = 0; r < spec->n_reads; r++) {
         const ladder_tensor *g = (const ladder_tensor *)((const char *)a + ladder_flex_buffer(spec->reads[r])->grad);
         if (!g->data) continue;
         grad[r] = g;
-        LADDER_TRY(share[r].alloc(sizeof(float) * (size_t)plane));
-        LADDER_CUDA_TRY(cudaMemsetAsync(share[r].ptr, 0, sizeof(float) * (size_t)plane, 0));
-        k.dbuf[r] = (float *)share[r].ptr;
+        const int64_t numel = ladder_flex_partial_numel(ladder_flex_read_line(MOD, r), t->B, t->Hq, t->Sq, t->Sk, BR);
+        LADDER_TRY(part[r].alloc(sizeof(float) * (size_t)numel));
+        k.part[r] = (float *)part[r].ptr;
     }
     LADDER_TRY(bwd());
     for (int i = 0; i < ladder_flex_n_buffers; i++) { /* every float gradient asked for starts at 0 */
@@ -154,18 +245,19 @@ ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladd
     }
     for (int r = 0; r < spec->n_reads; r++) {
         if (!grad[r]) continue;
-        const ladder_flex_line line = flex_read_line(MOD, r);
-        const int64_t N = flex_lines(line, t->Sq, t->Sk);
+        const ladder_flex_line line = ladder_flex_read_line(MOD, r);
+        const int64_t N = ladder_flex_lines(line, t->Sq, t->Sk);
         LADDER_TRY(lines[r].alloc(sizeof(float) * (size_t)(t->Hq * N)));
-        const float *c = (const float *)share[r].ptr;
+        const float *c = (const float *)part[r].ptr;
         float *sums = (float *)lines[r].ptr;
         const unsigned blocks = ladder_blocks(t->Hq * N, 256);
         if (line == LADDER_FLEX_DIAGONAL)
-            ladder_flex_line_sum_kernel<LADDER_FLEX_DIAGONAL><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, N, sums);
+            ladder_flex_line_sum_kernel<LADDER_FLEX_DIAGONAL><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N,
+                                                                                sums);
         else if (line == LADDER_FLEX_ROW)
-            ladder_flex_line_sum_kernel<LADDER_FLEX_ROW><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, N, sums);
+            ladder_flex_line_sum_kernel<LADDER_FLEX_ROW><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N, sums);
         else
-            ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, N, sums);
+            ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N, sums);
         LADDER_LAUNCH_CHECK("ladder_flex_line_sum_kernel");
         ladder_flex_line_scatter_kernel<MOD><<<ladder_blocks(t->Hq, 64), 64>>>(
             (const float *)lines[r].ptr, t->Hq, line, N, k.env, r, (float *)grad[r]->data);

@@ -42,7 +42,8 @@ struct hooked {
     static constexpr bool EXTRAS = true, FLEX = false;
 };
 /* flex's: score mod M inlined (common/flex_mods.h's switch folds away), the mask mods in partial tiles, the tiles from
- * the block lists, each buffer read's share of dS into args::flex.dbuf; no memeff hook, no split keys. */
+ * the block lists, each buffer read's shares of dS summed along lines into args::flex.part; no memeff hook, no split
+ * keys. */
 template <int M> struct flex {
     static constexpr bool EXTRAS = false, FLEX = true;
     static constexpr int MOD = M;
@@ -320,9 +321,11 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const ar
 
 /* flex's passes at head dims (HD, HD), HD 64 or 128, in @p dtype (bf16 or f16), each with the policy flex<mod>: every
  * registered score mod is compiled (ladder_flex_with_mod), in attention_flex_*.cu. The backward is the deterministic
- * one; a.delta is its scratch, and each buffer read's share goes to a.flex.dbuf. */
+ * one; a.delta is its scratch, and its dQ pass sums each buffer read's shares into a.flex.part, a row per query tile
+ * of bwd_flex_rows() rows. */
 template <int HD> ladder_status fwd_flex(const args &a, int mod, ladder_dtype dtype);
 template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype);
+template <int HD> int bwd_flex_rows();
 
 } // namespace attn_tc
 

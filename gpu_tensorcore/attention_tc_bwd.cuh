@@ -24,8 +24,9 @@
  *
  * With flex's policy: S is the score mod of s = scale q.k and the stored dS' is dS times the mod's slope dS/ds; the
  * dK/dV pass walks its key tile's query lists (the transposed block mask) for every query head of its group; the dQ
- * pass, always the deterministic one, walks the forward's lists and writes each buffer read's share dS dS/dx, once
- * per element (common/flex_gpu.cuh sums them): beside the dK and dV accumulators the shares' stores spilled registers.
+ * pass, always the deterministic one, walks the forward's lists and sums each buffer read's shares dS dS/dx: per
+ * tile, in shared memory, along the lines the buffer's elements follow, into its own row of partials
+ * (common/flex_gpu.cuh). It does so, not the dK/dV pass, because its registers have room beside one accumulator.
  * Partial tiles apply the mask mods, full ones no mask.
  */
 #ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_BWD_CUH
@@ -63,15 +64,17 @@ template <class Pol, int HD, int HDV> struct bwd_cfg {
 };
 
 /*
- * The shared-memory tiles of both backward kernels (the dQ pass uses buffer 0 of Q and of the row stats). The
- * two buffers are found by arithmetic, not by indexing an array of pointers: a runtime index into an array
- * would put the array in local memory.
+ * The shared-memory tiles of both backward kernels (the dQ pass uses buffer 0 of Q and of the row stats, and with
+ * flex's policy, past C::SMEM, the share tiles of the buffer reads whose gradient is asked). The two buffers are
+ * found by arithmetic, not by indexing an array of pointers: a runtime index into an array would put the array in
+ * local memory.
  */
 template <class Pol, int HD, int HDV> struct bwd_smem {
     using C = bwd_cfg<Pol, HD, HDV>;
     uint16_t *K, *V, *Q0, *dO0, *P, *dS, *bias0;
     int64_t *range0; /* [lo, hi) of each row */
     float *lse0, *D0;
+    float *shares; /* flex's dQ pass: flex_share_tile<BR, BC> per read (16-byte aligned, as every tile above) */
     __device__ explicit bwd_smem(uint16_t *base) {
         K = base, V = K + C::BC * C::LDK, Q0 = V + C::BC * C::LDV;
         dO0 = Q0 + 2 * C::BR * C::LDK, P = dO0 + 2 * C::BR * C::LDV, dS = P + C::BR * C::LDP;
@@ -79,6 +82,7 @@ template <class Pol, int HD, int HDV> struct bwd_smem {
         /* 16-byte aligned: every tile above is a multiple of 16 bytes */
         range0 = (int64_t *)(bias0 + C::BIAS_TILES * C::BR * C::LDP);
         lse0 = (float *)(range0 + 2 * 2 * C::BR), D0 = lse0 + 2 * C::BR;
+        shares = D0 + 2 * C::BR;
     }
     __device__ uint16_t *Q(int st) const { return Q0 + st * C::BR * C::LDK; }
     __device__ uint16_t *dO(int st) const { return dO0 + st * C::BR * C::LDV; }
@@ -95,8 +99,8 @@ struct qtile {
 
 /* Where a step's tile lies, for the hooks: batch row b, head h, its first query and key positions along Sq and
  * Sk, how many rows and keys are real, whether this pass writes dS to the bias's gradient from registers
- * (p_and_ds_hooked; the dK/dV pass, unless sink_tile does it) or flex's buffers' shares (p_and_ds_flex; the dQ
- * pass), and (flex) whether the tile is a partial one, whose elements the mask mods decide. */
+ * (p_and_ds_hooked; the dK/dV pass, unless sink_tile does it) or flex's buffers' shares to its share tiles
+ * (p_and_ds_flex; the dQ pass), and (flex) whether the tile is a partial one, whose elements the mask mods decide. */
 struct tile_pos {
     int64_t b, h, q0, k0, rows, keys;
     bool sink;
@@ -229,11 +233,11 @@ __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Po
 
 /*
  * p_and_ds with flex's policy, element by element in natural units: S = MOD(s) for s = scale q.k, P = exp(S - lse),
- * dS = P (dP - Delta), and the stored dS' = dS dS/ds, the mod's slope. In the dQ pass (pos.sink) each buffer read r's
- * share dS dS/dx goes to a.flex.dbuf[r] at (b, h, i, j): one block owns each element, and writes it once.
- * MASKED: the elements past @p pos's rows and keys, and in a partial tile (pos.mods) those the mask mods forbid, get
- * P = dS = 0 and no share (the scratch was cleared), and their mod is not called: past the tile's rows and keys it
- * would read past its buffers.
+ * dS = P (dP - Delta), and the stored dS' = dS dS/ds, the mod's slope. In the dQ pass (pos.sink) each buffer read
+ * rd's share dS dS/dx, in f32, goes to its share tile in shared memory, a pair of keys at a time, for every element
+ * of the tile (flex_sum_tile() then sums them along lines). MASKED: the elements past @p pos's rows and keys, and in a
+ * partial tile (pos.mods) those the mask mods forbid, get P = dS = 0 and a share of 0, and their mod is not called:
+ * past the tile's rows and keys it would read past its buffers.
  */
 template <class Pol, class T, int HD, int HDV, bool MASKED, int MT, int NT>
 __device__ __forceinline__ void p_and_ds_flex(const args &a, const bwd_smem<Pol, HD, HDV> &sm,
@@ -251,16 +255,16 @@ __device__ __forceinline__ void p_and_ds_flex(const args &a, const bwd_smem<Pol,
             const float L = ladder_attn_lse_for_bwd(sm.lse(st)[r]), Delta = sm.D(st)[r];
             const int64_t qi = pos.q0 + r;
             const bool row_in = r < pos.rows;
-            /* the row's share of key k0 + c lies at share_row + c: one 64-bit offset a row, not one an element */
-            const int64_t share_row = ((pos.b * a.Hq + pos.h) * a.Sq + qi) * a.Sk + pos.k0;
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 const int c = c0 + nt * 8 + 2 * t;
-                float P[2], dS[2];
+                float P[2], dS[2], share[LADDER_FLEX_MAX_READS][2];
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     const int64_t kj = pos.k0 + c + e;
                     P[e] = dS[e] = 0.0f;
+#pragma unroll
+                    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) share[rd][e] = 0.0f;
                     if (MASKED && !(row_in && c + e < pos.keys &&
                                     (!pos.mods || ladder_flex_masks(f.masks, &f.env, pos.b, pos.h, qi, kj))))
                         continue;
@@ -270,11 +274,15 @@ __device__ __forceinline__ void p_and_ds_flex(const args &a, const bwd_smem<Pol,
                     const float ds = P[e] * (dp[mt][nt][2 * k + e] - Delta);
                     dS[e] = ds * d.dscore;
 #pragma unroll
-                    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++)
-                        if (pos.sink && f.dbuf[rd]) f.dbuf[rd][share_row + c + e] = ds * d.d[rd];
+                    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) share[rd][e] = ds * d.d[rd];
                 }
                 *(uint32_t *)(sm.P + r * LDP + c) = ladder_pack2_float<T>(P[0], P[1]);
                 *(uint32_t *)(sm.dS + r * LDP + c) = ladder_pack2_float<T>(dS[0], dS[1]);
+#pragma unroll
+                for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++)
+                    if (pos.sink && f.part[rd])
+                        *(float2 *)flex_share_tile<C::BR, C::BC>::at(sm.shares, rd, r, c) =
+                            make_float2(share[rd][0], share[rd][1]);
             }
         }
 }
@@ -659,10 +667,14 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq
     ladder_cp_async_commit();
     float dq[C::Q_MT][C::Q_NT][4];
     ladder_zero_tile(dq);
+    if constexpr (Pol::FLEX) { /* the block's rows of partials, and the share tiles' margins, start at zero */
+        flex_clear_partials<Pol::MOD, BR, C::THREADS>(a.flex, a.Hq, b, h, i0 / BR);
+        flex_clear_shares<BR, BC, C::THREADS>(a.flex, sm.shares);
+    }
 
     for (; tiles.more(); tiles.next()) {
         const int64_t j0 = tiles.at;
-        __syncthreads(); /* every warp is done with the previous K, V and dS tiles */
+        __syncthreads(); /* every warp is done with the previous K, V and dS tiles (and flex's shares and partials) */
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
         load_tile<BC, HD, C::THREADS>(sm.K, LDK, a.k, b, hk, seq.k0 + j0, keys, a.D);
         load_tile<BC, HDV, C::THREADS>(sm.V, LDV, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
@@ -676,7 +688,11 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq
         if (tiles.full() && q.rows == BR && keys == BC)
             scores<Pol, T, HD, HDV, false>(a, sm, sm.Q(0), 0, j0, warp, lane, pos);
         else scores<Pol, T, HD, HDV, true>(a, sm, sm.Q(0), 0, j0, warp, lane, pos);
-        __syncthreads(); /* dS is whole */
+        __syncthreads(); /* dS is whole (and flex's shares) */
+        /* the buffers' line sums before dQ's products: the warps that have no line to sum run their products
+         * meanwhile */
+        if constexpr (Pol::FLEX)
+            flex_sum_tile<Pol::MOD, BR, BC, C::THREADS>(a.flex, sm.shares, a.Hq, b, h, i0 / BR, seq.k0 + j0);
         dq_product<Pol, T, HD, HDV>(dq, sm, qr, qc, lane);
     }
     ladder_cp_async_wait_group<0>();
@@ -726,8 +742,10 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const ar
         const int64_t splits = Pol::EXTRAS ? a.splits : 1;
         const dim3 q_grid((unsigned)(ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs) * splits), (unsigned)a.Hq,
                           (unsigned)a.B);
-        LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tc_kernel<Pol, T, HD, HDV>, C::SMEM));
-        attn_bwd_dq_tc_kernel<Pol, T, HD, HDV><<<q_grid, C::THREADS, C::SMEM>>>(a);
+        size_t smem = C::SMEM; /* with flex's policy, the share tiles past the rest (none when no gradient is asked) */
+        if constexpr (Pol::FLEX) smem += flex_share_bytes<C::BR, C::BC>(a.flex);
+        LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tc_kernel<Pol, T, HD, HDV>, smem));
+        attn_bwd_dq_tc_kernel<Pol, T, HD, HDV><<<q_grid, C::THREADS, smem>>>(a);
         LADDER_LAUNCH_CHECK("attn_bwd_dq_tc_kernel");
         if (splits <= 1) return LADDER_OK;
         attn_bwd_dq_sum_tc_kernel<T><<<ladder_blocks(rows * a.D, 256), 256>>>(a);
@@ -748,6 +766,10 @@ template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dt
                                     : bwd_launch<Pol, __half, HD, HD>(a, true);
     });
 }
+
+/* The query rows of a tile of flex's dQ pass at head dims (HD, HD), the same for every score mod: the buffer
+ * gradients' partials have a row per such tile (common/flex_gpu.cuh). */
+template <int HD> int bwd_flex_rows() { return bwd_cfg<flex<LADDER_FLEX_SCORE_NONE>, HD, HD>::BR; }
 
 } // namespace attn_tc
 

@@ -9,7 +9,7 @@
  * position; a block-mask tile of 128 keys is two of this rung's 64-key tiles, and of 128 rows two or four of its query
  * tiles, the partial and full ones visited in ascending order, because the forward's rounding of P depends on the
  * order; the mask mods run in partial tiles only; the backward stores dS times the mod's slope as the 16-bit operand of
- * dQ and dK, and its dQ pass writes the buffers' shares.
+ * dQ and dK, and its dQ pass sums the buffers' shares per tile along their lines.
  *
  * Preconditions: validated by ladder_flex_fwd/bwd, block lists present (q, k, v, do, o, dq, dk, dv all bf16 or all
  * fp16; lse, dlse, the buffers and their gradients f32; device pointers; any input strides; contiguous outputs;
@@ -41,8 +41,9 @@ extern "C" ladder_status flex_bwd_gpu_tensorcore(const ladder_flex_problem *p, c
     ladder_scratch delta; /* from the stream-ordered pool: after the first call it costs no cudaMalloc */
     LADDER_TRY(delta.alloc(sizeof(float) * (size_t)(n.B * n.Hq * n.Sq)));
     n.delta = (float *)delta.ptr;
+    const int rows = wide(n) ? attn_tc::bwd_flex_rows<128>() : attn_tc::bwd_flex_rows<64>();
     return ladder_flex_with_mod(p->score_mod, [&](auto m) {
-        return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, [&] {
+        return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, rows, [&] {
             return wide(n) ? attn_tc::bwd_flex<128>(n, p->score_mod, a->q.dtype)
                            : attn_tc::bwd_flex<64>(n, p->score_mod, a->q.dtype);
         });

@@ -21,8 +21,9 @@
  * by the dK/dV pass.
  *
  * With flex's: S is the score mod of s = scale * q.k and dS' = dS * dS/ds (the mod's derivative); the dK/dV pass
- * walks its key tile's query lists (the transposed block mask) and writes each buffer read's share dS * dS/dx once
- * per element (common/flex_gpu.cuh sums them); the dQ pass, always the deterministic one, walks the forward's lists.
+ * walks its key tile's query lists (the transposed block mask); the dQ pass, always the deterministic one, walks the
+ * forward's lists and sums each buffer read's shares dS * dS/dx: per tile, in shared memory, along the lines the
+ * buffer's elements follow, into its own row of partials (common/flex_gpu.cuh), as the tensor-core rung does.
  *
  * Preconditions: validated by the dispatchers (f32, device pointers, any input strides, contiguous outputs,
  * D and Dv <= 256, Hq and B at most 65535).
@@ -34,15 +35,40 @@ namespace attn_tiled {
 namespace {
 
 /*
+ * p_and_ds with flex's policy: the mod and its derivatives at s = scale q.k give P and dS' = dS dS/ds; where this
+ * pass sums the buffers' shares (@p share: the element's place in read 0's share tile, flex_share_tile; nullptr: not
+ * this pass), each read's share dS dS/dx goes there, 0 where the element is not seen (and its mod not called).
+ */
+template <class POL, bool MASKED>
+__device__ __forceinline__ void p_and_ds_flex(const args &a, const float *Qrow, const float *Krow, const float *dOrow,
+                                              const float *Vrow, float L, float Delta, bool seen, int64_t b, int64_t h,
+                                              int64_t qi, int64_t kj, float *share, float *P, float *dS) {
+    float ds = 0.0f;
+    ladder_flex_grad g = ladder_flex_grad_of(0.0f);
+    *P = *dS = 0.0f;
+    if (!MASKED || seen) {
+        const float s = a.scale * dot(Qrow, Krow, a.D);
+        g = ladder_flex_score_grad(POL::MOD, s, &a.flex.env, b, h, qi, kj);
+        *P = expf(ladder_flex_score(POL::MOD, s, &a.flex.env, b, h, qi, kj) - L);
+        ds = *P * (dot(dOrow, Vrow, a.Dv) - Delta);
+        *dS = ds * g.dscore;
+    }
+#pragma unroll
+    for (int r = 0; r < LADDER_FLEX_MAX_READS; r++)
+        if (share && a.flex.part[r]) share[r * flex_share_tile<BR, BC>::SIZE] = ds * g.d[r];
+}
+
+/*
  * For query row r of the Q tile (position qi along Sq) and key c of the K tile (position kj along Sk): the P
  * that meets dO (after dropout) and dS' (dS times the softcap's slope). lse_r is +inf for rows past the tile's
  * end and for fully masked rows, so P = 0 there. MASKED: 0 outside the row's key range too, where the hooks
- * are not called (they would look outside the sequence). @p sink: this pass writes dS to the bias's gradient.
+ * are not called (they would look outside the sequence). @p sink: this pass writes dS to the bias's gradient;
+ * @p share: flex's (p_and_ds_flex).
  */
 template <class POL, bool MASKED>
 __device__ __forceinline__ void p_and_ds(const args &a, const float *Qrow, const float *Krow, const float *dOrow,
                                          const float *Vrow, float L, float Delta, bool seen, int64_t b, int64_t h,
-                                         int64_t qi, int64_t kj, bool sink, float *P, float *dS) {
+                                         int64_t qi, int64_t kj, bool sink, float *share, float *P, float *dS) {
     if constexpr (!POL::HOOKS) { /* flash: no branch around the element */
         const float S = ladder_attn_softcap(a.scale * dot(Qrow, Krow, a.D), a.softcap);
         const float p = MASKED && !seen ? 0.0f : expf(S - L);
@@ -50,21 +76,12 @@ __device__ __forceinline__ void p_and_ds(const args &a, const float *Qrow, const
         *dS = p * (dot(dOrow, Vrow, a.Dv) - Delta) * ladder_attn_softcap_grad(S, a.softcap);
         return;
     }
-    if (MASKED && !seen) {
-        *P = *dS = 0.0f;
+    if constexpr (POL::FLEX) {
+        p_and_ds_flex<POL, MASKED>(a, Qrow, Krow, dOrow, Vrow, L, Delta, seen, b, h, qi, kj, share, P, dS);
         return;
     }
-    if constexpr (POL::FLEX) { /* the mod and its derivatives, at s: dS' = dS dS/ds, a buffer's share dS dS/dx */
-        const float s = a.scale * dot(Qrow, Krow, a.D);
-        const float p = expf(ladder_flex_score(POL::MOD, s, &a.flex.env, b, h, qi, kj) - L);
-        const ladder_flex_grad g = ladder_flex_score_grad(POL::MOD, s, &a.flex.env, b, h, qi, kj);
-        const float ds = p * (dot(dOrow, Vrow, a.Dv) - Delta);
-        *P = p;
-        *dS = ds * g.dscore;
-        const int64_t at = ((b * a.Hq + h) * a.Sq + qi) * a.Sk + kj;
-#pragma unroll
-        for (int r = 0; r < LADDER_FLEX_MAX_READS; r++)
-            if (sink && a.flex.dbuf[r]) a.flex.dbuf[r][at] = ds * g.d[r];
+    if (MASKED && !seen) {
+        *P = *dS = 0.0f;
         return;
     }
     float slope;
@@ -142,8 +159,8 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
                 const int64_t qi = seq.q0 + i0 + r, kj = seq.k0 + j0 + c;
                 if constexpr (POL::FLEX) /* a partial tile: the mask mods too */
                     if (tiles.mods() && seen) seen = flex_allowed(a, b, h, qi, kj);
-                if (full) p_and_ds<POL, false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
-                else p_and_ds<POL, true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, P, dS);
+                if (full) p_and_ds<POL, false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, nullptr, P, dS);
+                else p_and_ds<POL, true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, true, nullptr, P, dS);
             }
             __syncthreads(); /* dQ below reads other keys' dS */
             /* dV_c += sum_r P_rc dO_r and dK_c += sum_r dS'_rc Q_r (scale applied at the end) */
@@ -183,12 +200,15 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
 /*
  * 3. Deterministic dQ: one block per (query tile, head h, batch row b). Thread (r, t8) owns row r's dQ
  * columns t8, t8+8, ...; the key tiles stream past in order, so every sum runs in the same order every run.
+ * With flex's policy the block also sums the buffers' shares of each tile along their lines (flex_sum_tile()).
  */
 template <class POL, int NC>
 __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
-    float *Qs = smem, *dOs = Qs + BR * ld, *Ks = dOs + BR * ldv, *Vs = Ks + BC * ld;
+    /* flex's share tiles first, so that they are 16-byte aligned (none when no buffer gradient is asked) */
+    float *shares = smem, *Qs = shares + flex_share_bytes<BR, BC>(a.flex) / sizeof(float);
+    float *dOs = Qs + BR * ld, *Ks = dOs + BR * ldv, *Vs = Ks + BC * ld;
     float *dSs = Vs + BC * ldv, *Ls = dSs + BR * (BC + 1), *Ds = Ls + BR;
     int64_t s, i0;
     if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x, &s, &i0)) return; /* the whole block */
@@ -206,10 +226,15 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
     float acc[NC];
 #pragma unroll
     for (int k = 0; k < NC; k++) acc[k] = 0.0f;
+    if constexpr (POL::FLEX) { /* the block's rows of partials, and the share tiles' margins, start at zero */
+        flex_clear_partials<POL::MOD, BR, THREADS>(a.flex, a.Hq, b, h, i0 / BR);
+        flex_clear_shares<BR, BC, THREADS>(a.flex, shares);
+    }
 
     for (auto tiles = key_tiles<POL>(a, kb, b, h, i0); tiles.more(); tiles.next()) {
         const int64_t j0 = tiles.at;
-        __syncthreads(); /* every thread is done with the previous K, V tiles (and the first loads landed) */
+        /* every thread is done with the previous K, V tiles (and flex's shares and partials; the first loads landed) */
+        __syncthreads();
         const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
         load_rows<BC>(Ks, ld, a.k, b, hk, seq.k0 + j0, keys, a.D);
         load_rows<BC>(Vs, ldv, a.v, b, hk, seq.k0 + j0, keys, a.Dv);
@@ -224,8 +249,13 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
             const int64_t qi = seq.q0 + i0 + r, kj = seq.k0 + j0 + c;
             if constexpr (POL::FLEX) /* a partial tile: the mask mods too */
                 if (tiles.mods() && seen) seen = flex_allowed(a, b, h, qi, kj);
-            if (full) p_and_ds<POL, false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
-            else p_and_ds<POL, true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, &P, dS);
+            float *share = POL::FLEX ? flex_share_tile<BR, BC>::at(shares, 0, r, c) : nullptr;
+            if (full) p_and_ds<POL, false>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, share, &P, dS);
+            else p_and_ds<POL, true>(a, Q, K, dO, V, Ls[r], Ds[r], seen, b, h, qi, kj, false, share, &P, dS);
+        }
+        if constexpr (POL::FLEX) { /* every warp's shares are stored: their sums along the lines */
+            __syncthreads();
+            flex_sum_tile<POL::MOD, BR, BC, THREADS>(a.flex, shares, a.Hq, b, h, i0 / BR, seq.k0 + j0);
         }
         __syncwarp(); /* row r's dS was written by its 8 lanes, all in this warp */
 #pragma unroll
@@ -257,7 +287,7 @@ template <class POL, int NC> ladder_status run(const args &a, bool deterministic
     LADDER_LAUNCH_CHECK("attn_bwd_dkdv_tiled_kernel");
     if (!deterministic) return LADDER_OK;
     const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
-    const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1);
+    const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1) + flex_share_bytes<BR, BC>(a.flex);
     LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tiled_kernel<POL, NC>, q_smem));
     attn_bwd_dq_tiled_kernel<POL, NC><<<q_grid, THREADS, q_smem>>>(a);
     LADDER_LAUNCH_CHECK("attn_bwd_dq_tiled_kernel");

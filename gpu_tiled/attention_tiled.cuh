@@ -68,7 +68,8 @@ inline args pack(const ladder_attention_problem *p, const ladder_tensor &q, cons
 ladder_status fwd(const args &a);
 ladder_status fwd_flex(const args &a, int mod);
 /* The backward (attention_bwd.cu): dq, dk, dv, and dS into a.hooks.dbias when set. bwd_flex: flex with score mod
- * @p mod, always the deterministic dQ pass, and each read's buffer share into a.flex.dbuf[r] when set. */
+ * @p mod, always the deterministic dQ pass, which sums each read's buffer shares into a.flex.part[r] when set (a row
+ * per query tile of BR rows). */
 ladder_status bwd(args a, bool deterministic);
 ladder_status bwd_flex(args a, int mod);
 
@@ -77,8 +78,8 @@ ladder_status bwd_flex(args a, int mod);
  * each hook is a uniform run-time branch.
  *   plain:     flash (and memeff with no hook in use): no hook compiled in;
  *   hooked:    memeff: the bias, dropout and the dbias sink, each a run-time branch;
- *   flex<MOD>: score mod MOD inlined (its buffer shares into flex.dbuf), the mask mods in partial tiles, the key
- *              tiles from the block lists.
+ *   flex<MOD>: score mod MOD inlined (its buffer shares summed along lines into flex.part), the mask mods in
+ *              partial tiles, the key tiles from the block lists.
  */
 struct plain {
     static constexpr bool HOOKS = false, FLEX = false;

@@ -7,8 +7,8 @@
  * block owns a tile of 32 query rows (or keys) and visits only the 32-wide tiles of its 128-wide block-mask tiles, K
  * and V staged in shared memory once per tile, with chapter 3's online softmax. The backward is the family's three
  * kernels (Delta, dK/dV over the transposed lists, the deterministic dQ pass over the forward's lists); the buffer
- * gradients are no longer one thread per element walking every score but one write per score and two fixed-order
- * sums.
+ * gradients are no longer one thread per element walking every score: the dQ pass sums each tile's shares along the
+ * lines the buffers' elements follow, and two small kernels finish the sums, each in a fixed order.
  *
  * Preconditions: validated by ladder_flex_fwd/bwd, block lists present (f32, device pointers, any input strides,
  * contiguous outputs, D and Dv <= 256, Hq and B at most 65535).
@@ -32,7 +32,7 @@ extern "C" ladder_status flex_fwd_gpu_tiled(const ladder_flex_problem *p, const 
 extern "C" ladder_status flex_bwd_gpu_tiled(const ladder_flex_problem *p, const ladder_flex_args *a) {
     attn_tiled::args n = pack(p, a);
     return ladder_flex_with_mod(p->score_mod, [&](auto m) {
-        return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex,
+        return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, attn_tiled::BR,
                                                              [&] { return attn_tiled::bwd_flex(n, p->score_mod); });
     });
 }

@@ -12,7 +12,9 @@
  *    the tiles; hand-made lists (a query tile with no tile, every tile full, a single partial tile, Sq != Sk and
  *    lengths that are not multiples of the block) run as the oracle reads them; every tile full with no mask is
  *    plain attention.
- * 4. Buffer gradients are the same bits at every thread count and every run, and over 20 runs at each GPU rung (the
+ * 4. Buffer gradients: every registered read takes one element along the line of the plane that the fast GPU rungs
+ *    sum it along, and their numbering of tiles, partials and lines adds up to each line's sum (emulated here); the
+ *    gradients are the same bits at every thread count and every run, and over 20 runs at each GPU rung (the
  *    tensor-core one in bf16).
  * 5. Bad input: unknown mod names, buffers of the wrong shape or dtype, missing buffers, lists unsorted,
  *    out of range, inconsistent between forward and backward, or given in part; at the tensor-core rung, f32 inputs,
@@ -30,6 +32,7 @@
 
 #include "flash.h"
 #include "flex.h"
+#include "flex_lines.h"
 #include "flex_rungs.h"
 #include "harness.h"
 #include "memeff.h"
@@ -514,7 +517,110 @@ Test(flex, hand_made_block_lists_run_as_the_oracle_reads_them) {
     }
 }
 
-/* ---- 4. determinism at every thread count ---------------------------------------------------------------------- */
+/* ---- 4. buffer gradients: the lines the GPU rungs sum along, and determinism ---------------------------------- */
+
+/* The fast GPU rungs sum a read's shares along one line of the plane per element (common/flex_lines.h): every
+ * registered read must take the same element all along the line ladder_flex_read_line() names, in every batch row, so
+ * that the element the scatter asks for at the line's first position is the one every score on the line read. */
+Test(flex, every_registered_read_takes_one_element_along_its_line) {
+    for (int k = 0; k < ladder_flex_n_score_mods; k++) {
+        const ladder_flex_score_spec *spec = &ladder_flex_score_mods[k];
+        mod_bench m;
+        mod_bench_make(&m, spec->id);
+        const ladder_flex_env e = ladder_flex_env_of(&m.p, &m.a);
+        for (int r = 0; r < spec->n_reads; r++) {
+            const ladder_flex_line line = ladder_flex_read_line(spec->id, r);
+            for (int64_t b = 0; b < MB_; b++)
+                for (int64_t h = 0; h < MH_; h++)
+                    for (int64_t i = 0; i < MSQ; i++)
+                        for (int64_t j = 0; j < MSK; j++) {
+                            const int64_t n = ladder_flex_line_of(line, i, j, MSQ);
+                            int64_t fi, fj;
+                            ladder_flex_line_first(line, n, MSQ, &fi, &fj);
+                            cr_assert(fi >= 0 && fi < MSQ && fj >= 0 && fj < MSK &&
+                                          ladder_flex_line_of(line, fi, fj, MSQ) == n,
+                                      "line %lld of kind %d: its first position (%lld, %lld) is not on it",
+                                      (long long)n, (int)line, (long long)fi, (long long)fj);
+                            const int64_t at = ladder_flex_score_grad(spec->id, 0.5f, &e, b, h, i, j).at[r];
+                            const int64_t first = ladder_flex_score_grad(spec->id, 0.5f, &e, 0, h, fi, fj).at[r];
+                            cr_expect_eq(at, first, "score mod %s, read %d: (b %lld, h %lld, i %lld, j %lld) reads "
+                                         "element %lld, but its line's first position in batch row 0 reads %lld "
+                                         "(name the read's line in ladder_flex_read_line())", spec->name, r,
+                                         (long long)b, (long long)h, (long long)i, (long long)j, (long long)at,
+                                         (long long)first);
+                        }
+        }
+        mod_bench_free(&m);
+    }
+}
+
+/*
+ * The numbering of the GPU rungs' three sums (common/flex_lines.h), emulated in double on integer shares, so that
+ * every sum is exact: per tile along the tile's lines into its query tile's row of partials, then per line of the
+ * plane over the query tiles; the result is each line's sum taken directly. Every element's tile slot is its line's
+ * slot in its query tile's row, inside the row's width. The tiles of each rung (32 x 32 tiled, 64 x 64 and 32 x 64
+ * tensor-core), planes that are not multiples of them, and a third of the tiles skipped, as a block mask skips them
+ * (their slots stay the zero that each row starts at).
+ */
+Test(flex, gpu_buffer_gradient_tiles_partials_and_lines_add_up_to_each_lines_sum) {
+    static const int tiles[][2] = {{32, 32}, {64, 64}, {32, 64}};
+    static const int64_t planes[][2] = {{1, 1}, {45, 70}, {130, 200}, {64, 128}, {257, 129}, {200, 33}};
+    ladder_rng rng;
+    ladder_rng_seed(&rng, 0x11e5u);
+    for (int line = LADDER_FLEX_DIAGONAL; line <= LADDER_FLEX_COLUMN; line++)
+        for (size_t ti = 0; ti < sizeof tiles / sizeof tiles[0]; ti++)
+            for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
+                const ladder_flex_line L = (ladder_flex_line)line;
+                const int BR = tiles[ti][0], BC = tiles[ti][1];
+                const int64_t Sq = planes[pi][0], Sk = planes[pi][1], Tq = (Sq + BR - 1) / BR, Tk = (Sk + BC - 1) / BC;
+                const int64_t width = ladder_flex_partial_width(L, Sk, BR), N = ladder_flex_lines(L, Sq, Sk);
+                cr_assert_eq(ladder_flex_partial_numel(L, 1, 1, Sq, Sk, BR), Tq * width);
+                double *part = calloc((size_t)(Tq * width), sizeof(double)), *want = calloc((size_t)N, sizeof(double));
+                double *sums = malloc(sizeof(double) * (size_t)ladder_flex_tile_lines(L, BR, BC));
+                for (int64_t qt = 0; qt < Tq; qt++)
+                    for (int64_t kt = 0; kt < Tk; kt++) {
+                        if (ladder_rng_next(&rng) % 3 == 0) continue; /* an empty tile: never visited */
+                        const int64_t j0 = kt * BC;
+                        for (int l = 0; l < ladder_flex_tile_lines(L, BR, BC); l++) sums[l] = 0.0;
+                        for (int r = 0; r < BR; r++)
+                            for (int c = 0; c < BC; c++) {
+                                const int64_t i = qt * BR + r, j = j0 + c;
+                                if (i >= Sq || j >= Sk) continue; /* past the plane: a share of 0 */
+                                const double share = (double)(ladder_rng_next(&rng) % 7) - 3.0;
+                                const int l = ladder_flex_tile_line(L, r, c, BR);
+                                const int64_t slot = ladder_flex_tile_slot(L, l, j0);
+                                cr_assert(l >= 0 && l < ladder_flex_tile_lines(L, BR, BC) && slot >= 0 && slot < width,
+                                          "kind %d, tile %dx%d, plane %lldx%lld: (%lld, %lld) on tile line %d, slot "
+                                          "%lld of %lld", line, BR, BC, (long long)Sq, (long long)Sk, (long long)i,
+                                          (long long)j, l, (long long)slot, (long long)width);
+                                const int64_t n = ladder_flex_line_of(L, i, j, Sq);
+                                cr_assert_eq(ladder_flex_partial_slot(L, n, qt, BR, Sq), slot,
+                                             "kind %d, tile %dx%d, plane %lldx%lld: (%lld, %lld) is in slot %lld of "
+                                             "its tile, but its line %lld in slot %lld of the query tile's row", line,
+                                             BR, BC, (long long)Sq, (long long)Sk, (long long)i, (long long)j,
+                                             (long long)slot, (long long)n,
+                                             (long long)ladder_flex_partial_slot(L, n, qt, BR, Sq));
+                                sums[l] += share;
+                                want[n] += share;
+                            }
+                        for (int l = 0; l < ladder_flex_tile_lines(L, BR, BC); l++) { /* as flex_sum_tile() adds */
+                            const int64_t slot = ladder_flex_tile_slot(L, l, j0);
+                            if (slot < width) part[qt * width + slot] += sums[l];
+                        }
+                    }
+                for (int64_t n = 0; n < N; n++) { /* as ladder_flex_line_sum_kernel() adds */
+                    double got = 0.0;
+                    for (int64_t qt = 0; qt < Tq; qt++) {
+                        const int64_t slot = ladder_flex_partial_slot(L, n, qt, BR, Sq);
+                        if (slot >= 0 && slot < width) got += part[qt * width + slot];
+                    }
+                    cr_expect_eq(got, want[n], "kind %d, tile %dx%d, plane %lldx%lld: line %lld sums to %g through "
+                                 "the partials, %g directly", line, BR, BC, (long long)Sq, (long long)Sk, (long long)n,
+                                 got, want[n]);
+                }
+                free(part), free(want), free(sums);
+            }
+}
 
 Test(flex, buffer_gradients_are_the_same_bits_at_every_thread_count) {
     const int mods[] = {LADDER_FLEX_ALIBI, LADDER_FLEX_REL_BIAS, LADDER_FLEX_T5_BIAS, LADDER_FLEX_BIAS_QK};

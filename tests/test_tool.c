@@ -677,6 +677,8 @@ Test(tool, run_help_names_only_the_algorithms_flags) {
         if (strcmp(ladder_algos[i]->name, "dynconv") != 0)
             cr_assert_null(strstr(out, other), "stdout of run dynconv --help names %s's flags", ladder_algos[i]->name);
     }
+    /* the environment that changes what runs is named too */
+    cr_assert_not_null(strstr(out, "LADDER_TC_PATH"), "stdout of run --help should name LADDER_TC_PATH: '%s'", out);
 }
 
 /* --bias gives memeff's bias its shape, 1 on each broadcast axis (packed sequences count as one batch row of their

@@ -127,7 +127,14 @@ static void run_usage(FILE *f, const ladder_algo *only) {
             "  --warmup N        bench: untimed runs first (default 3)\n"
             "  --cpu-reps N      bench: timed runs of the cpu rung, median reported (default 1: its validated\n"
             "                    call, no warm-up; above 1: one untimed run first)\n"
-            "  --gemm-tflops X   bench: the measured bf16 GEMM rate, for the FLOP floor\n");
+            "  --gemm-tflops X   bench: the measured bf16 GEMM rate, for the FLOP floor\n"
+            "\n"
+            "environment:\n"
+            "  LADDER_TC_PATH    the gpu_tensorcore rung's kernels: auto (default: mma.sync for now), mma\n"
+            "                    (mma.sync everywhere) or wgmma (the Hopper kernels where they cover the problem,\n"
+            "                    today flash's forward at head dims up to 128; refused on GPUs other than sm_90)\n"
+            "  LADDER_COMMIT     bench: the commit stamped on the results (default unknown; make bench and\n"
+            "                    the GPU machine's scripts set it)\n");
     for (int i = 0; i < ladder_n_algos; i++)
         if (!only || only == ladder_algos[i]) algo_usage(f, ladder_algos[i]);
 }

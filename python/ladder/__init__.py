@@ -122,7 +122,8 @@ _F32, _F16, _BF16, _I32 = 0, 1, 2, 3
 for _code, _name in ((_F32, "f32"), (_F16, "f16"), (_BF16, "bf16"), (_I32, "i32")):
     if _lib.ladder_dtype_name(_code).decode() != _name:
         raise ImportError("libladder.so's dtype codes differ from this module's: rebuild both from one checkout")
-_IN_FWD, _IN_BWD, _OUT_FWD, _OUT_BWD, _OPTIONAL, _INDEX, _KEEP_F32, _READ_BY_BWD, _BROADCAST = (1 << i for i in range(9))
+(_IN_FWD, _IN_BWD, _OUT_FWD, _OUT_BWD, _OPTIONAL, _INDEX, _KEEP_F32, _READ_BY_BWD, _BROADCAST,
+ _FREEZABLE) = (1 << i for i in range(10))
 _OK, _ERR_ARG, _ERR_SHAPE, _ERR_UNSUPPORTED, _ERR_UNAVAILABLE, _ERR_CUDA, _ERR_NOMEM = range(7)
 _PASSES = {"fwd": 0, "bwd": 1}
 
@@ -357,14 +358,15 @@ class _Call:
 
 # ---- one call ---------------------------------------------------------------------------------------------------
 
-def run(algo, pass_="fwd", rung="cpu", *, want=(), **kwargs):
+def run(algo, pass_="fwd", rung="cpu", *, want=(), frozen=(), **kwargs):
     """Run one pass of `algo` ("fwd" or "bwd") at `rung` on tensors and options given by name; return a dict of
     its outputs by name, in the descriptor's order.
 
     The tensors are the pass's inputs by their names (q=, k=, v=, cu_seqlens_q=, do=, ...); the options are the
     problem's non-size params (causal=, scale=, ...), neutral when not given. `want` names optional outputs that are
-    not gradients (recurrent's "ht"), which are written only when asked for. See the module's help for which arrays
-    each rung takes."""
+    not gradients (recurrent's "ht"), which are written only when asked for. `frozen` names inputs that are read but
+    whose gradient is not asked for (flex's buffers, memeff's bias: as a PyTorch tensor without requires_grad); the
+    backward then neither computes nor returns it. See the module's help for which arrays each rung takes."""
     a = _ALGOS.get(algo)
     if a is None:
         raise TypeError(f"ladder has no algorithm {algo!r} (it has {', '.join(_ALGOS)})")
@@ -378,6 +380,10 @@ def run(algo, pass_="fwd", rung="cpu", *, want=(), **kwargs):
     for name in want:
         if name not in a.tensor or a.tensor[name] not in outputs:
             raise TypeError(f"{a.name} {pass_} has no output {name!r} to ask for")
+    for name in frozen:
+        grad = next((s for s in a.tensors if s.grad_of == name and s.role & _FREEZABLE), None)
+        if grad is None:
+            raise LadderError(_ERR_ARG, f"frozen: {name!r} is not an input of {a.name} whose gradient may be left out")
     problem = ctypes.create_string_buffer(a.problem_size)
     for p in a.params:
         _lib.ladder_param_set(a.ptr, problem, p.index, p.neutral)
@@ -409,7 +415,7 @@ def run(algo, pass_="fwd", rung="cpu", *, want=(), **kwargs):
     index = next((given[s.name] for s in a.tensors if s.role & _INDEX and s.name in given), None)
     shapes = []
     for s in outputs:
-        present = s.name in want or not s.role & _OPTIONAL or (s.grad_of in given)
+        present = s.name in want or not s.role & _OPTIONAL or (s.grad_of in given and s.grad_of not in frozen)
         if not present:
             continue
         of = given.get(s.grad_of)
@@ -499,7 +505,7 @@ def _make_pass(a, pass_):
     options = [p for p in a.params if not p.is_size]
     result_types = {}
 
-    def call(*tensors, rung="cpu", want=(), **kwargs):
+    def call(*tensors, rung="cpu", want=(), frozen=(), **kwargs):
         if len(tensors) > len(positional):
             raise TypeError(f"{a.name}_{pass_} takes {len(positional)} tensors by position ({', '.join(positional)}), "
                             f"not {len(tensors)}")
@@ -507,7 +513,7 @@ def _make_pass(a, pass_):
             if name in kwargs:
                 raise TypeError(f"{a.name}_{pass_} got {name} twice")
             kwargs[name] = x
-        out = run(a.name, pass_, rung, want=want, **kwargs)
+        out = run(a.name, pass_, rung, want=want, frozen=frozen, **kwargs)
         names = tuple(out)
         if names not in result_types:
             result_types[names] = collections.namedtuple(f"{a.name}_{pass_}_outputs", names)
@@ -525,7 +531,10 @@ def _make_pass(a, pass_):
     if options:
         lines += ["Options by keyword (default: the neutral value):"]
         lines += [f"  {p.name}={p.neutral:g}  {p.help} ({p.lo:g}..{p.hi:g})" for p in options]
-    lines += ["Outputs, a named tuple (optional ones when their input is given, or named in want=):"]
+    freezable = [s.grad_of for s in a.outputs(pass_) if s.role & _FREEZABLE]
+    if freezable:
+        lines += [f"frozen=(names): inputs read without their gradient (of {', '.join(freezable)})"]
+    lines += ["Outputs, a named tuple (optional ones when their input is given and not frozen, or named in want=):"]
     lines += [f"  {s.name} [{','.join(s.dims)}]" for s in a.outputs(pass_)]
     lines += ["", "Arrays, rungs and errors: see help(ladder)."]
     call.__doc__ = "\n".join(lines)

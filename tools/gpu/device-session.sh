@@ -127,9 +127,9 @@ for step in $steps; do
         for r in ${AB_RUNGS:-gpu_tiled gpu_tensorcore}; do rungs+=(--rung "$r"); done
         for ((round = 1; round <= ${AB_ROUNDS:-2}; round++)); do
             for who in new base; do
-                bin=build/bin/ladder
-                [[ $who == base ]] && bin=/tmp/base/bin/ladder
-                $bin bench "${AB_ALGO:-flash}" "${rungs[@]}" --out "/tmp/ab-$who-$round" \
+                bin=build/bin/ladder commit=$(cat build/COMMIT)
+                [[ $who == base ]] && bin=/tmp/base/bin/ladder commit=$(cat .baseline/COMMIT 2>/dev/null || echo base)
+                LADDER_COMMIT=$commit $bin bench "${AB_ALGO:-flash}" "${rungs[@]}" --out "/tmp/ab-$who-$round" \
                     >"/tmp/logs/ab-$who-$round.log" 2>&1
                 say "ab $who round $round: exit $?"
                 cp "/tmp/ab-$who-$round"/*.csv "$out/ab/$who-$round.csv" 2>/dev/null

@@ -202,8 +202,11 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
  * columns t8, t8+8, ...; the key tiles stream past in order, so every sum runs in the same order every run.
  * With flex's policy the block also sums the buffers' shares of each tile along their lines (flex_sum_tile()).
  */
+/* flex's mods may take every register a thread can have (one block of 256 threads an SM): left to choose, ptxas held
+ * bias_qk's 16-column kernel to 128 registers for sm_80 and spilled. The other policies: no minimum (0), as ptxas
+ * chooses. */
 template <class POL, int NC>
-__global__ void __launch_bounds__(THREADS) attn_bwd_dq_tiled_kernel(args a) {
+__global__ void __launch_bounds__(THREADS, POL::FLEX ? 1 : 0) attn_bwd_dq_tiled_kernel(args a) {
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
     /* flex's share tiles first, so that they are 16-byte aligned (none when no buffer gradient is asked) */

@@ -21,10 +21,18 @@
  * P rounded per 64-key tile (so the rung's reference holds for both generations), and the O/lse epilogue: the
  * functions of attention_tc.cuh and attention_tc_fwd.cuh.
  *
+ * That is idea 1, attn_fwd_wgmma_kernel. Idea 2, attn_fwd_wgmma_pipe_kernel, changes the loop and nothing else: the
+ * softmax of one key tile runs while the tensor cores multiply P V of the tile before it (wgmma.wait_group 1 where
+ * idea 1 waits with 0), over two K and two V buffers with one barrier per key tile; the comment above it says who
+ * owns each buffer when. Both are compiled, for bf16 and fp16 at (64, 64) and (128, 128); LADDER_TC_PATH picks one
+ * (attention_tc_hopper.cuh).
+ *
  * Preconditions: plain attention (flash; no hooks, no split keys), bf16 or fp16, D and Dv up to 128 (run at (64,64)
  * or (128,128), padded with zeros as the mma.sync kernels are), an sm_90 GPU.
- * Run it:  LADDER_TC_PATH=wgmma build/bin/ladder run flash --rung gpu_tensorcore [--dtype fp16]
+ * Run it:  LADDER_TC_PATH=wgmma build/bin/ladder run flash --rung gpu_tensorcore [--dtype fp16]   (idea 2)
+ *          LADDER_TC_PATH=wgmma-1 build/bin/ladder run flash --rung gpu_tensorcore               (idea 1)
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,15 +45,51 @@
 namespace attn_tc {
 namespace {
 
-template <int HD, int HDV> struct wgmma_fwd_cfg {
+/* PIPE: idea 2's kernel (attn_fwd_wgmma_pipe_kernel), else idea 1's (attn_fwd_wgmma_kernel). */
+template <int HD, int HDV, bool PIPE = false> struct wgmma_fwd_cfg {
     static constexpr int WARPGROUPS = 2, THREADS = 128 * WARPGROUPS, BR = 64 * WARPGROUPS;
     /* keys per tile: the mma.sync forward's (64 here), whose P rounding the rung's reference follows */
     static constexpr int BC = LADDER_ATTN_TC_FWD_KEYS(HD, HDV);
     static_assert(BC == 64 && (HD == 64 || HD == 128) && (HDV == 64 || HDV == 128), "the products are m64n64 and m64n{HDV}");
+    /* K and V tiles in shared memory: one of each for idea 1; two of each for idea 2 (the ones its products read, and
+     * the next ones landing) */
+    static constexpr int KTILES = PIPE ? 2 : 1, VTILES = PIPE ? 2 : 1;
+    /* blocks per SM, for __launch_bounds__: idea 1 fits two in the registers (126 a thread at most), idea 2, whose
+     * warps hold two S tiles and the P in flight beside O, one */
+    static constexpr int BLOCKS = PIPE ? 1 : 2;
     /* Q, K, V as core-matrix tiles (no padding: wgmma reads whole 128-byte core matrices, free of bank conflicts);
      * each row's key range [lo, hi) */
-    static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)((BR + BC) * HD + BC * HDV) + sizeof(int64_t) * 2 * BR;
+    static constexpr size_t SMEM = sizeof(uint16_t) * (size_t)(BR * HD + KTILES * BC * HD + VTILES * BC * HDV) +
+                                   sizeof(int64_t) * 2 * BR;
 };
+
+/*
+ * Where a block of BR query rows stands before its first key tile (both kernels): its query tile (rows i0 ..
+ * i0 + rows - 1 of sequence seq, head h of batch row b, whose keys and values are key head hk's), the keys that
+ * some row of it sees and those that all see (span), and each row's key range [lo, hi) in @p range (shared memory,
+ * visible after the block's first __syncthreads()). False for a block past the last query tile: the whole block
+ * returns.
+ */
+struct block_place {
+    int64_t i0, h, b, hk, rows;
+    ladder_attn_seq seq;
+    ladder_attn_block span;
+};
+
+template <int BR> __device__ __forceinline__ bool place_block(const args &a, int64_t *range, block_place &p) {
+    int64_t s;
+    if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x, &s, &p.i0)) return false;
+    p.h = blockIdx.y, p.b = blockIdx.z, p.hk = ladder_attn_kv_head(p.h, a.Hq, a.Hkv);
+    p.seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
+    p.rows = p.seq.Lq - p.i0 < BR ? p.seq.Lq - p.i0 : BR;
+    p.span = ladder_attn_block_range(&a.mask, p.i0, p.rows, p.seq.Lq, p.seq.Lk);
+    for (int r = threadIdx.x; r < BR; r += blockDim.x) {
+        range[2 * r] = range[2 * r + 1] = 0; /* a row past the tile's end sees nothing */
+        if (r < p.rows)
+            ladder_attn_key_range(&a.mask, p.i0 + r, p.seq.Lq, p.seq.Lk, &range[2 * r], &range[2 * r + 1]);
+    }
+    return true;
+}
 
 /*
  * Rows [r0, r0 + n) of head h of batch row b of @p t, @p width real columns each, into the ROWS x COLS core-matrix
@@ -85,30 +129,25 @@ __device__ __forceinline__ void load_tile_cm(uint16_t *smem, const view4 &t, int
     }
 }
 
+/* Idea 1: wgmma from shared memory, each product waited on as soon as it is issued (LADDER_TC_PATH=wgmma-1). */
 template <class T, int HD, int HDV>
-__global__ void __launch_bounds__(wgmma_fwd_cfg<HD, HDV>::THREADS, 2) attn_fwd_wgmma_kernel(args a) {
+__global__ void __launch_bounds__(wgmma_fwd_cfg<HD, HDV>::THREADS, wgmma_fwd_cfg<HD, HDV>::BLOCKS)
+    attn_fwd_wgmma_kernel(args a) {
     using C = wgmma_fwd_cfg<HD, HDV>;
     constexpr int BR = C::BR, BC = C::BC, THREADS = C::THREADS;
     extern __shared__ __align__(128) uint16_t smem[];
     uint16_t *Qs = smem, *Ks = Qs + BR * HD, *Vs = Ks + BC * HD;
     int64_t *range = (int64_t *)(Vs + BC * HDV);
-    int64_t s, i0;
-    if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x, &s, &i0)) return; /* the whole block */
-    const int64_t h = blockIdx.y, b = blockIdx.z, hk = ladder_attn_kv_head(h, a.Hq, a.Hkv);
-    const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
-    const int64_t rows = seq.Lq - i0 < BR ? seq.Lq - i0 : BR;
+    block_place p;
+    if (!place_block<BR>(a, range, p)) return; /* the whole block */
+    const int64_t i0 = p.i0, h = p.h, b = p.b, hk = p.hk, rows = p.rows;
+    const ladder_attn_seq seq = p.seq;
     /* warpgroup wg = warps 4wg .. 4wg+3 owns rows 64wg .. 64wg+63; warp w of the block, rows w0 = 16w .. 16w+15 */
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, w0 = warp * 16, wg = warp / 4;
 
-    /* the keys seen by some row of the block, and those seen by all */
-    const ladder_attn_block span = ladder_attn_block_range(&a.mask, i0, rows, seq.Lq, seq.Lk);
-    const int64_t khi = span.hi;
-    auto tiles = key_tiles<plain, BC>(a, span, b, h, i0, span.lo / BC * BC, khi);
+    const int64_t khi = p.span.hi;
+    auto tiles = key_tiles<plain, BC>(a, p.span, b, h, i0, p.span.lo / BC * BC, khi);
     const int64_t jbeg = tiles.at;
-    for (int r = threadIdx.x; r < BR; r += blockDim.x) { /* visible after the loop's first __syncthreads() */
-        range[2 * r] = range[2 * r + 1] = 0;                 /* a row past the tile's end sees nothing */
-        if (r < rows) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &range[2 * r], &range[2 * r + 1]);
-    }
     /* S in natural units when softcap must be applied to it, else the raw q.k */
     const bool exact = a.softcap > 0.0f;
     const float unit = exact ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
@@ -176,12 +215,186 @@ __global__ void __launch_bounds__(wgmma_fwd_cfg<HD, HDV>::THREADS, 2) attn_fwd_w
     store_o_lse<T, 1, HDV>(a, o, m, l, unit, 1.0f, 1, b, h, seq.q0 + i0, rows, w0, lane);
 }
 
-template <class T, int HD, int HDV> ladder_status launch(const args &a) {
-    using C = wgmma_fwd_cfg<HD, HDV>;
-    LADDER_TRY(ladder_allow_smem(attn_fwd_wgmma_kernel<T, HD, HDV>, C::SMEM));
+/*
+ * Idea 2: the softmax of one key tile runs while the tensor cores multiply P V of the tile before it, in each
+ * warpgroup (FlashAttention-3's intra-warpgroup pipelining). A turn of the loop, P_j already in registers (pv) and O
+ * already rescaled for it:
+ *
+ *     issue S_{j+1} = Q K_{j+1}^T, commit       (its own group)
+ *     issue O += P_j V_j, commit
+ *     wgmma.wait_group 1                        S_{j+1} done (the older group); P_j V_j runs on
+ *     softcap, mask, softmax of S_{j+1}         beside P_j V_j on the tensor cores
+ *     wgmma.wait_group 0                        P_j V_j done: O and pv are free
+ *     O *= alpha_{j+1}, pv = P_{j+1}
+ *
+ * Idea 1 waits on each product as soon as it is issued, so its softmax and its P V follow one another; here the
+ * warpgroup waits only for S, and the softmax fills the time of P V. Why not go further, and issue S_{j+2} before
+ * the softmax of tile j+1, so that the softmax runs beside P_j V_j and S_{j+2} both: some product would then be in
+ * flight at every point of the loop, and ptxas (CUDA 13.0) serializes every wgmma of such a kernel (its advisories
+ * C7513 and C7514: O rescaled, P written or S read while a group issued in an earlier turn may be pending). This
+ * order drains at the second wait of every turn, and ptxas keeps it asynchronous. It holds S, the P in flight and
+ * the next P beside O: more registers than two blocks an SM allow (BLOCKS).
+ *
+ * Who owns what, and what separates them (j counts the block's key tiles from 0; "done" means waited on by
+ * wgmma.wait_group in each warpgroup; "landed" means each thread's cp.async.wait_group, then fence.proxy.async, then
+ * __syncthreads(), so that the tensor cores, which read through the async proxy, see every thread's copies). B_j is
+ * the barrier at the top of the turn that issues P_j V_j (the turn of tile j + 1's S):
+ *   Q            copied before the loop with K_0, landed at the barrier before S_0; read by every S; never rewritten.
+ *   K (2 tiles)  K_j lies in tile j % 2 (kt). Copied after B_{j-2} (K_0, K_1 before the loop), landed at B_{j-1}
+ *                (K_0 at the barrier before S_0). Read by S_j, issued after B_{j-1} and done at the first wait of
+ *                that turn, before B_j: so K_{j+2} may be copied into it right after B_j.
+ *   V (2 tiles)  V_j lies in tile j % 2 (vt). Copied after B_{j-1} (V_0 before the loop), landed at B_j (the last
+ *                tile's: at the barrier after the loop). Read by P_j V_j, issued after B_j and done at that turn's
+ *                second wait, before B_{j+1}: so V_{j+2} may be copied into it right after B_{j+1}.
+ *   range        written before the loop, read after its first barrier, never rewritten.
+ *   registers    sc (S_{j+1}) belongs to the tensor cores from its issue to the first wait; O and pv (P_j) from
+ *                P_j V_j's issue to the second wait. No ordinary instruction touches them in between: the softmax
+ *                writes the next P into pa, copied to pv after the second wait (ladder_wgmma_hold pins each side).
+ *   cp.async     one group a turn (K_{j+2} and V_{j+1}), waited on whole at the next barrier; before the loop two
+ *                (Q and K_0, for S_0; V_0 and K_1, for B_0).
+ * One barrier a tile, where idea 1 has two: a tile is copied a turn before it is read, into the buffer that the
+ * products of the turn before last read, so the barrier that lands the one also frees the other.
+ */
+template <class T, int HD, int HDV>
+__global__ void __launch_bounds__(wgmma_fwd_cfg<HD, HDV, true>::THREADS, wgmma_fwd_cfg<HD, HDV, true>::BLOCKS)
+    attn_fwd_wgmma_pipe_kernel(args a) {
+    using C = wgmma_fwd_cfg<HD, HDV, true>;
+    constexpr int BR = C::BR, BC = C::BC, THREADS = C::THREADS;
+    extern __shared__ __align__(128) uint16_t smem[];
+    uint16_t *Qs = smem, *Ks = Qs + BR * HD, *Vs = Ks + C::KTILES * BC * HD;
+    int64_t *range = (int64_t *)(Vs + C::VTILES * BC * HDV);
+    block_place p;
+    if (!place_block<BR>(a, range, p)) return; /* the whole block */
+    const int64_t i0 = p.i0, h = p.h, b = p.b, hk = p.hk, rows = p.rows;
+    const ladder_attn_seq seq = p.seq;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, w0 = warp * 16, wg = warp / 4;
+    const int64_t khi = p.span.hi;
+    auto tiles = key_tiles<plain, BC>(a, p.span, b, h, i0, p.span.lo / BC * BC, khi);
+    const bool exact = a.softcap > 0.0f;
+    const float unit = exact ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
+
+    /* the key tile that starts at key j into K tile kt, or V tile vt */
+    auto load_k = [&](int kt, int64_t j) {
+        load_tile_cm<BC, HD, THREADS>(Ks + kt * BC * HD, a.k, b, hk, seq.k0 + j, seq.Lk - j < BC ? seq.Lk - j : BC,
+                                      a.D);
+    };
+    auto load_v = [&](int vt, int64_t j) {
+        load_tile_cm<BC, HDV, THREADS>(Vs + vt * BC * HDV, a.v, b, hk, seq.k0 + j, seq.Lk - j < BC ? seq.Lk - j : BC,
+                                       a.Dv);
+    };
+    /* the operands as idea 1 describes them; K tile kt and V tile vt lie kt * K_TILE and vt * V_TILE descriptor
+     * units (16 bytes) on */
+    const uint64_t dq = ladder_wgmma_desc_k(Qs + wg * 64 * HD, HD), dk = ladder_wgmma_desc_k(Ks, HD);
+    const uint64_t dv = ladder_wgmma_desc_mn(Vs, HDV);
+    constexpr uint64_t QK_STEP = 256 / 16, V_STEP = 2 * HDV * 16 / 16, K_TILE = BC * HD / 8, V_TILE = BC * HDV / 8;
+
+    float o[1][HDV / 8][4], m[1][2], l[1][2];
+    ladder_zero_tile(o);
+    m[0][0] = m[0][1] = -INFINITY, l[0][0] = l[0][1] = 0.0f;
+    float sc[1][BC / 8][4];     /* S of the tile whose softmax runs */
+    uint32_t pv[1][BC / 16][4]; /* P of the tile whose P V runs next */
+
+    /* S = Q K^T from K tile kt into sc (scale-d 0 on the first step: sc needs no zeroing), issued, not waited */
+    auto issue_s = [&](int kt) {
+        ladder_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++)
+            ladder_wgmma_ss<T, BC, false>(sc[0], dq + kk * QK_STEP, dk + kt * K_TILE + kk * QK_STEP, kk > 0);
+        ladder_wgmma_commit();
+    };
+    /* O += P V from pv and V tile vt, issued, not waited. O and pv were last written by ordinary instructions:
+     * pinned, then fenced, before the tensor cores take them. */
+    auto issue_pv = [&](int vt) {
+        ladder_wgmma_hold(o[0]);
+#pragma unroll
+        for (int kb = 0; kb < BC / 16; kb++) ladder_wgmma_hold(pv[0][kb]);
+        ladder_wgmma_fence();
+#pragma unroll
+        for (int kb = 0; kb < BC / 16; kb++)
+            ladder_wgmma_rs<T, HDV, true>(o[0], pv[0][kb], dv + vt * V_TILE + kb * V_STEP, true);
+        ladder_wgmma_commit();
+    };
+    /* the softmax of the S in sc, of the tile that starts at key j0 (full: no element masked); P into pa */
+    auto softmax_of = [&](int64_t j0, bool full, uint32_t(&pa)[1][BC / 16][4], float(&alpha)[1][2]) {
+        if (exact) softcap_scores<1, BC>(a, sc); /* scale * x, softcapped */
+        if (!full) mask_scores<1, BC>(sc, range, w0, j0, lane);
+        return softmax_tile<T, 1, BC>(sc, sl2, m, l, pa, alpha);
+    };
+
+    const int64_t jbeg = tiles.at;
+    auto after = tiles;
+    const int64_t j1 = after.next(); /* tile 1's first key; khi past the last */
+    load_tile_cm<BR, HD, THREADS>(Qs, a.q, b, h, seq.q0 + i0, rows, a.D);
+    if (jbeg < khi) load_k(0, jbeg);
+    ladder_cp_async_commit(); /* Q, K_0 */
+    if (jbeg < khi) load_v(0, jbeg);
+    if (j1 < khi) load_k(1, j1);
+    ladder_cp_async_commit(); /* V_0, K_1: landed at B_0 */
+    if (jbeg < khi) { /* S_0 and its softmax, with nothing to overlap yet */
+        ladder_cp_async_wait_group<1>(); /* Q, K_0 */
+        ladder_fence_proxy_async();
+        __syncthreads();
+        issue_s(0);
+        ladder_wgmma_wait<0>();
+        ladder_wgmma_hold(sc[0]);
+        float alpha[1][2];
+        softmax_of(jbeg, tiles.full(), pv, alpha); /* O is still 0: no rescale */
+    }
+
+    int kt = 0, vt = 0; /* K_j's tile and V_j's tile */
+    for (int64_t next = tiles.next(); next < khi; next = tiles.next()) { /* P_j V_j and tile j+1's S, at key next */
+        auto ahead = tiles;
+        const int64_t after_next = ahead.next(); /* tile j+2's first key; khi past the last */
+        ladder_cp_async_wait_group<0>();         /* (B_j) K_{j+1}, V_j */
+        ladder_fence_proxy_async();              /* ... ordered before the tensor cores' reads of them */
+        __syncthreads(); /* ... for every thread; both warpgroups are done with S_j (K tile kt) and P_{j-1} V_{j-1} */
+        if (after_next < khi) load_k(kt, after_next);
+        load_v(vt ^ 1, next);
+        ladder_cp_async_commit();
+
+        issue_s(kt ^ 1); /* S_{j+1} */
+        issue_pv(vt);    /* O += P_j V_j */
+        ladder_wgmma_wait<1>(); /* S_{j+1} (the older group); P_j V_j runs on */
+        ladder_wgmma_hold(sc[0]);
+        uint32_t pa[1][BC / 16][4];
+        float alpha[1][2];
+        const bool grew = softmax_of(next, tiles.full(), pa, alpha);
+        ladder_wgmma_wait<0>(); /* P_j V_j: O and pv are free */
+        ladder_wgmma_hold(o[0]);
+#pragma unroll
+        for (int kb = 0; kb < BC / 16; kb++) ladder_wgmma_hold(pv[0][kb]);
+        rescale_o<1, HDV>(o, alpha, grew);
+#pragma unroll
+        for (int kb = 0; kb < BC / 16; kb++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) pv[0][kb][c] = pa[0][kb][c];
+        kt ^= 1, vt ^= 1;
+    }
+    if (jbeg < khi) {                    /* the last tile's P V */
+        ladder_cp_async_wait_group<0>(); /* its V */
+        ladder_fence_proxy_async();
+        __syncthreads();
+        issue_pv(vt);
+        ladder_wgmma_wait<0>();
+        ladder_wgmma_hold(o[0]);
+    }
+    ladder_cp_async_wait_group<0>(); /* a block with no key tile still has its Q copies in flight */
+
+    store_o_lse<T, 1, HDV>(a, o, m, l, unit, 1.0f, 1, b, h, seq.q0 + i0, rows, w0, lane);
+}
+
+template <class T, int HD, int HDV, bool PIPE> ladder_status launch(const args &a) {
+    using C = wgmma_fwd_cfg<HD, HDV, PIPE>;
     const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
-    attn_fwd_wgmma_kernel<T, HD, HDV><<<grid, C::THREADS, C::SMEM>>>(a);
-    LADDER_LAUNCH_CHECK("attn_fwd_wgmma_kernel");
+    if constexpr (PIPE) {
+        LADDER_TRY(ladder_allow_smem(attn_fwd_wgmma_pipe_kernel<T, HD, HDV>, C::SMEM));
+        attn_fwd_wgmma_pipe_kernel<T, HD, HDV><<<grid, C::THREADS, C::SMEM>>>(a);
+        LADDER_LAUNCH_CHECK("attn_fwd_wgmma_pipe_kernel");
+    } else {
+        LADDER_TRY(ladder_allow_smem(attn_fwd_wgmma_kernel<T, HD, HDV>, C::SMEM));
+        attn_fwd_wgmma_kernel<T, HD, HDV><<<grid, C::THREADS, C::SMEM>>>(a);
+        LADDER_LAUNCH_CHECK("attn_fwd_wgmma_kernel");
+    }
     return LADDER_OK;
 }
 
@@ -209,6 +422,27 @@ ladder_status require_sm90(const char *why) {
     return LADDER_OK;
 }
 
+/*
+ * How many of the Hopper ideas the forward that LADDER_TC_PATH names runs with: wgmma-1 one (wgmma from shared
+ * memory, each product waited on at once: attn_fwd_wgmma_kernel), wgmma-2 two (and the softmax of one key tile
+ * beside the products of the next: attn_fwd_wgmma_pipe_kernel); wgmma, and auto (or unset, or empty) where it picks
+ * the Hopper kernels, every idea written so far (HOPPER_IDEAS); 0 for mma and for a value it does not know.
+ */
+constexpr int HOPPER_IDEAS = 2;
+int hopper_ideas(const char *path) {
+    if (!path || !*path || strcmp(path, "auto") == 0 || strcmp(path, "wgmma") == 0) return HOPPER_IDEAS;
+    if (strcmp(path, "wgmma-1") == 0) return 1;
+    if (strcmp(path, "wgmma-2") == 0) return 2;
+    return 0;
+}
+
+template <bool PIPE> ladder_status fwd_variant(const args &a, ladder_dtype dtype) {
+    const bool bf16 = dtype == LADDER_BF16;
+    if (pick_head_dims(a.D, a.Dv).hd == 64)
+        return bf16 ? launch<__nv_bfloat16, 64, 64, PIPE>(a) : launch<__half, 64, 64, PIPE>(a);
+    return bf16 ? launch<__nv_bfloat16, 128, 128, PIPE>(a) : launch<__half, 128, 128, PIPE>(a);
+}
+
 } // namespace
 
 ladder_status use_wgmma(bool *wgmma) {
@@ -222,20 +456,21 @@ ladder_status use_wgmma(bool *wgmma) {
         return LADDER_OK;
     }
     if (strcmp(path, "mma") == 0) return LADDER_OK;
-    if (strcmp(path, "wgmma") == 0) {
-        LADDER_TRY(require_sm90("LADDER_TC_PATH=wgmma"));
+    if (hopper_ideas(path) > 0) {
+        char why[32];
+        snprintf(why, sizeof why, "LADDER_TC_PATH=%s", path); /* one of the names above: it fits */
+        LADDER_TRY(require_sm90(why));
         *wgmma = true;
         return LADDER_OK;
     }
-    return ladder_fail(LADDER_ERR_ARG, "LADDER_TC_PATH is '%s': expected auto, mma or wgmma", path);
+    return ladder_fail(LADDER_ERR_ARG, "LADDER_TC_PATH is '%s': expected auto, mma, wgmma, wgmma-1 or wgmma-2", path);
 }
 
 ladder_status fwd_wgmma(const args &a, ladder_dtype dtype) {
     LADDER_TRY(require_sm90("the Hopper forward"));
-    const bool bf16 = dtype == LADDER_BF16;
-    if (pick_head_dims(a.D, a.Dv).hd == 64)
-        return bf16 ? launch<__nv_bfloat16, 64, 64>(a) : launch<__half, 64, 64>(a);
-    return bf16 ? launch<__nv_bfloat16, 128, 128>(a) : launch<__half, 128, 128>(a);
+    /* the variant LADDER_TC_PATH names (use_wgmma() has refused the values it does not know) */
+    if (hopper_ideas(getenv("LADDER_TC_PATH")) >= 2) return fwd_variant<true>(a, dtype);
+    return fwd_variant<false>(a, dtype);
 }
 
 } // namespace attn_tc

@@ -5,10 +5,10 @@
  * Preconditions: validated by ladder_flash_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all fp16; lse
  * and dlse f32; device pointers; any input strides; contiguous outputs; D, Dv <= 256; Hq, B <= 65535).
  * The forward has two generations (attention_tc_hopper.cuh): the mma.sync kernels (attention_tc_fwd.cuh) and, on
- * sm_90 GPUs, the Hopper one (attention_fwd.sm90a.cu: wgmma from shared memory) for head dims up to 128.
- * LADDER_TC_PATH picks: auto (the default; for now the mma.sync kernels everywhere, until the Hopper one has passed
- * the suites on an H100 or H200), mma (the mma.sync kernels), wgmma (the Hopper kernel where it covers the
- * problem; refused on GPUs other than sm_90).
+ * sm_90 GPUs, the Hopper ones (attention_fwd.sm90a.cu: wgmma from shared memory) for head dims up to 128.
+ * LADDER_TC_PATH picks: auto (the default; for now the mma.sync kernels everywhere, until a Hopper one is measured
+ * faster on an H100 or H200), mma (the mma.sync kernels), wgmma, wgmma-1, wgmma-2 (a Hopper kernel where it covers
+ * the problem: every idea, the first alone, the first two; refused on GPUs other than sm_90).
  * Run it:  build/bin/ladder run flash --rung gpu_tensorcore [--dtype fp16]
  *          LADDER_TC_PATH=wgmma build/bin/ladder run flash --rung gpu_tensorcore
  */

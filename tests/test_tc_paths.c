@@ -1,14 +1,17 @@
 /*
  * tests/test_tc_paths.c: the tensor-core rung's two generations against each other (suite gpu_tensorcore_paths):
- * flash at that rung with LADDER_TC_PATH=wgmma (the Hopper forward, gpu_tensorcore/attention_fwd.sm90a.cu) and with
- * LADDER_TC_PATH=mma (the mma.sync kernels), on the same inputs, bf16 and fp16, at both head-dim pairs the Hopper
- * forward is compiled for (64 and 128, and smaller dims padded to them) with each option it takes: causal masks of
- * both alignments, windows, softcap, grouped heads, packed sequences, strided views, one query row. Both round P per
- * 64-key tile against the same running max, so only the order of the products' sums differs: every output (the
- * backward's too, which reads the forward's o and lse) is held to the rung's tolerance.
+ * flash at that rung with each Hopper forward (gpu_tensorcore/attention_fwd.sm90a.cu: LADDER_TC_PATH=wgmma-1, the
+ * first idea's kernel, and wgmma-2, the second's) and with LADDER_TC_PATH=mma (the mma.sync kernels), on the same
+ * inputs, bf16 and fp16, at both head-dim pairs the Hopper forward is compiled for (64 and 128, and smaller dims
+ * padded to them) with each option it takes: causal masks of both alignments, windows, softcap, grouped heads,
+ * packed sequences, strided views, one query row, and key ranges of one, two and many tiles (the second kernel's
+ * loop has a first tile, a last tile and the turns between). All round P per 64-key tile against the same running
+ * max, so only the order of the products' sums differs: every output (the backward's too, which reads the
+ * forward's o and lse) is held to the rung's tolerance.
  *
- * The generic suites (test_rungs.c) run the Hopper forward against the cpu rung when LADDER_TC_PATH=wgmma is set for
- * the whole run. Without a GPU these cases skip as every GPU case does; on a GPU other than sm_90 each says so.
+ * The generic suites (test_rungs.c) run the Hopper forward against the cpu rung when LADDER_TC_PATH=wgmma (or
+ * wgmma-1) is set for the whole run. Without a GPU these cases skip as every GPU case does; on a GPU other than sm_90
+ * each says so.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,10 +43,11 @@ static test_case make(pc c, ladder_dtype dtype) {
 #define NO -1
 enum { NONE = LADDER_CAUSAL_NONE, BR = LADDER_CAUSAL_BOTTOM_RIGHT, TL = LADDER_CAUSAL_TOP_LEFT };
 
-ParameterizedTestParameters(gpu_tensorcore_paths, flash_wgmma_matches_mma) {
+/* The cases both Hopper kernels are compared on. */
+static struct criterion_test_params path_cases(void) {
     static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
     static const int64_t lq[] = {113, 0, 1, 200}, lk[] = {203, 5, 1, 0};
-    test_case cases[16];
+    test_case cases[20];
     int n = 0;
     for (int d = 0; d < 2; d++) {
         const ladder_dtype dt = dtypes[d];
@@ -53,6 +57,8 @@ ParameterizedTestParameters(gpu_tensorcore_paths, flash_wgmma_matches_mma) {
         cases[n++] = make((pc){1, 6, 1, 130, 203, 59, 59, TL, 32, 8, 0, false}, dt);  /* padded to 64, element loads */
         cases[n++] = make((pc){1, 6, 2, 217, 128, 64, 96, NONE, NO, NO, 0, true}, dt); /* Dv != D, on (128, 128) */
         cases[n++] = make((pc){2, 8, 2, 1, 700, 128, 128, BR, NO, NO, 0, false}, dt);  /* one query row, GQA */
+        cases[n++] = make((pc){1, 4, 2, 70, 64, 128, 128, NONE, NO, NO, 0, false}, dt); /* one key tile: no turn */
+        cases[n++] = make((pc){1, 4, 4, 64, 100, 64, 64, NONE, NO, NO, 0, true}, dt);   /* two key tiles: one turn */
         test_case v = make((pc){1, 6, 2, 0, 0, 128, 128, BR, NO, NO, 0, false}, dt);
         test_case_varlen(&v, lq, 4);
         test_case_varlen2(&v, lk);
@@ -61,31 +67,50 @@ ParameterizedTestParameters(gpu_tensorcore_paths, flash_wgmma_matches_mma) {
     return test_params(cases, n);
 }
 
-ParameterizedTest(const test_case *t, gpu_tensorcore_paths, flash_wgmma_matches_mma) {
+/* flash at the tensor-core rung with LADDER_TC_PATH=path against LADDER_TC_PATH=mma on the same inputs; skipped on a
+ * GPU that is not sm_90. */
+static void hopper_matches_mma(const test_case *t, const char *path) {
     harness_require_rung(t);
     ladder_case c, rounded = {0};
     test_make(t, &c);
     cr_assert_eq(ladder_case_rounded(&c, t->dtype, &rounded), LADDER_OK, "%s", ladder_last_error());
     ladder_result hopper, mma;
     const ladder_run_opts once = {0};
-    setenv("LADDER_TC_PATH", "wgmma", 1);
+    setenv("LADDER_TC_PATH", path, 1);
     const ladder_status st = ladder_run(t->rung, t->dtype, &rounded, &once, &hopper);
     if (st == LADDER_ERR_UNAVAILABLE) { /* not an sm_90 GPU: the message says which one it is */
         ladder_case_free(&rounded);
         ladder_case_free(&c);
         cr_skip_test("%s", ladder_last_error());
     }
-    char what[512];
+    char what[512], label[64];
     test_case_str(t, what, sizeof what);
-    cr_assert_eq(st, LADDER_OK, "gpu_tensorcore (%s) with LADDER_TC_PATH=wgmma on %s returned %s: %s",
-                 ladder_dtype_name(t->dtype), what, ladder_status_name(st), ladder_last_error());
+    cr_assert_eq(st, LADDER_OK, "gpu_tensorcore (%s) with LADDER_TC_PATH=%s on %s returned %s: %s",
+                 ladder_dtype_name(t->dtype), path, what, ladder_status_name(st), ladder_last_error());
     setenv("LADDER_TC_PATH", "mma", 1);
     test_run(t, t->rung, t->dtype, &rounded, &mma);
-    test_expect_results_close("gpu_tensorcore wgmma vs mma.sync", t, &c, &hopper, &mma, ladder_tolerance(t->dtype));
+    snprintf(label, sizeof label, "gpu_tensorcore %s vs mma.sync", path);
+    test_expect_results_close(label, t, &c, &hopper, &mma, ladder_tolerance(t->dtype));
     ladder_result_free(&hopper);
     ladder_result_free(&mma);
     ladder_case_free(&rounded);
     ladder_case_free(&c);
+}
+
+/* The first Hopper idea: wgmma from shared memory, each product waited on at once. */
+ParameterizedTestParameters(gpu_tensorcore_paths, flash_wgmma1_matches_mma) {
+    return path_cases();
+}
+ParameterizedTest(const test_case *t, gpu_tensorcore_paths, flash_wgmma1_matches_mma) {
+    hopper_matches_mma(t, "wgmma-1");
+}
+
+/* The second: the softmax of one key tile beside the P V of the tile before it. */
+ParameterizedTestParameters(gpu_tensorcore_paths, flash_wgmma2_matches_mma) {
+    return path_cases();
+}
+ParameterizedTest(const test_case *t, gpu_tensorcore_paths, flash_wgmma2_matches_mma) {
+    hopper_matches_mma(t, "wgmma-2");
 }
 
 /* A value the switch does not know is refused, naming the variable and what it takes (any GPU). */
@@ -95,14 +120,17 @@ Test(gpu_tensorcore_paths, an_unknown_path_is_refused) {
     ladder_case c, rounded = {0};
     test_make(&t, &c);
     cr_assert_eq(ladder_case_rounded(&c, t.dtype, &rounded), LADDER_OK, "%s", ladder_last_error());
-    ladder_result r;
-    const ladder_run_opts once = {0};
-    setenv("LADDER_TC_PATH", "hopper", 1);
-    const ladder_status st = ladder_run(t.rung, t.dtype, &rounded, &once, &r);
-    cr_assert_eq(st, LADDER_ERR_ARG, "LADDER_TC_PATH=hopper gave %s (%s), not LADDER_ERR_ARG", ladder_status_name(st),
-                 ladder_last_error());
-    cr_assert(strstr(ladder_last_error(), "LADDER_TC_PATH") != NULL, "the message names no variable: %s",
-              ladder_last_error());
+    static const char *const unknown[] = {"hopper", "wgmma-3"};
+    for (int i = 0; i < 2; i++) {
+        ladder_result r;
+        const ladder_run_opts once = {0};
+        setenv("LADDER_TC_PATH", unknown[i], 1);
+        const ladder_status st = ladder_run(t.rung, t.dtype, &rounded, &once, &r);
+        cr_assert_eq(st, LADDER_ERR_ARG, "LADDER_TC_PATH=%s gave %s (%s), not LADDER_ERR_ARG", unknown[i],
+                     ladder_status_name(st), ladder_last_error());
+        cr_assert(strstr(ladder_last_error(), "LADDER_TC_PATH") != NULL, "the message names no variable: %s",
+                  ladder_last_error());
+    }
     ladder_case_free(&rounded);
     ladder_case_free(&c);
 }

@@ -380,6 +380,8 @@ def run(algo, pass_="fwd", rung="cpu", *, want=(), frozen=(), **kwargs):
     for name in want:
         if name not in a.tensor or a.tensor[name] not in outputs:
             raise TypeError(f"{a.name} {pass_} has no output {name!r} to ask for")
+    if isinstance(frozen, str):  # one name
+        frozen = (frozen,)
     for name in frozen:
         grad = next((s for s in a.tensors if s.grad_of == name and s.role & _FREEZABLE), None)
         if grad is None:

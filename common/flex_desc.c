@@ -351,10 +351,8 @@ static const ladder_bench_build bench_build = {
  * there, and the tensor-core rung takes no f32 inputs, so these have no reference rung: `ladder bench` times them
  * unchecked, and the test suites check that rung): B=4, H=16, S=4096, D=128 without a mod and with the causal mask,
  * flash's cells of that size; the 1024-token causal sliding window with ALiBi at B=2, S=8192, slopes frozen and
- * learnable (PyTorch's 0.443 / 1.154 ms case is the frozen one); and each mod with buffers under the causal mask,
- * frozen and learnable, so that a buffer gradient's cost is the difference of two rows. The learnable rows' buffer
- * gradients take an f32 share per score and read (common/flex_gpu.cuh): 4.3 GB a read at B=4, H=16, S=4096, twice
- * that for bias_qk's two reads and for the window's B=2, S=8192.
+ * learnable (the frozen one is the case docs/results/peers.md has PyTorch's numbers of); and each mod with buffers
+ * under the causal mask, frozen and learnable, so that a buffer gradient's cost is the difference of two rows.
  */
 #define BENCH(b, s, mod, masks, left)                                                                                  \
     {.attn = {.B = (b), .Hq = 16, .Hkv = 16, .Sq = (s), .Sk = (s), .D = 128, .Dv = 128, .mask = {0, -1, -1}},          \

@@ -151,26 +151,28 @@ __device__ __forceinline__ float flex_tile_line_sum(ladder_flex_line line, const
 
 /*
  * After a tile's shares are stored (and a __syncthreads()): each read whose gradient is asked, summed along each line
- * the tile crosses, one thread per line and read (read 0's lines on the first threads, read 1's on the next), and
- * added into the block's row of partials at the line's slot. The tile: rows of query tile qt of head h in batch row
- * b, keys from @p j0 along Sk; slots past the width hold only keys past Sk (zero shares) and are skipped. A slot
- * is read, added to and written by one thread per tile, and the block's tiles come one after another with a barrier
- * between (its loop's), so each partial sums its tiles in the order the block visits them.
+ * the tile crosses, and added into the block's row of partials at the line's slot. The reads' lines are numbered one
+ * after another (read 0's first) and dealt to the block's THREADS threads in turn, so that a thread sums line l,
+ * l + THREADS, ...: one thread per line when they fit, as they do with 64 keys a tile. The tile: rows of query tile
+ * qt of head h in batch row b, keys from @p j0 along Sk; slots past the width hold only keys past Sk (zero shares)
+ * and are skipped. A slot is read, added to and written by one thread per tile, and the block's tiles come one after
+ * another with a barrier between (its loop's), so each partial sums its tiles in the order the block visits them.
  */
 template <int MOD, int BR, int BC, int THREADS>
 __device__ __forceinline__ void flex_sum_tile(const ladder_flex_hooks &f, const float *tiles, int64_t Hq, int64_t b,
                                               int64_t h, int64_t qt, int64_t j0) {
-    static_assert(LADDER_FLEX_MAX_READS * (BR + BC - 1) <= THREADS, "a thread for each line of each read");
-    int l = threadIdx.x;
+    for (int n = threadIdx.x; n < LADDER_FLEX_MAX_READS * (BR + BC - 1); n += THREADS) {
+        int l = n;
 #pragma unroll
-    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
-        const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
-        const int lines = ladder_flex_tile_lines(line, BR, BC);
-        const int64_t slot = ladder_flex_tile_slot(line, l, j0);
-        if (f.part[rd] && l >= 0 && l < lines && slot < ladder_flex_partial_width(line, f.env.Sk, BR))
-            flex_partials<BR>(f, rd, line, Hq, b, h, qt)[slot] +=
-                flex_tile_line_sum<BR, BC>(line, tiles + rd * flex_share_tile<BR, BC>::SIZE, l);
-        l -= lines;
+        for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
+            const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
+            const int lines = ladder_flex_tile_lines(line, BR, BC);
+            const int64_t slot = ladder_flex_tile_slot(line, l, j0);
+            if (f.part[rd] && l >= 0 && l < lines && slot < ladder_flex_partial_width(line, f.env.Sk, BR))
+                flex_partials<BR>(f, rd, line, Hq, b, h, qt)[slot] +=
+                    flex_tile_line_sum<BR, BC>(line, tiles + rd * flex_share_tile<BR, BC>::SIZE, l);
+            l -= lines;
+        }
     }
 }
 

@@ -47,6 +47,9 @@ struct hooked {
 template <int M> struct flex {
     static constexpr bool EXTRAS = false, FLEX = true;
     static constexpr int MOD = M;
+    /* keys per block of the backward's passes: flash's 128, but 64 for rel_bias, whose strided read of a 2-D table
+     * per score spilled beside 128 keys' dK and dV on sm_80 */
+    static constexpr int BWD_KEYS = M == LADDER_FLEX_REL_BIAS ? 64 : 128;
 };
 
 /*

@@ -36,17 +36,22 @@
 
 namespace attn_tc {
 
+/* The keys per block of the backward that policy @p Pol asks for, below a head dim of 128: flex's BWD_KEYS, or 128. */
+template <class Pol> constexpr int flex_bwd_keys() {
+    if constexpr (Pol::FLEX) return Pol::BWD_KEYS;
+    else return 128;
+}
+
 template <class Pol, int HD, int HDV> struct bwd_cfg {
     static constexpr bool WIDE = HD > 128 || HDV > 128; /* half the keys and rows, so that dK and dV fit */
     static constexpr int WARPS = 8, THREADS = 32 * WARPS;
     /* keys per block, query rows per step: at head dim 64, 128 rows, twice the products per step and per barrier.
      * The hooks' per-element work needs registers beside S and dP: with them, half the rows (at 64 and 128 the
      * full tiles spilled) */
-    /* flex's mods (and its lists' cursors) need more: half the rows and half the keys, so that dK and dV hold half
-     * the registers (with 128 keys and half the rows, some mods spilled at 64, and at 128 came within a few
-     * registers of the limit) */
-    static constexpr int BC = WIDE || Pol::FLEX ? 64 : 128;
-    static constexpr int BR = (WIDE ? 32 : HD <= 64 && HDV <= 64 ? 128 : 64) / ((Pol::EXTRAS || Pol::FLEX) && !WIDE ? 2 : 1);
+    /* flex's mods (and its lists' cursors) need more: 32 rows at every head dim (with 64 rows at 64, rel_bias and
+     * bias_qk spilled), and the keys its policy asks for (flex::BWD_KEYS) */
+    static constexpr int BC = WIDE ? 64 : flex_bwd_keys<Pol>();
+    static constexpr int BR = WIDE || Pol::FLEX ? 32 : (HD <= 64 && HDV <= 64 ? 128 : 64) / (Pol::EXTRAS ? 2 : 1);
     /* Each product's warp grid and warp tile (MT m16 row blocks by NT n8 column blocks):
      * S, dP (BR x BC): 2 x 4 warps; dK, dV (BC x HD, BC x HDV): BC/32 x KV_WN warps, 32 keys each;
      * dQ (BR x HD): 2 x 4 warps */

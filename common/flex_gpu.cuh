@@ -11,9 +11,11 @@
  *   1. tile (in the family's dQ pass, which visits every seen (b, h, i, j) once): a block owns a query tile of one
  *      head and batch row and walks its key tiles. For each it stores read r's shares dS * dS/dx in shared memory
  *      (flex_share_tile, skewed so that the tile's diagonals are columns), sums them along the tile's lines, one
- *      thread per line (flex_sum_tile()), and adds each sum into the block's own row of partials in global memory,
- *      which it cleared first (flex_clear_partials()). The scratch is a row of lines per query tile (k.part[r]):
- *      B * Hq * Sq / BR * (Sk + BR - 1) floats for diagonals, not the B * Hq * Sq * Sk of one share per score.
+ *      thread per line (flex_sum_tile()), and stores each line's sum into the block's own row of partials in global
+ *      memory, which it cleared first (flex_clear_partials()), once: a row's sum is held until the block's last tile,
+ *      and a diagonal's until the next tile has added its part (flex_flush_lines()). The scratch is a row of lines
+ *      per query tile (k.part[r]): B * Hq * Sq / BR * (Sk + BR - 1) floats for diagonals, not the B * Hq * Sq * Sk of
+ *      one share per score.
  *   2. plane: one thread per (head, line) adds that line's partials over the batch rows and the query tiles.
  *   3. scatter: one thread per head walks its lines in order and adds each line's sum into the element the mod says
  *      that line reads (asked at a position on the line). Each element's sum runs in one fixed order.
@@ -79,24 +81,49 @@ template <int BR, int BC> struct flex_share_tile {
     }
 };
 
-/* Bytes of shared memory for the share tiles of a pass whose hooks are @p f: every read up to the last whose gradient
- * is asked (0 when none is). */
-template <int BR, int BC> __host__ __device__ size_t flex_share_bytes(const ladder_flex_hooks &f) {
+/* The reads up to the last whose gradient is asked in hooks @p f (0 when none is). */
+__host__ __device__ inline int flex_asked_reads(const ladder_flex_hooks &f) {
     int reads = 0;
     for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++)
         if (f.part[rd]) reads = rd + 1;
-    return sizeof(float) * (size_t)(reads * flex_share_tile<BR, BC>::SIZE);
+    return reads;
+}
+
+/*
+ * What a thread of the line sums holds between tiles, in shared memory past the share tiles, one slot per thread
+ * (each thread serves one line of one read, the same every tile, so no slot is shared): the sum it has not stored
+ * yet, and the slot of partials it goes to (-1: none).
+ */
+template <int BR, int BC, int THREADS> struct flex_held {
+    float *sum;
+    int64_t *slot;
+    __device__ flex_held(const ladder_flex_hooks &f, float *tiles)
+        : sum(tiles + flex_asked_reads(f) * flex_share_tile<BR, BC>::SIZE), slot((int64_t *)(sum + THREADS)) {}
+};
+
+/* Bytes of shared memory for the share tiles of a pass whose hooks are @p f (every read up to the last whose gradient
+ * is asked) and the held sums after them; 0 when no gradient is asked. */
+template <int BR, int BC, int THREADS> __host__ __device__ size_t flex_share_bytes(const ladder_flex_hooks &f) {
+    const int reads = flex_asked_reads(f);
+    static_assert(flex_share_tile<BR, BC>::SIZE % 2 == 0 && THREADS % 2 == 0, "the held slots are 8-byte aligned");
+    return reads ? sizeof(float) * (size_t)(reads * flex_share_tile<BR, BC>::SIZE + THREADS) +
+                       sizeof(int64_t) * THREADS
+                 : 0;
 }
 
 /* Clear the share tiles of the reads whose gradient is asked, by the block's THREADS threads, before its first tile
- * (a __syncthreads() between): the triangles outside the skewed tile stay zero from here on. */
+ * (a __syncthreads() between): the triangles outside the skewed tile stay zero from here on. Each thread's held sum
+ * starts at 0, with no slot. */
 template <int BR, int BC, int THREADS>
 __device__ __forceinline__ void flex_clear_shares(const ladder_flex_hooks &f, float *tiles) {
+    if (!flex_asked_reads(f)) return;
 #pragma unroll
     for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++)
         if (f.part[rd])
             for (int x = threadIdx.x; x < flex_share_tile<BR, BC>::SIZE; x += THREADS)
                 tiles[rd * flex_share_tile<BR, BC>::SIZE + x] = 0.0f;
+    const flex_held<BR, BC, THREADS> held(f, tiles);
+    held.sum[threadIdx.x] = 0.0f, held.slot[threadIdx.x] = -1;
 }
 
 /* Read rd's row of partials for query tile qt (tiles of BR rows) of head h in batch row b: [B, Hq, Tq, width]. */
@@ -149,30 +176,84 @@ __device__ __forceinline__ float flex_tile_line_sum(ladder_flex_line line, const
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
+/* The threads that sum a read's lines of kind @p line: one per row, or per column, or per diagonal that starts in the
+ * tile's first row (the BR - 1 that start in its first column are summed by the thread of the diagonal BC along). */
+template <int BR, int BC> __device__ __forceinline__ int flex_line_threads(ladder_flex_line line) {
+    return line == LADDER_FLEX_ROW ? BR : BC;
+}
+
 /*
  * After a tile's shares are stored (and a __syncthreads()): each read whose gradient is asked, summed along each line
- * the tile crosses, and added into the block's row of partials at the line's slot. The reads' lines are numbered one
- * after another (read 0's first) and dealt to the block's THREADS threads in turn, so that a thread sums line l,
- * l + THREADS, ...: one thread per line when they fit, as they do with 64 keys a tile. The tile: rows of query tile
- * qt of head h in batch row b, keys from @p j0 along Sk; slots past the width hold only keys past Sk (zero shares)
- * and are skipped. A slot is read, added to and written by one thread per tile, and the block's tiles come one after
- * another with a barrier between (its loop's), so each partial sums its tiles in the order the block visits them.
+ * the tile crosses, one thread per line (read 0's lines on the first threads, read 1's on the next), into the
+ * block's row of partials (tile: rows of query tile qt of head h in batch row b, keys from @p j0 along Sk). Every
+ * partial is stored once, never read back, so no tile waits on global memory:
+ *   - a column's sum is the tile's alone: stored at once;
+ *   - a row's sums are added over the block's tiles in the thread's held sum, stored by flex_flush_lines();
+ *   - diagonal l < BC (slot j0 + l) is stored at once, with, for l < BR - 1, the held sum of diagonal l + BC of the
+ *     tile before when that tile was the neighbour at j0 - BC (the same slot); otherwise that held sum is stored at
+ *     its own slot. Then diagonal l + BC's sum is held (slot j0 + BC + l) for the next tile.
+ * Slots past the width hold only keys past Sk (zero shares) and are skipped. The tiles come in ascending order, a
+ * whole BC apart, with a barrier between (the loop's), so each partial sums its tiles in the order the block visits
+ * them, the same every run.
  */
 template <int MOD, int BR, int BC, int THREADS>
-__device__ __forceinline__ void flex_sum_tile(const ladder_flex_hooks &f, const float *tiles, int64_t Hq, int64_t b,
+__device__ __forceinline__ void flex_sum_tile(const ladder_flex_hooks &f, float *tiles, int64_t Hq, int64_t b,
                                               int64_t h, int64_t qt, int64_t j0) {
-    for (int n = threadIdx.x; n < LADDER_FLEX_MAX_READS * (BR + BC - 1); n += THREADS) {
-        int l = n;
+    static_assert(LADDER_FLEX_MAX_READS * BC <= THREADS && BR <= BC, "a thread for each line of each read");
+    const flex_held<BR, BC, THREADS> held(f, tiles);
+    const int t = threadIdx.x;
+    int l = t;
 #pragma unroll
-        for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
-            const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
-            const int lines = ladder_flex_tile_lines(line, BR, BC);
-            const int64_t slot = ladder_flex_tile_slot(line, l, j0);
-            if (f.part[rd] && l >= 0 && l < lines && slot < ladder_flex_partial_width(line, f.env.Sk, BR))
-                flex_partials<BR>(f, rd, line, Hq, b, h, qt)[slot] +=
-                    flex_tile_line_sum<BR, BC>(line, tiles + rd * flex_share_tile<BR, BC>::SIZE, l);
-            l -= lines;
+    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
+        const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
+        const int n = flex_line_threads<BR, BC>(line);
+        if (f.part[rd] && l >= 0 && l < n) {
+            const float *tile = tiles + rd * flex_share_tile<BR, BC>::SIZE;
+            float *row = flex_partials<BR>(f, rd, line, Hq, b, h, qt);
+            const int64_t width = ladder_flex_partial_width(line, f.env.Sk, BR);
+            const float sum = flex_tile_line_sum<BR, BC>(line, tile, l);
+            if (line == LADDER_FLEX_ROW) held.sum[t] += sum;
+            else if (line == LADDER_FLEX_COLUMN) {
+                if (j0 + l < width) row[j0 + l] = sum;
+            } else {
+                float total = sum;
+                if (l < BR - 1) {
+                    const int64_t slot = held.slot[t];
+                    if (slot == j0 + l) total = held.sum[t] + sum;
+                    else if (slot >= 0 && slot < width) row[slot] = held.sum[t];
+                    held.sum[t] = flex_tile_line_sum<BR, BC>(line, tile, l + BC);
+                    held.slot[t] = j0 + BC + l;
+                }
+                if (j0 + l < width) row[j0 + l] = total;
+            }
         }
+        l -= n;
+    }
+}
+
+/* After the block's last tile: each thread's held sum stored at its slot (a row's at the row's, a diagonal's at the
+ * slot flex_sum_tile() gave it). Called by every thread of the block; its barrier orders the stores after the
+ * clearing of the partials when the block visited no tile. */
+template <int MOD, int BR, int BC, int THREADS>
+__device__ __forceinline__ void flex_flush_lines(const ladder_flex_hooks &f, float *tiles, int64_t Hq, int64_t b,
+                                                 int64_t h, int64_t qt) {
+    if (!flex_asked_reads(f)) return;
+    __syncthreads();
+    const flex_held<BR, BC, THREADS> held(f, tiles);
+    const int t = threadIdx.x;
+    int l = t;
+#pragma unroll
+    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
+        const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
+        const int n = flex_line_threads<BR, BC>(line);
+        if (f.part[rd] && l >= 0 && l < n) {
+            float *row = flex_partials<BR>(f, rd, line, Hq, b, h, qt);
+            const int64_t width = ladder_flex_partial_width(line, f.env.Sk, BR);
+            if (line == LADDER_FLEX_ROW) row[l] = held.sum[t];
+            else if (line == LADDER_FLEX_DIAGONAL && l < BR - 1 && held.slot[t] >= 0 && held.slot[t] < width)
+                row[held.slot[t]] = held.sum[t];
+        }
+        l -= n;
     }
 }
 

@@ -8,5 +8,5 @@
 
 namespace attn_tc {
 template ladder_status bwd_flex<128>(const args &, int, ladder_dtype);
-template int bwd_flex_rows<128>();
+template int bwd_flex_rows<128>(int);
 } // namespace attn_tc

@@ -47,9 +47,13 @@ struct hooked {
 template <int M> struct flex {
     static constexpr bool EXTRAS = false, FLEX = true;
     static constexpr int MOD = M;
-    /* keys per block of the backward's passes: flash's 128, but 64 for rel_bias, whose strided read of a 2-D table
-     * per score spilled beside 128 keys' dK and dV on sm_80 */
-    static constexpr int BWD_KEYS = M == LADDER_FLEX_REL_BIAS ? 64 : 128;
+    /* The backward's tiles: 128 keys a block and 64 query rows a step without a score mod (flash's at a head dim of
+     * 128; with flash's 128 rows at 64 the dK/dV pass spilled on sm_80). With one, 32 rows (with 64 at a head dim
+     * of 64, rel_bias and bias_qk spilled) and 128 keys, but 64 for rel_bias, whose strided read of a 2-D table
+     * per score spilled beside 128 keys' dK and dV on sm_80, and for t5_bias, whose logarithm per score ran 17%
+     * slower with 128 (h200-2026-11-28-run-2.md) */
+    static constexpr int BWD_ROWS = M == LADDER_FLEX_SCORE_NONE ? 64 : 32;
+    static constexpr int BWD_KEYS = M == LADDER_FLEX_REL_BIAS || M == LADDER_FLEX_T5_BIAS ? 64 : 128;
 };
 
 /*
@@ -325,10 +329,10 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const ar
 /* flex's passes at head dims (HD, HD), HD 64 or 128, in @p dtype (bf16 or f16), each with the policy flex<mod>: every
  * registered score mod is compiled (ladder_flex_with_mod), in attention_flex_*.cu. The backward is the deterministic
  * one; a.delta is its scratch, and its dQ pass sums each buffer read's shares into a.flex.part, a row per query tile
- * of bwd_flex_rows() rows. */
+ * of bwd_flex_rows(mod) rows. */
 template <int HD> ladder_status fwd_flex(const args &a, int mod, ladder_dtype dtype);
 template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype);
-template <int HD> int bwd_flex_rows();
+template <int HD> int bwd_flex_rows(int mod);
 
 } // namespace attn_tc
 

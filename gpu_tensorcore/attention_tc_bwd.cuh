@@ -36,10 +36,17 @@
 
 namespace attn_tc {
 
-/* The keys per block of the backward that policy @p Pol asks for, below a head dim of 128: flex's BWD_KEYS, or 128. */
-template <class Pol> constexpr int flex_bwd_keys() {
+/* The keys per block of the backward that policy @p Pol asks for, at head dims up to 128: flex's BWD_KEYS, or 128. */
+template <class Pol> constexpr int bwd_keys() {
     if constexpr (Pol::FLEX) return Pol::BWD_KEYS;
     else return 128;
+}
+
+/* The query rows per step that policy @p Pol asks for at head dims up to 128, @p full being flash's: half with the
+ * hooks, flex's BWD_ROWS. */
+template <class Pol> constexpr int bwd_rows(int full) {
+    if constexpr (Pol::FLEX) return Pol::BWD_ROWS;
+    else return Pol::EXTRAS ? full / 2 : full;
 }
 
 template <class Pol, int HD, int HDV> struct bwd_cfg {
@@ -48,10 +55,9 @@ template <class Pol, int HD, int HDV> struct bwd_cfg {
     /* keys per block, query rows per step: at head dim 64, 128 rows, twice the products per step and per barrier.
      * The hooks' per-element work needs registers beside S and dP: with them, half the rows (at 64 and 128 the
      * full tiles spilled) */
-    /* flex's mods (and its lists' cursors) need more: 32 rows at every head dim (with 64 rows at 64, rel_bias and
-     * bias_qk spilled), and the keys its policy asks for (flex::BWD_KEYS) */
-    static constexpr int BC = WIDE ? 64 : flex_bwd_keys<Pol>();
-    static constexpr int BR = WIDE || Pol::FLEX ? 32 : (HD <= 64 && HDV <= 64 ? 128 : 64) / (Pol::EXTRAS ? 2 : 1);
+    /* flex's score mods need more (bwd_rows, bwd_keys) */
+    static constexpr int BC = WIDE ? 64 : bwd_keys<Pol>();
+    static constexpr int BR = WIDE ? 32 : bwd_rows<Pol>(HD <= 64 && HDV <= 64 ? 128 : 64);
     /* Each product's warp grid and warp tile (MT m16 row blocks by NT n8 column blocks):
      * S, dP (BR x BC): 2 x 4 warps; dK, dV (BC x HD, BC x HDV): BC/32 x KV_WN warps, 32 keys each;
      * dQ (BR x HD): 2 x 4 warps */
@@ -700,6 +706,7 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq
             flex_sum_tile<Pol::MOD, BR, BC, C::THREADS>(a.flex, sm.shares, a.Hq, b, h, i0 / BR, seq.k0 + j0);
         dq_product<Pol, T, HD, HDV>(dq, sm, qr, qc, lane);
     }
+    if constexpr (Pol::FLEX) flex_flush_lines<Pol::MOD, BR, BC, C::THREADS>(a.flex, sm.shares, a.Hq, b, h, i0 / BR);
     ladder_cp_async_wait_group<0>();
 #pragma unroll
     for (int mt = 0; mt < C::Q_MT; mt++)
@@ -748,7 +755,7 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const ar
         const dim3 q_grid((unsigned)(ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs) * splits), (unsigned)a.Hq,
                           (unsigned)a.B);
         size_t smem = C::SMEM; /* with flex's policy, the share tiles past the rest (none when no gradient is asked) */
-        if constexpr (Pol::FLEX) smem += flex_share_bytes<C::BR, C::BC>(a.flex);
+        if constexpr (Pol::FLEX) smem += flex_share_bytes<C::BR, C::BC, C::THREADS>(a.flex);
         LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tc_kernel<Pol, T, HD, HDV>, smem));
         attn_bwd_dq_tc_kernel<Pol, T, HD, HDV><<<q_grid, C::THREADS, smem>>>(a);
         LADDER_LAUNCH_CHECK("attn_bwd_dq_tc_kernel");
@@ -772,9 +779,11 @@ template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dt
     });
 }
 
-/* The query rows of a tile of flex's dQ pass at head dims (HD, HD), the same for every score mod: the buffer
- * gradients' partials have a row per such tile (common/flex_gpu.cuh). */
-template <int HD> int bwd_flex_rows() { return bwd_cfg<flex<LADDER_FLEX_SCORE_NONE>, HD, HD>::BR; }
+/* The query rows of a tile of flex's dQ pass at head dims (HD, HD) with score mod @p mod: the buffer gradients'
+ * partials have a row per such tile (common/flex_gpu.cuh). */
+template <int HD> int bwd_flex_rows(int mod) {
+    return ladder_flex_with_mod(mod, [](auto m) { return bwd_cfg<flex<decltype(m)::value>, HD, HD>::BR; });
+}
 
 } // namespace attn_tc
 

@@ -41,7 +41,7 @@ extern "C" ladder_status flex_bwd_gpu_tensorcore(const ladder_flex_problem *p, c
     ladder_scratch delta; /* from the stream-ordered pool: after the first call it costs no cudaMalloc */
     LADDER_TRY(delta.alloc(sizeof(float) * (size_t)(n.B * n.Hq * n.Sq)));
     n.delta = (float *)delta.ptr;
-    const int rows = wide(n) ? attn_tc::bwd_flex_rows<128>() : attn_tc::bwd_flex_rows<64>();
+    const int rows = wide(n) ? attn_tc::bwd_flex_rows<128>(p->score_mod) : attn_tc::bwd_flex_rows<64>(p->score_mod);
     return ladder_flex_with_mod(p->score_mod, [&](auto m) {
         return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, rows, [&] {
             return wide(n) ? attn_tc::bwd_flex<128>(n, p->score_mod, a->q.dtype)

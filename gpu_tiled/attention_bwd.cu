@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(THREADS, POL::FLEX ? 1 : 0) attn_bwd_dq_tiled_
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
     /* flex's share tiles first, so that they are 16-byte aligned (none when no buffer gradient is asked) */
-    float *shares = smem, *Qs = shares + flex_share_bytes<BR, BC>(a.flex) / sizeof(float);
+    float *shares = smem, *Qs = shares + flex_share_bytes<BR, BC, THREADS>(a.flex) / sizeof(float);
     float *dOs = Qs + BR * ld, *Ks = dOs + BR * ldv, *Vs = Ks + BC * ld;
     float *dSs = Vs + BC * ldv, *Ls = dSs + BR * (BC + 1), *Ds = Ls + BR;
     int64_t s, i0;
@@ -270,6 +270,7 @@ __global__ void __launch_bounds__(THREADS, POL::FLEX ? 1 : 0) attn_bwd_dq_tiled_
             acc[k] += sum;
         }
     }
+    if constexpr (POL::FLEX) flex_flush_lines<POL::MOD, BR, BC, THREADS>(a.flex, shares, a.Hq, b, h, i0 / BR);
     if (r >= rows) return;
     float *dq = a.dq + ((b * a.Hq + h) * a.Sq + seq.q0 + i0 + r) * a.D;
 #pragma unroll
@@ -290,7 +291,7 @@ template <class POL, int NC> ladder_status run(const args &a, bool deterministic
     LADDER_LAUNCH_CHECK("attn_bwd_dkdv_tiled_kernel");
     if (!deterministic) return LADDER_OK;
     const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
-    const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1) + flex_share_bytes<BR, BC>(a.flex);
+    const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1) + flex_share_bytes<BR, BC, THREADS>(a.flex);
     LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tiled_kernel<POL, NC>, q_smem));
     attn_bwd_dq_tiled_kernel<POL, NC><<<q_grid, THREADS, q_smem>>>(a);
     LADDER_LAUNCH_CHECK("attn_bwd_dq_tiled_kernel");

@@ -42,8 +42,9 @@ template <class Pol> constexpr int bwd_keys() {
     else return 128;
 }
 
-/* The query rows per step that policy @p Pol asks for at head dims up to 128, @p full being flash's: half with the
- * hooks, flex's BWD_ROWS. */
+/* The query rows per step that policy @p Pol asks for at head dims up to 128, @p full being flash's: the hooks'
+ * per-element work needs registers beside S and dP, so half with them (at 64 and 128 the full tiles spilled);
+ * flex's BWD_ROWS. */
 template <class Pol> constexpr int bwd_rows(int full) {
     if constexpr (Pol::FLEX) return Pol::BWD_ROWS;
     else return Pol::EXTRAS ? full / 2 : full;
@@ -52,10 +53,8 @@ template <class Pol> constexpr int bwd_rows(int full) {
 template <class Pol, int HD, int HDV> struct bwd_cfg {
     static constexpr bool WIDE = HD > 128 || HDV > 128; /* half the keys and rows, so that dK and dV fit */
     static constexpr int WARPS = 8, THREADS = 32 * WARPS;
-    /* keys per block, query rows per step: at head dim 64, 128 rows, twice the products per step and per barrier.
-     * The hooks' per-element work needs registers beside S and dP: with them, half the rows (at 64 and 128 the
-     * full tiles spilled) */
-    /* flex's score mods need more (bwd_rows, bwd_keys) */
+    /* keys per block, query rows per step: at head dim 64, 128 rows, twice the products per step and per barrier;
+     * fewer where the policy asks (bwd_keys, bwd_rows) */
     static constexpr int BC = WIDE ? 64 : bwd_keys<Pol>();
     static constexpr int BR = WIDE ? 32 : bwd_rows<Pol>(HD <= 64 && HDV <= 64 ? 128 : 64);
     /* Each product's warp grid and warp tile (MT m16 row blocks by NT n8 column blocks):

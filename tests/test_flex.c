@@ -558,12 +558,12 @@ Test(flex, every_registered_read_takes_one_element_along_its_line) {
  * The numbering of the GPU rungs' three sums (common/flex_lines.h), emulated in double on integer shares, so that
  * every sum is exact: per tile along the tile's lines into its query tile's row of partials, then per line of the
  * plane over the query tiles; the result is each line's sum taken directly. Every element's tile slot is its line's
- * slot in its query tile's row, inside the row's width. The tiles of each rung (32 x 32 tiled, 64 x 64 and 32 x 64
- * tensor-core), planes that are not multiples of them, and a third of the tiles skipped, as a block mask skips them
+ * slot in its query tile's row, inside the row's width. The tiles of each rung (32 x 32 tiled; 32 x 128, 32 x 64 and
+ * 64 x 128 tensor-core), planes that are not multiples of them, and a third of the tiles skipped, as a block mask skips them
  * (their slots stay the zero that each row starts at).
  */
 Test(flex, gpu_buffer_gradient_tiles_partials_and_lines_add_up_to_each_lines_sum) {
-    static const int tiles[][2] = {{32, 32}, {64, 64}, {32, 64}};
+    static const int tiles[][2] = {{32, 32}, {32, 128}, {32, 64}, {64, 128}};
     static const int64_t planes[][2] = {{1, 1}, {45, 70}, {130, 200}, {64, 128}, {257, 129}, {200, 33}};
     ladder_rng rng;
     ladder_rng_seed(&rng, 0x11e5u);

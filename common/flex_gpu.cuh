@@ -11,18 +11,21 @@
  *   1. tile (in the family's dQ pass, which visits every seen (b, h, i, j) once): a block owns a query tile of one
  *      head and batch row and walks its key tiles. For each it stores read r's shares dS * dS/dx in shared memory
  *      (flex_share_tile, skewed so that the tile's diagonals are columns), sums them along the tile's lines, one
- *      thread per line (flex_sum_tile()), and stores each line's sum into the block's own row of partials in global
- *      memory, which it cleared first (flex_clear_partials()), once: a row's sum is held until the block's last tile,
- *      and a diagonal's until the next tile has added its part (flex_flush_lines()). The scratch is a row of lines
- *      per query tile (k.part[r]): B * Hq * Sq / BR * (Sk + BR - 1) floats for diagonals, not the B * Hq * Sq * Sk of
- *      one share per score.
+ *      thread per line, into the block's own row of partials in global memory, which it cleared first
+ *      (flex_clear_partials()): the tiled rung adds each tile's sums into it (flex_add_tile_sums()); the tensor-core
+ *      rung, whose tiles come in ascending order, stores each slot once, holding a row's sum until the block's last
+ *      tile and a diagonal's until the next tile has added its part (flex_store_tile_sums(), flex_flush_lines()).
+ *      The scratch is a row of lines per query tile (k.part[r]): B * Hq * Sq / BR * (Sk + BR - 1) floats for
+ *      diagonals, not the B * Hq * Sq * Sk of one share per score.
  *   2. plane: one thread per (head, line) adds that line's partials over the batch rows and the query tiles.
- *   3. scatter: one thread per head walks its lines in order and adds each line's sum into the element the mod says
- *      that line reads (asked at a position on the line). Each element's sum runs in one fixed order.
+ *   3. scatter: the lines that read one element are consecutive, and the thread of a run's first line adds the run's
+ *      sums, in order, into the element the mod says they read (asked at a position on the line). Each element's sum
+ *      runs in one fixed order.
  * The partials are fp32 (a tile's line sums too); the plane's sums run in double, as the cpu and naive rungs sum.
  * Preconditions of that reduction (true of every built-in mod; a new mod names its lines in ladder_flex_read_line()):
- * the element a read takes is the same along its line and in every batch row, and a score of head h reads only row h
- * of a [Hq, ...] buffer (so the threads of different heads never write one element).
+ * the element a read takes is the same along its line and in every batch row, the lines that read one element are
+ * consecutive, and a score of head h reads only row h of a [Hq, ...] buffer (so the threads of different heads never
+ * write one element).
  */
 #ifndef LADDER_FLEX_GPU_CUH
 #define LADDER_FLEX_GPU_CUH
@@ -75,6 +78,7 @@ template <int BR, int BC> struct flex_share_tile {
     static_assert((BR + BC) % 32 == 0, "LD - 1 = BR + BC + 8 is 8 mod 32");
     static constexpr int LD = BR + BC + 9; /* at least the BR + BC columns that elements land in */
     static constexpr int SIZE = BR * LD;
+    static constexpr int HOLDERS = LADDER_FLEX_MAX_READS * BC; /* the threads of flex_store_tile_sums() */
     /** Where element (r, c) of read rd's tile lies in @p tiles (every read's, one after another). */
     __device__ static float *at(float *tiles, int rd, int r, int c) {
         return tiles + rd * SIZE + r * (LD - 1) + c + BR;
@@ -90,31 +94,32 @@ __host__ __device__ inline int flex_asked_reads(const ladder_flex_hooks &f) {
 }
 
 /*
- * What a thread of the line sums holds between tiles, in shared memory past the share tiles, one slot per thread
- * (each thread serves one line of one read, the same every tile, so no slot is shared): the sum it has not stored
- * yet, and the slot of partials it goes to (-1: none).
+ * What a thread of flex_store_tile_sums() holds between tiles, in shared memory past the share tiles, one slot for
+ * each of its HOLDERS threads (each serves one line of one read, the same every tile, so no slot is shared): the sum
+ * it has not stored yet, and the slot of partials it goes to (-1: none).
  */
-template <int BR, int BC, int THREADS> struct flex_held {
+template <int BR, int BC> struct flex_held {
     float *sum;
     int64_t *slot;
     __device__ flex_held(const ladder_flex_hooks &f, float *tiles)
-        : sum(tiles + flex_asked_reads(f) * flex_share_tile<BR, BC>::SIZE), slot((int64_t *)(sum + THREADS)) {}
+        : sum(tiles + flex_asked_reads(f) * flex_share_tile<BR, BC>::SIZE),
+          slot((int64_t *)(sum + flex_share_tile<BR, BC>::HOLDERS)) {}
 };
 
 /* Bytes of shared memory for the share tiles of a pass whose hooks are @p f (every read up to the last whose gradient
- * is asked) and the held sums after them; 0 when no gradient is asked. */
-template <int BR, int BC, int THREADS> __host__ __device__ size_t flex_share_bytes(const ladder_flex_hooks &f) {
+ * is asked) and, with HOLD (flex_store_tile_sums()), the held sums after them; 0 when no gradient is asked. */
+template <int BR, int BC, bool HOLD> __host__ __device__ size_t flex_share_bytes(const ladder_flex_hooks &f) {
+    using S = flex_share_tile<BR, BC>;
+    static_assert(S::SIZE % 2 == 0 && S::HOLDERS % 2 == 0, "the held slots are 8-byte aligned");
     const int reads = flex_asked_reads(f);
-    static_assert(flex_share_tile<BR, BC>::SIZE % 2 == 0 && THREADS % 2 == 0, "the held slots are 8-byte aligned");
-    return reads ? sizeof(float) * (size_t)(reads * flex_share_tile<BR, BC>::SIZE + THREADS) +
-                       sizeof(int64_t) * THREADS
-                 : 0;
+    if (!reads) return 0;
+    return sizeof(float) * (size_t)(reads * S::SIZE) + (HOLD ? (sizeof(float) + sizeof(int64_t)) * S::HOLDERS : 0);
 }
 
 /* Clear the share tiles of the reads whose gradient is asked, by the block's THREADS threads, before its first tile
- * (a __syncthreads() between): the triangles outside the skewed tile stay zero from here on. Each thread's held sum
- * starts at 0, with no slot. */
-template <int BR, int BC, int THREADS>
+ * (a __syncthreads() between): the triangles outside the skewed tile stay zero from here on. With HOLD, each held
+ * sum starts at 0, with no slot. */
+template <int BR, int BC, int THREADS, bool HOLD>
 __device__ __forceinline__ void flex_clear_shares(const ladder_flex_hooks &f, float *tiles) {
     if (!flex_asked_reads(f)) return;
 #pragma unroll
@@ -122,7 +127,8 @@ __device__ __forceinline__ void flex_clear_shares(const ladder_flex_hooks &f, fl
         if (f.part[rd])
             for (int x = threadIdx.x; x < flex_share_tile<BR, BC>::SIZE; x += THREADS)
                 tiles[rd * flex_share_tile<BR, BC>::SIZE + x] = 0.0f;
-    const flex_held<BR, BC, THREADS> held(f, tiles);
+    if (!HOLD || threadIdx.x >= flex_share_tile<BR, BC>::HOLDERS) return;
+    const flex_held<BR, BC> held(f, tiles);
     held.sum[threadIdx.x] = 0.0f, held.slot[threadIdx.x] = -1;
 }
 
@@ -176,6 +182,31 @@ __device__ __forceinline__ float flex_tile_line_sum(ladder_flex_line line, const
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
+/*
+ * The tiled rung's line sums: after a tile's shares are stored (and a __syncthreads()), each read whose gradient is
+ * asked, summed along each line the tile crosses, one thread per line and read (read 0's lines on the first threads,
+ * read 1's on the next), and added into the block's row of partials at the line's slot. The tile: rows of query tile
+ * qt of head h in batch row b, keys from @p j0 along Sk; slots past the width hold only keys past Sk (zero shares) and
+ * are skipped. A slot is read, added to and written by one thread per tile, and the block's tiles come one after
+ * another with a barrier between (its loop's), so each partial sums its tiles in the order the block visits them.
+ */
+template <int MOD, int BR, int BC, int THREADS>
+__device__ __forceinline__ void flex_add_tile_sums(const ladder_flex_hooks &f, const float *tiles, int64_t Hq,
+                                                   int64_t b, int64_t h, int64_t qt, int64_t j0) {
+    static_assert(LADDER_FLEX_MAX_READS * (BR + BC - 1) <= THREADS, "a thread for each line of each read");
+    int l = threadIdx.x;
+#pragma unroll
+    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
+        const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
+        const int lines = ladder_flex_tile_lines(line, BR, BC);
+        const int64_t slot = ladder_flex_tile_slot(line, l, j0);
+        if (f.part[rd] && l >= 0 && l < lines && slot < ladder_flex_partial_width(line, f.env.Sk, BR))
+            flex_partials<BR>(f, rd, line, Hq, b, h, qt)[slot] +=
+                flex_tile_line_sum<BR, BC>(line, tiles + rd * flex_share_tile<BR, BC>::SIZE, l);
+        l -= lines;
+    }
+}
+
 /* The threads that sum a read's lines of kind @p line: one per row, or per column, or per diagonal that starts in the
  * tile's first row (the BR - 1 that start in its first column are summed by the thread of the diagonal BC along). */
 template <int BR, int BC> __device__ __forceinline__ int flex_line_threads(ladder_flex_line line) {
@@ -183,24 +214,24 @@ template <int BR, int BC> __device__ __forceinline__ int flex_line_threads(ladde
 }
 
 /*
- * After a tile's shares are stored (and a __syncthreads()): each read whose gradient is asked, summed along each line
- * the tile crosses, one thread per line (read 0's lines on the first threads, read 1's on the next), into the
- * block's row of partials (tile: rows of query tile qt of head h in batch row b, keys from @p j0 along Sk). Every
+ * The tensor-core rung's line sums: after a tile's shares are stored (and a __syncthreads()), each read whose gradient
+ * is asked, summed along each line the tile crosses, one thread per line (read 0's lines on the first threads, read
+ * 1's on the next), into the block's row of partials (tile: rows of query tile qt of head h in batch row b, keys from @p j0 along Sk). Every
  * partial is stored once, never read back, so no tile waits on global memory:
  *   - a column's sum is the tile's alone: stored at once;
  *   - a row's sums are added over the block's tiles in the thread's held sum, stored by flex_flush_lines();
  *   - diagonal l < BC (slot j0 + l) is stored at once, with, for l < BR - 1, the held sum of diagonal l + BC of the
  *     tile before when that tile was the neighbour at j0 - BC (the same slot); otherwise that held sum is stored at
  *     its own slot. Then diagonal l + BC's sum is held (slot j0 + BC + l) for the next tile.
- * Slots past the width hold only keys past Sk (zero shares) and are skipped. The tiles come in ascending order, a
- * whole BC apart, with a barrier between (the loop's), so each partial sums its tiles in the order the block visits
- * them, the same every run.
+ * Slots past the width hold only keys past Sk (zero shares) and are skipped. The tiles must come in ascending order,
+ * each a whole BC past a multiple of BC (as the rung's list_tiles walks them), with a barrier between (the loop's):
+ * then only neighbours share slots, and each partial sums its tiles in the order the block visits them.
  */
 template <int MOD, int BR, int BC, int THREADS>
-__device__ __forceinline__ void flex_sum_tile(const ladder_flex_hooks &f, float *tiles, int64_t Hq, int64_t b,
-                                              int64_t h, int64_t qt, int64_t j0) {
-    static_assert(LADDER_FLEX_MAX_READS * BC <= THREADS && BR <= BC, "a thread for each line of each read");
-    const flex_held<BR, BC, THREADS> held(f, tiles);
+__device__ __forceinline__ void flex_store_tile_sums(const ladder_flex_hooks &f, float *tiles, int64_t Hq, int64_t b,
+                                                     int64_t h, int64_t qt, int64_t j0) {
+    static_assert(flex_share_tile<BR, BC>::HOLDERS <= THREADS && BR <= BC, "a thread for each line of each read");
+    const flex_held<BR, BC> held(f, tiles);
     const int t = threadIdx.x;
     int l = t;
 #pragma unroll
@@ -231,15 +262,15 @@ __device__ __forceinline__ void flex_sum_tile(const ladder_flex_hooks &f, float 
     }
 }
 
-/* After the block's last tile: each thread's held sum stored at its slot (a row's at the row's, a diagonal's at the
- * slot flex_sum_tile() gave it). Called by every thread of the block; its barrier orders the stores after the
+/* After the block's last tile of flex_store_tile_sums(): each thread's held sum stored at its slot (a row's at the
+ * row's, a diagonal's at the slot flex_store_tile_sums() gave it). Called by every thread of the block; its barrier orders the stores after the
  * clearing of the partials when the block visited no tile. */
-template <int MOD, int BR, int BC, int THREADS>
+template <int MOD, int BR, int BC>
 __device__ __forceinline__ void flex_flush_lines(const ladder_flex_hooks &f, float *tiles, int64_t Hq, int64_t b,
                                                  int64_t h, int64_t qt) {
     if (!flex_asked_reads(f)) return;
     __syncthreads();
-    const flex_held<BR, BC, THREADS> held(f, tiles);
+    const flex_held<BR, BC> held(f, tiles);
     const int t = threadIdx.x;
     int l = t;
 #pragma unroll
@@ -280,22 +311,33 @@ __global__ void ladder_flex_line_sum_kernel(const float *part, int64_t B, int64_
     lines[t] = (float)acc;
 }
 
+/* The element of the gradient that read @p r of score mod MOD takes on line @p n of kind @p line, head @p h (asked of
+ * the mod at the line's first position; the buffer derivative is already in the line sums, so s = 0 is as good as
+ * any). */
+template <int MOD>
+__device__ __forceinline__ int64_t flex_line_element(ladder_flex_line line, int64_t n, const ladder_flex_env &env,
+                                                     int64_t h, int r) {
+    int64_t i, j;
+    ladder_flex_line_first(line, n, env.Sq, &i, &j);
+    return ladder_flex_score_grad(MOD, 0.0f, &env, 0, h, i, j).at[r];
+}
+
 /*
- * 3. One thread per head h: each of its lines' sums, in order, added into the element of @p grad that read @p r of
- * score mod MOD takes on that line (asked of the mod at the line's first position; the buffer derivative is
- * already in the sums, so s = 0 is as good as any).
+ * 3. One thread per (head h, line n): the lines that read one element are a run of consecutive lines (true of every
+ * registered read: tests/test_flex.c checks it), and the thread of a run's first line adds the run's sums, in order,
+ * into that element of @p grad. Each element has one run and so one thread and one order; no thread waits on another
+ * (one thread walking a head's lines, each add waiting for the one before, took milliseconds).
  */
 template <int MOD>
 __global__ void ladder_flex_line_scatter_kernel(const float *lines, int64_t Hq, ladder_flex_line line, int64_t N,
                                                 ladder_flex_env env, int r, float *grad) {
-    const int64_t h = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (h >= Hq) return;
-    for (int64_t n = 0; n < N; n++) {
-        int64_t i, j;
-        ladder_flex_line_first(line, n, env.Sq, &i, &j);
-        const ladder_flex_grad g = ladder_flex_score_grad(MOD, 0.0f, &env, 0, h, i, j);
-        grad[g.at[r]] += lines[h * N + n];
-    }
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= Hq * N) return;
+    const int64_t h = t / N, n = t % N, x = flex_line_element<MOD>(line, n, env, h, r);
+    if (n > 0 && flex_line_element<MOD>(line, n - 1, env, h, r) == x) return; /* not the run's first line */
+    float sum = lines[t];
+    for (int64_t m = n + 1; m < N && flex_line_element<MOD>(line, m, env, h, r) == x; m++) sum += lines[h * N + m];
+    grad[x] += sum;
 }
 
 /**
@@ -342,7 +384,7 @@ ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladd
         else
             ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N, sums);
         LADDER_LAUNCH_CHECK("ladder_flex_line_sum_kernel");
-        ladder_flex_line_scatter_kernel<MOD><<<ladder_blocks(t->Hq, 64), 64>>>(
+        ladder_flex_line_scatter_kernel<MOD><<<blocks, 256>>>(
             (const float *)lines[r].ptr, t->Hq, line, N, k.env, r, (float *)grad[r]->data);
         LADDER_LAUNCH_CHECK("ladder_flex_line_scatter_kernel");
     }

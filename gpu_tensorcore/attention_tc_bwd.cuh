@@ -245,7 +245,7 @@ __device__ __forceinline__ void p_and_ds_hooked(const args &a, const bwd_smem<Po
  * p_and_ds with flex's policy, element by element in natural units: S = MOD(s) for s = scale q.k, P = exp(S - lse),
  * dS = P (dP - Delta), and the stored dS' = dS dS/ds, the mod's slope. In the dQ pass (pos.sink) each buffer read
  * rd's share dS dS/dx, in f32, goes to its share tile in shared memory, a pair of keys at a time, for every element
- * of the tile (flex_sum_tile() then sums them along lines). MASKED: the elements past @p pos's rows and keys, and in a
+ * of the tile (flex_store_tile_sums() then sums them along lines). MASKED: the elements past @p pos's rows and keys, and in a
  * partial tile (pos.mods) those the mask mods forbid, get P = dS = 0 and a share of 0, and their mod is not called:
  * past the tile's rows and keys it would read past its buffers.
  */
@@ -679,7 +679,7 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq
     ladder_zero_tile(dq);
     if constexpr (Pol::FLEX) { /* the block's rows of partials, and the share tiles' margins, start at zero */
         flex_clear_partials<Pol::MOD, BR, C::THREADS>(a.flex, a.Hq, b, h, i0 / BR);
-        flex_clear_shares<BR, BC, C::THREADS>(a.flex, sm.shares);
+        flex_clear_shares<BR, BC, C::THREADS, true>(a.flex, sm.shares);
     }
 
     for (; tiles.more(); tiles.next()) {
@@ -702,10 +702,10 @@ __global__ void __launch_bounds__(bwd_cfg<Pol, HD, HDV>::THREADS, 1) attn_bwd_dq
         /* the buffers' line sums before dQ's products: the warps that have no line to sum run their products
          * meanwhile */
         if constexpr (Pol::FLEX)
-            flex_sum_tile<Pol::MOD, BR, BC, C::THREADS>(a.flex, sm.shares, a.Hq, b, h, i0 / BR, seq.k0 + j0);
+            flex_store_tile_sums<Pol::MOD, BR, BC, C::THREADS>(a.flex, sm.shares, a.Hq, b, h, i0 / BR, seq.k0 + j0);
         dq_product<Pol, T, HD, HDV>(dq, sm, qr, qc, lane);
     }
-    if constexpr (Pol::FLEX) flex_flush_lines<Pol::MOD, BR, BC, C::THREADS>(a.flex, sm.shares, a.Hq, b, h, i0 / BR);
+    if constexpr (Pol::FLEX) flex_flush_lines<Pol::MOD, BR, BC>(a.flex, sm.shares, a.Hq, b, h, i0 / BR);
     ladder_cp_async_wait_group<0>();
 #pragma unroll
     for (int mt = 0; mt < C::Q_MT; mt++)
@@ -754,7 +754,7 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const ar
         const dim3 q_grid((unsigned)(ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs) * splits), (unsigned)a.Hq,
                           (unsigned)a.B);
         size_t smem = C::SMEM; /* with flex's policy, the share tiles past the rest (none when no gradient is asked) */
-        if constexpr (Pol::FLEX) smem += flex_share_bytes<C::BR, C::BC, C::THREADS>(a.flex);
+        if constexpr (Pol::FLEX) smem += flex_share_bytes<C::BR, C::BC, true>(a.flex);
         LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tc_kernel<Pol, T, HD, HDV>, smem));
         attn_bwd_dq_tc_kernel<Pol, T, HD, HDV><<<q_grid, C::THREADS, smem>>>(a);
         LADDER_LAUNCH_CHECK("attn_bwd_dq_tc_kernel");

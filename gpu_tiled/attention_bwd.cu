@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_tiled_kernel(args a, bo
 /*
  * 3. Deterministic dQ: one block per (query tile, head h, batch row b). Thread (r, t8) owns row r's dQ
  * columns t8, t8+8, ...; the key tiles stream past in order, so every sum runs in the same order every run.
- * With flex's policy the block also sums the buffers' shares of each tile along their lines (flex_sum_tile()).
+ * With flex's policy the block also sums the buffers' shares of each tile along their lines (flex_add_tile_sums()).
  */
 /* flex's mods may take every register a thread can have (one block of 256 threads an SM): left to choose, ptxas held
  * bias_qk's 16-column kernel to 128 registers for sm_80 and spilled. The other policies: no minimum (0), as ptxas
@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(THREADS, POL::FLEX ? 1 : 0) attn_bwd_dq_tiled_
     extern __shared__ float smem[];
     const int ld = (int)a.D + 1, ldv = (int)a.Dv + 1;
     /* flex's share tiles first, so that they are 16-byte aligned (none when no buffer gradient is asked) */
-    float *shares = smem, *Qs = shares + flex_share_bytes<BR, BC, THREADS>(a.flex) / sizeof(float);
+    float *shares = smem, *Qs = shares + (POL::FLEX ? flex_share_bytes<BR, BC, false>(a.flex) / sizeof(float) : 0);
     float *dOs = Qs + BR * ld, *Ks = dOs + BR * ldv, *Vs = Ks + BC * ld;
     float *dSs = Vs + BC * ldv, *Ls = dSs + BR * (BC + 1), *Ds = Ls + BR;
     int64_t s, i0;
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(THREADS, POL::FLEX ? 1 : 0) attn_bwd_dq_tiled_
     for (int k = 0; k < NC; k++) acc[k] = 0.0f;
     if constexpr (POL::FLEX) { /* the block's rows of partials, and the share tiles' margins, start at zero */
         flex_clear_partials<POL::MOD, BR, THREADS>(a.flex, a.Hq, b, h, i0 / BR);
-        flex_clear_shares<BR, BC, THREADS>(a.flex, shares);
+        flex_clear_shares<BR, BC, THREADS, false>(a.flex, shares);
     }
 
     for (auto tiles = key_tiles<POL>(a, kb, b, h, i0); tiles.more(); tiles.next()) {
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(THREADS, POL::FLEX ? 1 : 0) attn_bwd_dq_tiled_
         }
         if constexpr (POL::FLEX) { /* every warp's shares are stored: their sums along the lines */
             __syncthreads();
-            flex_sum_tile<POL::MOD, BR, BC, THREADS>(a.flex, shares, a.Hq, b, h, i0 / BR, seq.k0 + j0);
+            flex_add_tile_sums<POL::MOD, BR, BC, THREADS>(a.flex, shares, a.Hq, b, h, i0 / BR, seq.k0 + j0);
         }
         __syncwarp(); /* row r's dS was written by its 8 lanes, all in this warp */
 #pragma unroll
@@ -270,7 +270,6 @@ __global__ void __launch_bounds__(THREADS, POL::FLEX ? 1 : 0) attn_bwd_dq_tiled_
             acc[k] += sum;
         }
     }
-    if constexpr (POL::FLEX) flex_flush_lines<POL::MOD, BR, BC, THREADS>(a.flex, shares, a.Hq, b, h, i0 / BR);
     if (r >= rows) return;
     float *dq = a.dq + ((b * a.Hq + h) * a.Sq + seq.q0 + i0 + r) * a.D;
 #pragma unroll
@@ -291,7 +290,7 @@ template <class POL, int NC> ladder_status run(const args &a, bool deterministic
     LADDER_LAUNCH_CHECK("attn_bwd_dkdv_tiled_kernel");
     if (!deterministic) return LADDER_OK;
     const dim3 q_grid((unsigned)ladder_attn_tiles_bound(a.Sq, BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
-    const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1) + flex_share_bytes<BR, BC, THREADS>(a.flex);
+    const size_t q_smem = tiles + sizeof(float) * BR * (BC + 1) + flex_share_bytes<BR, BC, false>(a.flex);
     LADDER_TRY(ladder_allow_smem(attn_bwd_dq_tiled_kernel<POL, NC>, q_smem));
     attn_bwd_dq_tiled_kernel<POL, NC><<<q_grid, THREADS, q_smem>>>(a);
     LADDER_LAUNCH_CHECK("attn_bwd_dq_tiled_kernel");

@@ -519,9 +519,36 @@ Test(flex, hand_made_block_lists_run_as_the_oracle_reads_them) {
 
 /* ---- 4. buffer gradients: the lines the GPU rungs sum along, and determinism ---------------------------------- */
 
+/* Fail unless the lines of kind @p line of plane Sq x Sk in env @p e (its Sq, Sk and num_buckets replaced), in order,
+ * read the elements of read r of score mod @p spec in runs: each element on one run of consecutive lines. */
+static void expect_one_run_per_element(const ladder_flex_score_spec *spec, int r, ladder_flex_env e, int64_t Sq,
+                                       int64_t Sk, int64_t num_buckets) {
+    const ladder_flex_line line = ladder_flex_read_line(spec->id, r);
+    e.Sq = Sq, e.Sk = Sk, e.num_buckets = num_buckets;
+    const int64_t N = ladder_flex_lines(line, Sq, Sk);
+    int64_t *runs = malloc(sizeof(int64_t) * (size_t)N), n_runs = 0;
+    cr_assert(runs);
+    for (int64_t h = 0; h < MH_; h++, n_runs = 0)
+        for (int64_t n = 0; n < N; n++) {
+            int64_t i, j;
+            ladder_flex_line_first(line, n, Sq, &i, &j);
+            const int64_t at = ladder_flex_score_grad(spec->id, 0.5f, &e, 0, h, i, j).at[r];
+            if (n_runs && runs[n_runs - 1] == at) continue;
+            for (int64_t k = 0; k < n_runs; k++)
+                cr_assert_neq(runs[k], at, "score mod %s, read %d, plane %lldx%lld: line %lld of head %lld reads "
+                              "element %lld, which an earlier run of lines read (the scatter needs each element's "
+                              "lines consecutive)", spec->name, r, (long long)Sq, (long long)Sk, (long long)n,
+                              (long long)h, (long long)at);
+            runs[n_runs++] = at;
+        }
+    free(runs);
+}
+
 /* The fast GPU rungs sum a read's shares along one line of the plane per element (common/flex_lines.h): every
  * registered read must take the same element all along the line ladder_flex_read_line() names, in every batch row, so
- * that the element the scatter asks for at the line's first position is the one every score on the line read. */
+ * that the element the scatter asks for at the line's first position is the one every score on the line read; and
+ * the lines that read one element must be consecutive, since the scatter gives each run of lines one thread (also
+ * on planes far larger than this test's buffers, with t5_bias's 32 buckets: the elements are only counted). */
 Test(flex, every_registered_read_takes_one_element_along_its_line) {
     for (int k = 0; k < ladder_flex_n_score_mods; k++) {
         const ladder_flex_score_spec *spec = &ladder_flex_score_mods[k];
@@ -549,6 +576,8 @@ Test(flex, every_registered_read_takes_one_element_along_its_line) {
                                          (long long)b, (long long)h, (long long)i, (long long)j, (long long)at,
                                          (long long)first);
                         }
+            expect_one_run_per_element(spec, r, e, MSQ, MSK, MNB);
+            expect_one_run_per_element(spec, r, e, 1000, 700, 32);
         }
         mod_bench_free(&m);
     }
@@ -603,7 +632,7 @@ Test(flex, gpu_buffer_gradient_tiles_partials_and_lines_add_up_to_each_lines_sum
                                 sums[l] += share;
                                 want[n] += share;
                             }
-                        for (int l = 0; l < ladder_flex_tile_lines(L, BR, BC); l++) { /* as flex_sum_tile() adds */
+                        for (int l = 0; l < ladder_flex_tile_lines(L, BR, BC); l++) { /* as flex_add_tile_sums() adds */
                             const int64_t slot = ladder_flex_tile_slot(L, l, j0);
                             if (slot < width) part[qt * width + slot] += sums[l];
                         }

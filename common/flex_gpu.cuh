@@ -324,9 +324,9 @@ __device__ __forceinline__ int64_t flex_line_element(ladder_flex_line line, int6
 
 /*
  * 3. One thread per (head h, line n): the lines that read one element are a run of consecutive lines (true of every
- * registered read: tests/test_flex.c checks it), and the thread of a run's first line adds the run's sums, in order,
- * into that element of @p grad. Each element has one run and so one thread and one order; no thread waits on another
- * (one thread walking a head's lines, each add waiting for the one before, took milliseconds).
+ * registered read: tests/test_flex.c checks it), and the thread of a run's first line adds the run's sums, in a
+ * fixed order, into that element of @p grad. Each element has one run and so one thread and one order; no thread
+ * waits on another (one thread walking a head's lines, each add waiting for the one before, took milliseconds).
  */
 template <int MOD>
 __global__ void ladder_flex_line_scatter_kernel(const float *lines, int64_t Hq, ladder_flex_line line, int64_t N,
@@ -335,9 +335,14 @@ __global__ void ladder_flex_line_scatter_kernel(const float *lines, int64_t Hq, 
     if (t >= Hq * N) return;
     const int64_t h = t / N, n = t % N, x = flex_line_element<MOD>(line, n, env, h, r);
     if (n > 0 && flex_line_element<MOD>(line, n - 1, env, h, r) == x) return; /* not the run's first line */
-    float sum = lines[t];
-    for (int64_t m = n + 1; m < N && flex_line_element<MOD>(line, m, env, h, r) == x; m++) sum += lines[h * N + m];
-    grad[x] += sum;
+    int64_t end = n + 1; /* the run's end, found before any sum is read, so that the reads below wait on nothing */
+    while (end < N && flex_line_element<MOD>(line, end, env, h, r) == x) end++;
+    const float *run = lines + h * N;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f; /* four reads in flight, one fixed order */
+    int64_t m = n;
+    for (; m + 4 <= end; m += 4) s0 += run[m], s1 += run[m + 1], s2 += run[m + 2], s3 += run[m + 3];
+    for (; m < end; m++) s0 += run[m];
+    grad[x] += (s0 + s1) + (s2 + s3);
 }
 
 /**

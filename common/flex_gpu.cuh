@@ -18,9 +18,9 @@
  *      The scratch is a row of lines per query tile (k.part[r]): B * Hq * Sq / BR * (Sk + BR - 1) floats for
  *      diagonals, not the B * Hq * Sq * Sk of one share per score.
  *   2. plane: one thread per (head, line) adds that line's partials over the batch rows and the query tiles.
- *   3. scatter: the lines that read one element are consecutive, and the thread of a run's first line adds the run's
- *      sums, in order, into the element the mod says they read (asked at a position on the line). Each element's sum
- *      runs in one fixed order.
+ *   3. scatter: the lines that read one element are consecutive, so each element's sum is its run of lines', added
+ *      by chunks of lines and then over the chunks a run crosses, into the element the mod says they read (asked at
+ *      a position on the line). Each element's sum runs in one fixed order.
  * The partials are fp32 (a tile's line sums too); the plane's sums run in double, as the cpu and naive rungs sum.
  * Preconditions of that reduction (true of every built-in mod; a new mod names its lines in ladder_flex_read_line()):
  * the element a read takes is the same along its line and in every batch row, the lines that read one element are
@@ -323,11 +323,37 @@ __device__ __forceinline__ int64_t flex_line_element(ladder_flex_line line, int6
 }
 
 /*
- * 3. One thread per (head h, line n): the lines that read one element are a run of consecutive lines (true of every
- * registered read: tests/test_flex.c checks it), and the thread of a run's first line adds the run's sums, in a
- * fixed order, into that element of @p grad. Each element has one run and so one thread and one order; no thread
- * waits on another (one thread walking a head's lines, each add waiting for the one before, took milliseconds).
+ * 3. scatter. The lines that read one element are a run of consecutive lines (true of every registered read:
+ * tests/test_flex.c checks it), so each element's sum is its run's, in two kernels, each sum in a fixed order:
+ *   a. chunks: a block per head and chunk of FLEX_RUN_CHUNK lines; the first line of each piece of a run inside the
+ *      chunk adds that piece's sums (from shared memory, four at a time) and stores the total over the piece's first
+ *      sum in @p lines;
+ *   b. runs: the thread of each run's first line adds its pieces, one per chunk the run crosses (each starts the
+ *      chunk after the first), and adds the total into the element of @p grad.
+ * No thread walks more than a chunk's lines or a run's chunks (one thread walking a head's lines, each add waiting
+ * for the one before, took milliseconds; one thread walking alibi's run of every line still took one).
  */
+constexpr int FLEX_RUN_CHUNK = 256;
+
+template <int MOD>
+__global__ void __launch_bounds__(FLEX_RUN_CHUNK) ladder_flex_chunk_runs_kernel(float *lines, ladder_flex_line line,
+                                                                               int64_t N, ladder_flex_env env, int r) {
+    __shared__ float sum[FLEX_RUN_CHUNK];
+    __shared__ int64_t at[FLEX_RUN_CHUNK];
+    const int u = threadIdx.x;
+    const int64_t h = blockIdx.y, n = (int64_t)blockIdx.x * FLEX_RUN_CHUNK + u;
+    if (n < N) sum[u] = lines[h * N + n], at[u] = flex_line_element<MOD>(line, n, env, h, r);
+    __syncthreads();
+    if (n >= N || (u > 0 && at[u - 1] == at[u])) return; /* past the lines, or not a piece's first line */
+    const int64_t left = N - (int64_t)blockIdx.x * FLEX_RUN_CHUNK;  /* lines from the chunk's first on */
+    const int end = left < FLEX_RUN_CHUNK ? (int)left : FLEX_RUN_CHUNK; /* the chunk's lines */
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f; /* four adds in flight, one fixed order */
+    int m = u;
+    for (; m + 4 <= end && at[m + 3] == at[u]; m += 4) s0 += sum[m], s1 += sum[m + 1], s2 += sum[m + 2], s3 += sum[m + 3];
+    for (; m < end && at[m] == at[u]; m++) s0 += sum[m];
+    lines[h * N + n] = (s0 + s1) + (s2 + s3);
+}
+
 template <int MOD>
 __global__ void ladder_flex_line_scatter_kernel(const float *lines, int64_t Hq, ladder_flex_line line, int64_t N,
                                                 ladder_flex_env env, int r, float *grad) {
@@ -335,14 +361,11 @@ __global__ void ladder_flex_line_scatter_kernel(const float *lines, int64_t Hq, 
     if (t >= Hq * N) return;
     const int64_t h = t / N, n = t % N, x = flex_line_element<MOD>(line, n, env, h, r);
     if (n > 0 && flex_line_element<MOD>(line, n - 1, env, h, r) == x) return; /* not the run's first line */
-    int64_t end = n + 1; /* the run's end, found before any sum is read, so that the reads below wait on nothing */
-    while (end < N && flex_line_element<MOD>(line, end, env, h, r) == x) end++;
-    const float *run = lines + h * N;
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f; /* four reads in flight, one fixed order */
-    int64_t m = n;
-    for (; m + 4 <= end; m += 4) s0 += run[m], s1 += run[m + 1], s2 += run[m + 2], s3 += run[m + 3];
-    for (; m < end; m++) s0 += run[m];
-    grad[x] += (s0 + s1) + (s2 + s3);
+    float total = lines[t];
+    for (int64_t m = (n / FLEX_RUN_CHUNK + 1) * FLEX_RUN_CHUNK; m < N && flex_line_element<MOD>(line, m, env, h, r) == x;
+         m += FLEX_RUN_CHUNK)
+        total += lines[h * N + m];
+    grad[x] += total;
 }
 
 /**
@@ -389,6 +412,9 @@ ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladd
         else
             ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N, sums);
         LADDER_LAUNCH_CHECK("ladder_flex_line_sum_kernel");
+        const dim3 chunks((unsigned)((N + FLEX_RUN_CHUNK - 1) / FLEX_RUN_CHUNK), (unsigned)t->Hq);
+        ladder_flex_chunk_runs_kernel<MOD><<<chunks, FLEX_RUN_CHUNK>>>(sums, line, N, k.env, r);
+        LADDER_LAUNCH_CHECK("ladder_flex_chunk_runs_kernel");
         ladder_flex_line_scatter_kernel<MOD><<<blocks, 256>>>(
             (const float *)lines[r].ptr, t->Hq, line, N, k.env, r, (float *)grad[r]->data);
         LADDER_LAUNCH_CHECK("ladder_flex_line_scatter_kernel");

@@ -50,8 +50,8 @@ template <int M> struct flex {
     /* The backward's tiles: 128 keys a block and 64 query rows a step without a score mod (flash's at a head dim of
      * 128; with flash's 128 rows at 64 the dK/dV pass spilled on sm_80). With one, 32 rows (with 64 at a head dim
      * of 64, rel_bias and bias_qk spilled) and 128 keys, but 64 for rel_bias, whose strided read of a 2-D table
-     * per score spilled beside 128 keys' dK and dV on sm_80, and for t5_bias, whose logarithm per score ran 17%
-     * slower with 128 (h200-2026-11-28-run-2.md) */
+     * per score spilled beside 128 keys' dK and dV on sm_80, and for t5_bias, whose logarithm per score has not
+     * run faster with 128 (timed in separate leases so far) */
     static constexpr int BWD_ROWS = M == LADDER_FLEX_SCORE_NONE ? 64 : 32;
     static constexpr int BWD_KEYS = M == LADDER_FLEX_REL_BIAS || M == LADDER_FLEX_T5_BIAS ? 64 : 128;
 };

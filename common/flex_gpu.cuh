@@ -227,44 +227,52 @@ template <int BR, int BC> __device__ __forceinline__ int flex_line_threads(ladde
  * each a whole BC past a multiple of BC (as the rung's list_tiles walks them), with a barrier between (the loop's):
  * then only neighbours share slots, and each partial sums its tiles in the order the block visits them.
  */
+/* Call @p fn(rd, line, l) if this thread serves line l (of kind @p line) of read rd whose gradient is asked: the reads'
+ * lines one after another on the block's threads, flex_line_threads() of them per read. Each thread serves the same
+ * line of the same read at every tile, which lets it hold a sum between tiles. */
+template <int MOD, int BR, int BC, class F>
+__device__ __forceinline__ void flex_for_own_line(const ladder_flex_hooks &f, F fn) {
+    int l = threadIdx.x;
+#pragma unroll
+    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
+        const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
+        const int n = flex_line_threads<BR, BC>(line);
+        if (f.part[rd] && l >= 0 && l < n) fn(rd, line, l);
+        l -= n;
+    }
+}
+
 template <int MOD, int BR, int BC, int THREADS>
 __device__ __forceinline__ void flex_store_tile_sums(const ladder_flex_hooks &f, float *tiles, int64_t Hq, int64_t b,
                                                      int64_t h, int64_t qt, int64_t j0) {
     static_assert(flex_share_tile<BR, BC>::HOLDERS <= THREADS && BR <= BC, "a thread for each line of each read");
     const flex_held<BR, BC> held(f, tiles);
     const int t = threadIdx.x;
-    int l = t;
-#pragma unroll
-    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
-        const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
-        const int n = flex_line_threads<BR, BC>(line);
-        if (f.part[rd] && l >= 0 && l < n) {
-            const float *tile = tiles + rd * flex_share_tile<BR, BC>::SIZE;
-            float *row = flex_partials<BR>(f, rd, line, Hq, b, h, qt);
-            const int64_t width = ladder_flex_partial_width(line, f.env.Sk, BR);
-            const float sum = flex_tile_line_sum<BR, BC>(line, tile, l);
-            if (line == LADDER_FLEX_ROW) held.sum[t] += sum;
-            else if (line == LADDER_FLEX_COLUMN) {
-                if (j0 + l < width) row[j0 + l] = sum;
-            } else {
-                float total = sum;
-                if (l < BR - 1) {
-                    const int64_t slot = held.slot[t];
-                    if (slot == j0 + l) total = held.sum[t] + sum;
-                    else if (slot >= 0 && slot < width) row[slot] = held.sum[t];
-                    held.sum[t] = flex_tile_line_sum<BR, BC>(line, tile, l + BC);
-                    held.slot[t] = j0 + BC + l;
-                }
-                if (j0 + l < width) row[j0 + l] = total;
+    flex_for_own_line<MOD, BR, BC>(f, [&](int rd, ladder_flex_line line, int l) {
+        const float *tile = tiles + rd * flex_share_tile<BR, BC>::SIZE;
+        float *row = flex_partials<BR>(f, rd, line, Hq, b, h, qt);
+        const int64_t width = ladder_flex_partial_width(line, f.env.Sk, BR);
+        const float sum = flex_tile_line_sum<BR, BC>(line, tile, l);
+        if (line == LADDER_FLEX_ROW) held.sum[t] += sum;
+        else if (line == LADDER_FLEX_COLUMN) {
+            if (j0 + l < width) row[j0 + l] = sum;
+        } else {
+            float total = sum;
+            if (l < BR - 1) {
+                const int64_t slot = held.slot[t];
+                if (slot == j0 + l) total = held.sum[t] + sum;
+                else if (slot >= 0 && slot < width) row[slot] = held.sum[t];
+                held.sum[t] = flex_tile_line_sum<BR, BC>(line, tile, l + BC);
+                held.slot[t] = j0 + BC + l;
             }
+            if (j0 + l < width) row[j0 + l] = total;
         }
-        l -= n;
-    }
+    });
 }
 
 /* After the block's last tile of flex_store_tile_sums(): each thread's held sum stored at its slot (a row's at the
- * row's, a diagonal's at the slot flex_store_tile_sums() gave it). Called by every thread of the block; its barrier orders the stores after the
- * clearing of the partials when the block visited no tile. */
+ * row's, a diagonal's at the slot flex_store_tile_sums() gave it). Called by every thread of the block; its barrier
+ * orders the stores after the clearing of the partials when the block visited no tile. */
 template <int MOD, int BR, int BC>
 __device__ __forceinline__ void flex_flush_lines(const ladder_flex_hooks &f, float *tiles, int64_t Hq, int64_t b,
                                                  int64_t h, int64_t qt) {
@@ -272,20 +280,13 @@ __device__ __forceinline__ void flex_flush_lines(const ladder_flex_hooks &f, flo
     __syncthreads();
     const flex_held<BR, BC> held(f, tiles);
     const int t = threadIdx.x;
-    int l = t;
-#pragma unroll
-    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
-        const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
-        const int n = flex_line_threads<BR, BC>(line);
-        if (f.part[rd] && l >= 0 && l < n) {
-            float *row = flex_partials<BR>(f, rd, line, Hq, b, h, qt);
-            const int64_t width = ladder_flex_partial_width(line, f.env.Sk, BR);
-            if (line == LADDER_FLEX_ROW) row[l] = held.sum[t];
-            else if (line == LADDER_FLEX_DIAGONAL && l < BR - 1 && held.slot[t] >= 0 && held.slot[t] < width)
-                row[held.slot[t]] = held.sum[t];
-        }
-        l -= n;
-    }
+    flex_for_own_line<MOD, BR, BC>(f, [&](int rd, ladder_flex_line line, int l) {
+        float *row = flex_partials<BR>(f, rd, line, Hq, b, h, qt);
+        const int64_t width = ladder_flex_partial_width(line, f.env.Sk, BR);
+        if (line == LADDER_FLEX_ROW) row[l] = held.sum[t];
+        else if (line == LADDER_FLEX_DIAGONAL && l < BR - 1 && held.slot[t] >= 0 && held.slot[t] < width)
+            row[held.slot[t]] = held.sum[t];
+    });
 }
 
 /* ---- 2. plane and 3. scatter: after the backward ---------------------------------------------------------------- */

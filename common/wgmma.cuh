@@ -1,7 +1,8 @@
 /**
  * @file wgmma.cuh
  * @brief Hopper's warpgroup matrix instructions (sm_90a), for the tensor-core rung's NAME.sm90a.cu kernels: the
- *        shared-memory matrix descriptor and the core-matrix tile layout it describes, wgmma.mma_async m64nNk16
+ *        shared-memory matrix descriptor and the two tile layouts it describes here (core-matrix tiles that
+ *        cp.async fills, and the 128-byte swizzled panels that TMA fills), wgmma.mma_async m64nNk16
  *        with fp32 accumulators for bf16 and fp16 (A from shared memory or from registers), the fences, commits
  *        and waits around it, and fence.proxy.async for tiles that ordinary stores or cp.async wrote.
  *
@@ -33,7 +34,7 @@
  * and ...#asynchronous-warpgroup-level-matrix-shared-memory-layout-matrix-descriptor).
  *
  * wgmma reads its shared-memory operands as core matrices: 8 rows of 16 bytes (8 x 8 elements of 16 bits), the
- * 8 rows at consecutive 16-byte addresses, 128 contiguous bytes (without swizzling, the only mode used here). A
+ * 8 rows at consecutive 16-byte addresses, 128 contiguous bytes (without swizzling; the 128-byte swizzle is further down). A
  * k16 step's A (64 x 16) is 8 x 2 core matrices, its B (16 x N) is 2 x N/8 of them. A core-matrix row is 8
  * consecutive elements of the operand's contiguous dimension:
  *   K-major (the transpose flag 0): 8 consecutive k of one m (or n): A = Q stored [m][k], B = K^T from K stored [n][k];
@@ -43,7 +44,7 @@
  *   LBO, the leading dimension byte offset: from a core matrix to the next one along K;
  *   SBO, the stride dimension byte offset:  from a core matrix to the next one along M (or N).
  * (With a swizzle mode, K-major operands ignore LBO and an MN-major operand's two strides mean other things: the
- * 128-byte swizzle is what FlashAttention-3 uses, with its tiles written by TMA; not here.)
+ * 128-byte swizzle below, which the TMA kernel uses.)
  *
  * The tiles of this rung: a "core-matrix tile" of ROWS x COLS 16-bit elements (both multiples of 8) is the row-major
  * tile cut into 8 x 8 blocks, each block stored as one core matrix, the blocks in row-major order:
@@ -115,6 +116,45 @@ __device__ __forceinline__ uint64_t ladder_wgmma_desc_k(const uint16_t *at, int 
  *  @p cols columns, its first k and n at @p at: LBO = cols * 16 bytes, SBO = 128 bytes. */
 __device__ __forceinline__ uint64_t ladder_wgmma_desc_mn(const uint16_t *at, int cols) {
     return ladder_wgmma_desc(at, (uint32_t)cols * 16u, 128u);
+}
+
+// clang-format off
+/*
+ * The 128-byte swizzle (the layout TMA writes, tma.cuh). A tile of R rows x C columns (C a multiple of 64) is stored
+ * as C/64 "panels" of R rows x 64 columns, each R * 128 bytes, panel p holding columns 64p .. 64p+63, 1024-byte
+ * aligned. Row r of a panel is 128 contiguous bytes at r * 128, cut into eight 16-byte pieces (8 elements each),
+ * and piece c of row r lies at position c XOR (r % 8): each group of 8 rows (1024 bytes, the "swizzle atom")
+ * spreads the column pieces of its rows over all 32 banks, so that neither TMA's writes nor the tensor cores'
+ * reads of a column of pieces collide. The descriptor names the mode (bits 62-63 = 1) and the hardware undoes the
+ * permutation; the strides are those of the unswizzled panels (PTX ISA, "Strides", "Canonical Layouts"):
+ *
+ *   K-major (Q and K, stored [row][k]):  SBO = 1024 bytes (8 rows to the next 8); LBO unused (encoded as 1).
+ *                                        A k16 step s is 32 bytes to the right inside the panel while s % 4 < 4:
+ *                                        its start address is panel s / 4 plus (s % 4) * 32 bytes.
+ *   MN-major (V, stored [k][n]):         SBO = 1024 bytes (8 k-rows to the next 8); LBO = R * 128 bytes (one panel
+ *                                        of 64 n to the next). A k16 step s is 16 rows down: 2048 s bytes.
+ *
+ *                  panel 0 (columns 0-63)          panel 1 (columns 64-127)
+ *     rows 0-7     [atom: 8 x 128 B, swizzled]     [atom]            next 8 rows: +1024 B (SBO)
+ *     rows 8-15    [atom]                          [atom]            next panel:  +R * 128 B
+ *     ...
+ */
+// clang-format on
+
+/** A descriptor of a tile in the 128-byte swizzle (the layout drawn above): @p smem its first element (inside a
+ *  1024-byte aligned panel), @p lbo and @p sbo as for ladder_wgmma_desc(). */
+__device__ __forceinline__ uint64_t ladder_wgmma_desc_sw128(const void *smem, uint32_t lbo, uint32_t sbo) {
+    return ladder_wgmma_desc(smem, lbo, sbo) | (uint64_t)1 << 62;
+}
+
+/** A K-major operand in 128-byte swizzled panels (Q for A, K for K^T as B), its first row at @p at. */
+__device__ __forceinline__ uint64_t ladder_wgmma_desc_sw128_k(const uint16_t *at) {
+    return ladder_wgmma_desc_sw128(at, 16u, 1024u);
+}
+
+/** An MN-major B in 128-byte swizzled panels of @p rows rows (V for P V: k down the rows), its first k at @p at. */
+__device__ __forceinline__ uint64_t ladder_wgmma_desc_sw128_mn(const uint16_t *at, int rows) {
+    return ladder_wgmma_desc_sw128(at, (uint32_t)rows * 128u, 1024u);
 }
 
 /**

@@ -8,15 +8,19 @@
  *                              once they have passed the suites on an H100 or H200 (LADDER_TC_WGMMA_DEFAULT);
  *   mma                        the mma.sync kernels, on every GPU;
  *   wgmma                      the Hopper kernels wherever they cover the problem (fwd_wgmma_covers()), the mma.sync
- *                              ones elsewhere, with every Hopper idea written so far (today wgmma-2's kernel); on a
- *                              GPU other than sm_90 every call is refused (LADDER_ERR_UNAVAILABLE), as with the two
+ *                              ones elsewhere, with every Hopper idea written so far (today wgmma-3's kernel); on a
+ *                              GPU other than sm_90 every call is refused (LADDER_ERR_UNAVAILABLE), as with the three
  *                              below;
  *   wgmma-1                    the same, with the first idea's kernel alone: wgmma from shared memory, each product
  *                              waited on as soon as it is issued (attn_fwd_wgmma_kernel);
  *   wgmma-2                    the same, with the second idea's kernel: the softmax of one key tile beside the P V
  *                              of the tile before it (attn_fwd_wgmma_pipe_kernel);
+ *   wgmma-3                    the same, with the third idea's kernel: a producer warpgroup copies the tiles by TMA,
+ *                              two consumer warpgroups run the second idea's loop on them (attn_fwd_wgmma_ws_kernel),
+ *                              where TMA can describe q, k and v (no packed sequences, inner stride 1, the other
+ *                              strides multiples of 16 bytes); the second idea's kernel elsewhere;
  *   anything else              refused (LADDER_ERR_ARG), the message naming LADDER_TC_PATH and what it takes.
- * So each idea stays timeable on its own: run the bench with wgmma-1, wgmma-2 and mma in one lease.
+ * So each idea stays timeable on its own: run the bench with wgmma-1, wgmma-2, wgmma-3 and mma in one lease.
  */
 #ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_CUH
 #define LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_CUH
@@ -38,7 +42,7 @@ ladder_status use_wgmma(bool *wgmma);
 inline bool fwd_wgmma_covers(const args &a) { return a.D <= 128 && a.Dv <= 128; }
 
 /* The Hopper forward of plain attention (o and lse, in @p dtype, bf16 or f16), the kernel LADDER_TC_PATH names
- * (wgmma-1 or wgmma-2; wgmma and auto: the one with every idea); LADDER_ERR_UNAVAILABLE on a device other than
+ * (wgmma-1, wgmma-2 or wgmma-3; wgmma and auto: the one with every idea); LADDER_ERR_UNAVAILABLE on a device other than
  * sm_90. */
 ladder_status fwd_wgmma(const args &a, ladder_dtype dtype);
 

@@ -1,11 +1,13 @@
 /*
  * tests/test_tc_paths.c: the tensor-core rung's two generations against each other (suite gpu_tensorcore_paths):
  * flash at that rung with each Hopper forward (gpu_tensorcore/attention_fwd.sm90a.cu: LADDER_TC_PATH=wgmma-1, the
- * first idea's kernel, and wgmma-2, the second's) and with LADDER_TC_PATH=mma (the mma.sync kernels), on the same
+ * first idea's kernel, wgmma-2, the second's, and wgmma-3, the third's, which takes the second's kernel where TMA
+ * cannot describe the tensors) and with LADDER_TC_PATH=mma (the mma.sync kernels), on the same
  * inputs, bf16 and fp16, at both head-dim pairs the Hopper forward is compiled for (64 and 128, and smaller dims
  * padded to them) with each option it takes: causal masks of both alignments, windows, softcap, grouped heads,
- * packed sequences, strided views, one query row, and key ranges of one, two and many tiles (the second kernel's
- * loop has a first tile, a last tile and the turns between). All round P per 64-key tile against the same running
+ * packed sequences, strided views, one query row, and key ranges of one, two, three and many tiles (the second and
+ * third kernels' loops have a first tile, a last tile and the turns between; the third's ring of two buffers ends on
+ * either of them). All round P per 64-key tile against the same running
  * max, so only the order of the products' sums differs: every output (the backward's too, which reads the
  * forward's o and lse) is held to the rung's tolerance.
  *
@@ -47,7 +49,7 @@ enum { NONE = LADDER_CAUSAL_NONE, BR = LADDER_CAUSAL_BOTTOM_RIGHT, TL = LADDER_C
 static struct criterion_test_params path_cases(void) {
     static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
     static const int64_t lq[] = {113, 0, 1, 200}, lk[] = {203, 5, 1, 0};
-    test_case cases[20];
+    test_case cases[32];
     int n = 0;
     for (int d = 0; d < 2; d++) {
         const ladder_dtype dt = dtypes[d];
@@ -59,6 +61,12 @@ static struct criterion_test_params path_cases(void) {
         cases[n++] = make((pc){2, 8, 2, 1, 700, 128, 128, BR, NO, NO, 0, false}, dt);  /* one query row, GQA */
         cases[n++] = make((pc){1, 4, 2, 70, 64, 128, 128, NONE, NO, NO, 0, false}, dt); /* one key tile: no turn */
         cases[n++] = make((pc){1, 4, 4, 64, 100, 64, 64, NONE, NO, NO, 0, true}, dt);   /* two key tiles: one turn */
+        /* contiguous, as TMA copies them (the third kernel): rows of 64 and 32 columns (zeros past D), windows and
+         * both causal alignments, three key tiles (the last at ring position 0), GQA */
+        cases[n++] = make((pc){2, 6, 3, 300, 517, 64, 64, TL, 100, 20, 0, false}, dt);
+        cases[n++] = make((pc){1, 3, 1, 129, 333, 32, 32, BR, NO, NO, 0, false}, dt);
+        cases[n++] = make((pc){1, 4, 2, 150, 150, 128, 128, NONE, NO, NO, 0, false}, dt);
+        cases[n++] = make((pc){2, 4, 4, 640, 2000, 128, 128, BR, NO, NO, 0, false}, dt);
         test_case v = make((pc){1, 6, 2, 0, 0, 128, 128, BR, NO, NO, 0, false}, dt);
         test_case_varlen(&v, lq, 4);
         test_case_varlen2(&v, lk);
@@ -113,6 +121,14 @@ ParameterizedTest(const test_case *t, gpu_tensorcore_paths, flash_wgmma2_matches
     hopper_matches_mma(t, "wgmma-2");
 }
 
+/* The third: a producer warpgroup copies by TMA, two consumer warpgroups multiply. */
+ParameterizedTestParameters(gpu_tensorcore_paths, flash_wgmma3_matches_mma) {
+    return path_cases();
+}
+ParameterizedTest(const test_case *t, gpu_tensorcore_paths, flash_wgmma3_matches_mma) {
+    hopper_matches_mma(t, "wgmma-3");
+}
+
 /* A value the switch does not know is refused, naming the variable and what it takes (any GPU). */
 Test(gpu_tensorcore_paths, an_unknown_path_is_refused) {
     test_case t = make((pc){1, 2, 1, 5, 7, 64, 64, NONE, NO, NO, 0, false}, LADDER_BF16);
@@ -120,7 +136,7 @@ Test(gpu_tensorcore_paths, an_unknown_path_is_refused) {
     ladder_case c, rounded = {0};
     test_make(&t, &c);
     cr_assert_eq(ladder_case_rounded(&c, t.dtype, &rounded), LADDER_OK, "%s", ladder_last_error());
-    static const char *const unknown[] = {"hopper", "wgmma-3"};
+    static const char *const unknown[] = {"hopper", "wgmma-4"};
     for (int i = 0; i < 2; i++) {
         ladder_result r;
         const ladder_run_opts once = {0};

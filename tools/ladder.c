@@ -133,9 +133,10 @@ static void run_usage(FILE *f, const ladder_algo *only) {
             "  LADDER_TC_PATH    the gpu_tensorcore rung's kernels: auto (default: mma.sync for now), mma\n"
             "                    (mma.sync everywhere) or wgmma (the Hopper kernels where they cover the problem,\n"
             "                    today flash's forward at head dims up to 128; refused on GPUs other than sm_90),\n"
-            "                    with every Hopper idea so far; wgmma-1 and wgmma-2 pick the Hopper forward of\n"
-            "                    the first idea alone (wgmma from shared memory, each product waited on at once)\n"
-            "                    and of the second (the softmax of one key tile beside the P V of the one before)\n"
+            "                    with every Hopper idea so far; wgmma-1, wgmma-2 and wgmma-3 pick the Hopper\n"
+            "                    forward of the first idea alone (wgmma from shared memory, each product waited\n"
+            "                    on at once), of the second (the softmax of one key tile beside the P V of the one\n"
+            "                    before) and of the third (a producer warpgroup copying by TMA for two consumers)\n"
             "  LADDER_COMMIT     bench: the commit stamped on the results (default unknown; make bench and\n"
             "                    the GPU machine's scripts set it)\n");
     for (int i = 0; i < ladder_n_algos; i++)

@@ -1,0 +1,143 @@
+/**
+ * @file tma.cuh
+ * @brief Hopper's copy engine and the barriers that go with it (sm_90a), for the tensor-core rung's NAME.sm90a.cu
+ *        kernels: the tensor map that describes a 16-bit [B, H, S, D] tensor to the Tensor Memory Accelerator (TMA,
+ *        built on the host), the bulk tensor copy of one box of it into shared memory, the mbarrier that counts the
+ *        copy's bytes and the arrivals of the warps that free a buffer, and setmaxnreg, which moves registers from
+ *        the warpgroup that only copies to the warpgroups that multiply.
+ *
+ * What changes against cp.async (cp_async.cuh): one thread issues the copy of a whole tile, and the TMA unit
+ * computes every address, so the copying warps need almost no registers and no instructions per element; the copy
+ * reports its completion to an mbarrier in shared memory (so the threads that read the tile wait on that barrier,
+ * not on a __syncthreads() that every warp of the block must reach); and the copy writes the tile in the 128-byte
+ * swizzled layout that wgmma reads (wgmma.cuh), through the async proxy that wgmma reads through, so no proxy fence
+ * sits between them.
+ *
+ * PTX ISA: "Tensor Copy" (cp.async.bulk.tensor), "mbarrier" and "setmaxnreg"
+ * (docs.nvidia.com/cuda/parallel-thread-execution/index.html#data-movement-and-conversion-instructions-cp-async-bulk-tensor,
+ * ...#parallel-synchronization-and-communication-instructions-mbarrier,
+ * ...#miscellaneous-instructions-setmaxnreg); the tensor map: CUDA Driver API, cuTensorMapEncodeTiled.
+ *
+ * Only files compiled for sm_90a (NAME.sm90a.cu) may include this header.
+ */
+#ifndef LADDER_TMA_CUH
+#define LADDER_TMA_CUH
+
+#include <cuda.h> /* CUtensorMap and its enums: types only, the function is looked up at run time */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "common/tma.cuh needs the sm_90a target: include it from NAME.sm90a.cu files only"
+#endif
+
+/* ---- the tensor map (host) ---- */
+
+/**
+ * A tensor map for TMA copies of boxes of @p box_rows x 64 elements out of the 16-bit tensor at @p base, of sizes
+ * [@p B, @p H, @p S, @p D] and element strides @p st (st[3] must be 1), written to shared memory in the 128-byte
+ * swizzle: each box row is 128 bytes (64 elements), its 16-byte pieces permuted by the row's index modulo 8, the
+ * layout wgmma reads with the 128-byte swizzle mode. Elements past S rows or past D columns arrive as zeros. Fails
+ * (false) where TMA cannot describe the tensor: a base not 16-byte aligned, an inner stride other than 1, another
+ * stride not a multiple of 16 bytes, or a driver without the call; the caller then takes a kernel that copies with
+ * cp.async.
+ */
+inline bool ladder_tma_map_16bit(CUtensorMap *map, CUtensorMapDataType type, const void *base, int64_t B, int64_t H,
+                                 int64_t S, int64_t D, const int64_t st[4], int box_rows) {
+    using encode_fn = CUresult (*)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                   const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+    static encode_fn encode = [] {
+        void *fn = nullptr;
+        cudaDriverEntryPointQueryResult found;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+                cudaSuccess ||
+            found != cudaDriverEntryPointSuccess)
+            fn = nullptr;
+        return (encode_fn)fn;
+    }();
+    if (!encode || (uintptr_t)base % 16 != 0 || st[3] != 1) return false;
+    /* dims innermost first: D, S, H, B; a stride in bytes for each but D. A dimension of size 1 is never stepped
+     * over, so its stride is set to one TMA accepts whatever the view says. */
+    const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)S, (cuuint64_t)H, (cuuint64_t)B};
+    cuuint64_t strides[3];
+    for (int i = 0; i < 3; i++) {
+        const int64_t bytes = 2 * st[2 - i];
+        strides[i] = dims[i + 1] == 1 ? 16 : (cuuint64_t)bytes;
+        if (dims[i + 1] != 1 && (bytes <= 0 || bytes % 16 != 0)) return false;
+    }
+    const cuuint32_t box[4] = {64, (cuuint32_t)box_rows, 1, 1}, unit[4] = {1, 1, 1, 1};
+    return encode(map, type, 4, const_cast<void *>(base), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/* ---- the copy and its barriers (device) ---- */
+
+/** A shared-memory address as the instructions below take it (32 bits). */
+__device__ __forceinline__ uint32_t ladder_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/**
+ * mbarrier.init: the barrier @p bar expects @p count arrivals a phase. One thread initialises every barrier of the
+ * block, then ladder_mbarrier_init_fence() and a __syncthreads() make them visible to the other threads and to the
+ * copy engine.
+ */
+__device__ __forceinline__ void ladder_mbarrier_init(uint64_t *bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(ladder_smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void ladder_mbarrier_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+/** One arrival on @p bar that also announces @p bytes to come by TMA copies (their completion ends the phase once
+ *  every arrival and every announced byte is in). */
+__device__ __forceinline__ void ladder_mbarrier_expect(uint64_t *bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(ladder_smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+
+/** One arrival on @p bar (a warp that is done reading the buffer the barrier guards). */
+__device__ __forceinline__ void ladder_mbarrier_arrive(uint64_t *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(ladder_smem_addr(bar)) : "memory");
+}
+
+/**
+ * Wait until the phase of @p bar with parity @p parity (0 for its first phase, 1 for the second, 0 again for the
+ * third, ...) has completed. try_wait suspends the thread for a while in hardware before it reports failure, so the
+ * loop does not spin hot. The loop is written in PTX (its label is local to the braces): a loop in C between a
+ * wgmma's issue and the instructions that last wrote its registers makes ptxas serialize the products (C7513).
+ */
+__device__ __forceinline__ void ladder_mbarrier_wait(uint64_t *bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred done;\nwait:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait;\n}\n" ::"r"(ladder_smem_addr(bar)),
+                 "r"(parity)
+                 : "memory");
+}
+
+/**
+ * TMA: copy the box at coordinates (@p d, @p s, @p h, @p b) (innermost first, in elements) of the tensor that
+ * @p map describes into shared memory at @p smem (1024-byte aligned, for the 128-byte swizzle), and count its bytes
+ * on @p bar. Issued by one thread; asynchronous.
+ */
+__device__ __forceinline__ void ladder_tma_load(void *smem, const CUtensorMap *map, uint64_t *bar, int d, int s,
+                                                int h, int b) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(ladder_smem_addr(smem)),
+                 "l"((uint64_t)map), "r"(d), "r"(s), "r"(h), "r"(b), "r"(ladder_smem_addr(bar))
+                 : "memory");
+}
+
+/**
+ * setmaxnreg: the warpgroup's threads give up registers down to @p N each (dec), or take them up to @p N (inc),
+ * from the pool the block was launched with. Every thread of the warpgroup executes it; N is a multiple of 8 in
+ * [24, 256].
+ */
+template <int N> __device__ __forceinline__ void ladder_setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void ladder_setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+#endif

@@ -3,7 +3,7 @@
 # the full suites, the suites under compute-sanitizer (memcheck, racecheck, synccheck), the SASS check,
 # the Python module's tests, and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|peers|peers_flex|cpu|ab|ncu]...
+#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|paths|peers|peers_flex|cpu|ab|ncu]...
 #   (default: tests sanitize sass labs bench)
 #   peers: PyTorch's memory-efficient attention at memeff's bench shapes; peers_flex: PyTorch's FlexAttention
 #   (torch.compile) at flex's tensor-core bench shapes, bf16, frozen buffers only (tools/gpu/peers_flex.py; each case
@@ -81,6 +81,23 @@ for step in $steps; do
         say "bench: exit $?"
         grep -a -E 'TFLOP|copy' /tmp/logs/bench.log | head -3 | tee -a "$summary"
         cat "$out"/bench/*.md 2>/dev/null | tee -a "$summary"
+        ;;
+    paths)
+        # the tensor-core rung's flash under each LADDER_TC_PATH in PATHS (default: mma and every Hopper idea), at
+        # PATHS_ARGS (default: bf16, B=4 H=16 S=4096 D=128; the bench times causal and not), alternating PATHS_ROUNDS
+        # times (default 1), into $out/bench/paths-<path>-<round>.csv; one line per run: its forward times
+        for ((round = 1; round <= ${PATHS_ROUNDS:-1}; round++)); do
+            for p in ${PATHS:-mma wgmma-1 wgmma-2 wgmma-3}; do
+                # shellcheck disable=SC2086 # PATHS_ARGS is a list of arguments
+                LADDER_TC_PATH=$p LADDER_COMMIT=$(cat build/COMMIT) build/bin/ladder bench flash --rung gpu_tensorcore \
+                    ${PATHS_ARGS:---dtype bf16 --B 4 --Hq 16 --Hkv 16 --Sq 4096 --Sk 4096 --D 128 --Dv 128} \
+                    --out "/tmp/paths-$p-$round" >"/tmp/logs/paths-$p-$round.log" 2>&1
+                rc=$?
+                cp "/tmp/paths-$p-$round"/*.csv "$out/bench/paths-$p-$round.csv" 2>/dev/null
+                say "paths $p round $round: exit $rc | fwd ms: $(awk -F, '$5 == "fwd" {printf "%s ", $9}' \
+                    "$out/bench/paths-$p-$round.csv" 2>/dev/null)"
+            done
+        done
         ;;
     peers)
         # PyTorch's memory-efficient attention at memeff's bench shapes, in the same lease

@@ -4,8 +4,8 @@
  * is included by files compiled for every architecture, and names no sm_90a instruction.
  *
  * LADDER_TC_PATH, read at every call (so that a test can run both generations in one process):
- *   auto (or unset, or empty)  the mma.sync kernels, for now: the Hopper ones become the default on sm_90 devices
- *                              once they have passed the suites on an H100 or H200 (LADDER_TC_WGMMA_DEFAULT);
+ *   auto (or unset, or empty)  on sm_90 devices what wgmma picks (LADDER_TC_WGMMA_DEFAULT), elsewhere the mma.sync
+ *                              kernels;
  *   mma                        the mma.sync kernels, on every GPU;
  *   wgmma                      the Hopper kernels wherever they cover the problem (fwd_wgmma_covers()), the mma.sync
  *                              ones elsewhere, with every Hopper idea written so far (today wgmma-3's kernel); on a
@@ -27,8 +27,8 @@
 
 #include "attention_tc.cuh"
 
-/* 1: LADDER_TC_PATH=auto (the default) picks the Hopper kernels on sm_90 devices. 0 until they are verified there. */
-#define LADDER_TC_WGMMA_DEFAULT 0
+/* 1: LADDER_TC_PATH=auto (the default) picks the Hopper kernels on sm_90 devices (0: the mma.sync ones everywhere). */
+#define LADDER_TC_WGMMA_DEFAULT 1
 
 namespace attn_tc {
 

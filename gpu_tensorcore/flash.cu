@@ -6,11 +6,12 @@
  * and dlse f32; device pointers; any input strides; contiguous outputs; D, Dv <= 256; Hq, B <= 65535).
  * The forward has two generations (attention_tc_hopper.cuh): the mma.sync kernels (attention_tc_fwd.cuh) and, on
  * sm_90 GPUs, the Hopper ones (attention_fwd.sm90a.cu: wgmma from shared memory) for head dims up to 128.
- * LADDER_TC_PATH picks: auto (the default; for now the mma.sync kernels everywhere, until a Hopper one is measured
- * faster on an H100 or H200), mma (the mma.sync kernels), wgmma, wgmma-1, wgmma-2, wgmma-3 (a Hopper kernel where it
- * covers the problem: every idea, the first alone, the first two, the first three; refused on GPUs other than sm_90).
+ * LADDER_TC_PATH picks: auto (the default: the Hopper kernels on sm_90 GPUs, the mma.sync ones elsewhere), mma (the
+ * mma.sync kernels everywhere: the switch that times or tests them on Hopper), wgmma, wgmma-1, wgmma-2, wgmma-3 (a
+ * Hopper kernel where it covers the problem: every idea, the first alone, the first two, the first three; refused on
+ * GPUs other than sm_90).
  * Run it:  build/bin/ladder run flash --rung gpu_tensorcore [--dtype fp16]
- *          LADDER_TC_PATH=wgmma build/bin/ladder run flash --rung gpu_tensorcore
+ *          LADDER_TC_PATH=mma build/bin/ladder run flash --rung gpu_tensorcore
  */
 #include "attention_tc.cuh"
 #include "attention_tc_hopper.cuh"

@@ -11,8 +11,9 @@
  * max, so only the order of the products' sums differs: every output (the backward's too, which reads the
  * forward's o and lse) is held to the rung's tolerance.
  *
- * The generic suites (test_rungs.c) run the Hopper forward against the cpu rung when LADDER_TC_PATH=wgmma (or
- * wgmma-1) is set for the whole run. Without a GPU these cases skip as every GPU case does; on a GPU other than sm_90
+ * The generic suites (test_rungs.c) run the Hopper forward against the cpu rung on sm_90 GPUs (LADDER_TC_PATH
+ * unset, auto), and the mma.sync one elsewhere or with LADDER_TC_PATH=mma set for the whole run. Without a GPU these
+ * cases skip as every GPU case does; on a GPU other than sm_90
  * each says so.
  */
 #include <stdio.h>

@@ -130,7 +130,7 @@ static void run_usage(FILE *f, const ladder_algo *only) {
             "  --gemm-tflops X   bench: the measured bf16 GEMM rate, for the FLOP floor\n"
             "\n"
             "environment:\n"
-            "  LADDER_TC_PATH    the gpu_tensorcore rung's kernels: auto (default: mma.sync for now), mma\n"
+            "  LADDER_TC_PATH    the gpu_tensorcore rung's kernels: auto (default: wgmma on sm_90 GPUs, else mma), mma\n"
             "                    (mma.sync everywhere) or wgmma (the Hopper kernels where they cover the problem,\n"
             "                    today flash's forward at head dims up to 128; refused on GPUs other than sm_90),\n"
             "                    with every Hopper idea so far; wgmma-1, wgmma-2 and wgmma-3 pick the Hopper\n"

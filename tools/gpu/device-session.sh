@@ -3,9 +3,10 @@
 # the full suites, the suites under compute-sanitizer (memcheck, racecheck, synccheck), the SASS check,
 # the Python module's tests, and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|paths|peers|peers_flex|cpu|ab|ncu]...
+#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|paths|peers|peers_flash|peers_flex|cpu|ab|ncu]...
 #   (default: tests sanitize sass labs bench)
-#   peers: PyTorch's memory-efficient attention at memeff's bench shapes; peers_flex: PyTorch's FlexAttention
+#   peers: PyTorch's memory-efficient attention at memeff's bench shapes; peers_flash: its FlashAttention-2 and cuDNN
+#   backends at flash's sweep cells (tools/gpu/peers_flash.py); peers_flex: PyTorch's FlexAttention
 #   (torch.compile) at flex's tensor-core bench shapes, bf16, frozen buffers only (tools/gpu/peers_flex.py; each case
 #   compiles first, a few minutes in all, so give it a device call of its own beside `BENCH_ALGO=flex ... bench`).
 #   ab: AB_ALGO's sweep (default flash) at AB_RUNGS (default gpu_tiled gpu_tensorcore), this bundle and a baseline
@@ -104,6 +105,12 @@ for step in $steps; do
         python3 tools/gpu/peers_memeff.py "$out/bench/peers-memeff.csv" >/tmp/logs/peers.log 2>&1
         say "peers: exit $?"
         tee -a "$summary" <"$out/bench/peers-memeff.csv"
+        ;;
+    peers_flash)
+        # PyTorch's FlashAttention-2 and cuDNN backends at flash's sweep cells, in the same lease (under a minute)
+        python3 tools/gpu/peers_flash.py "$out/bench/peers-flash.csv" >/tmp/logs/peers-flash.log 2>&1
+        say "peers_flash: exit $?"
+        tee -a "$summary" <"$out/bench/peers-flash.csv"
         ;;
     peers_flex)
         # PyTorch's FlexAttention at flex's tensor-core bench shapes, in the same lease; a case that fails to compile

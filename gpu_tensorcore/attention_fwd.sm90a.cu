@@ -396,8 +396,7 @@ __global__ void __launch_bounds__(wgmma_fwd_cfg<HD, HDV, true>::THREADS, wgmma_f
  * issues every copy as a TMA bulk tensor copy (common/tma.cuh): Q once, then each key tile's K and V into a ring of
  * STAGES buffers, each copy counted on the buffer's "full" mbarrier. Warpgroups 1 and 2, the consumers, take those
  * registers (setmaxnreg.inc) and run idea 2's loop, waiting on mbarriers instead of barriers: V_j's "full" and
- * K_{j+1}'s before they issue S_{j+1} and P_j V_j (both waits come first: a wait between the two issues would
- * make ptxas serialize the products, its advisory C7513). Each consumer warp arrives on a buffer's "free"
+ * K_{j+1}'s before they issue S_{j+1} and P_j V_j. Each consumer warp arrives on a buffer's "free"
  * mbarrier once the product that read it is done (a wgmma.wait_group), and the producer waits for all eight
  * arrivals before it copies the tile STAGES on into the buffer. No barrier joins the two consumer warpgroups: each
  * runs as fast as its own products and the copies allow.

@@ -123,7 +123,8 @@ $(OBJ)/%.o: %.cu $(OBJ)/flags.inputs
 INPUTS_flags := $(CC) $(CFLAGS) cpu/:$(CPU_ARCH) cpu/flash.c:$(CPU_FLASH_CFLAGS) $(C_WERROR) $(NVCC) $(NVCCFLAGS) $(CU_WERROR) $(ARCH)
 INPUTS_lib := $(LIB_OBJ)
 INPUTS_ladder := $(TOOL_SRC:%.c=$(OBJ)/%.o)
-INPUTS_tests := $(TEST_SRC:%.c=$(OBJ)/%.o)
+# tools/report.c too, so that tests/test_report.c can hand it GPU rows, which a machine without a GPU never times
+INPUTS_tests := $(TEST_SRC:%.c=$(OBJ)/%.o) $(OBJ)/tools/report.o
 %.inputs: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(INPUTS_$(notdir $*))' | cmp -s - $@ || echo '$(INPUTS_$(notdir $*))' > $@

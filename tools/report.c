@@ -1,10 +1,11 @@
 /*
  * Benchmark reports: one CSV (the committed record), a Markdown table and an SVG bar chart.
  * A ceiling that was not measured (no GPU, no --gemm-tflops) leaves its cells empty in the CSV and "-" in the
- * Markdown: never 0. A row's % of copy and floor are against the copy bandwidth of the processor that ran it: the
- * host's (cpu_copy_gbps, at cpu_threads threads) for the cpu rung, the device's (copy_gbps) for the GPU rungs; the
- * GEMM ceiling is the GPU's, and no cpu row is measured against it. tools/bench_tables.py prints the CSV's values
- * with the same formats as the Markdown here.
+ * Markdown: never 0. The floor is the larger of the byte floor and the FLOP floor, so a GPU row with FLOPs has one
+ * only when both ceilings were measured. A row's % of copy and byte floor are against the copy bandwidth of the
+ * processor that ran it: the host's (cpu_copy_gbps, at cpu_threads threads) for the cpu rung, the device's
+ * (copy_gbps) for the GPU rungs; the GEMM ceiling is the GPU's, and no cpu row is measured against it.
+ * tools/bench_tables.py prints the CSV's values with the same formats as the Markdown here.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -44,13 +45,16 @@ static derived derive(const bench_env *env, const bench_row *r) {
     d.gbps = r->bytes / (r->median_ms * 1e-3) / 1e9;
     d.tflops = r->flops / (r->median_ms * 1e-3) / 1e12;
     const double copy = copy_of(env, r);
-    if (copy > 0) {
-        d.pct_copy = 100 * d.gbps / copy;
+    const bool gpu = strcmp(r->rung, "cpu") != 0;
+    if (copy > 0) d.pct_copy = 100 * d.gbps / copy;
+    if (gpu && env->gemm_tflops > 0) d.pct_gemm = 100 * d.tflops / env->gemm_tflops;
+    /* The floor is the larger of the byte floor and the FLOP floor, so it needs every ceiling that has a say: either
+     * one alone can be far below the floor (a compute-bound pass's byte floor) and would still read as the floor. A
+     * cpu row has no FLOP floor (no GEMM of its own), and a row without FLOPs (build) has a FLOP floor of 0. */
+    const bool flop_floor = gpu && r->flops > 0;
+    if (copy > 0 && (!flop_floor || env->gemm_tflops > 0)) {
         d.floor_ms = r->bytes / (copy * 1e9) * 1e3;
-    }
-    if (env->gemm_tflops > 0 && strcmp(r->rung, "cpu") != 0) {
-        d.pct_gemm = 100 * d.tflops / env->gemm_tflops;
-        double f = r->flops / (env->gemm_tflops * 1e12) * 1e3;
+        const double f = flop_floor ? r->flops / (env->gemm_tflops * 1e12) * 1e3 : 0;
         if (f > d.floor_ms) d.floor_ms = f;
     }
     return d;

@@ -24,13 +24,15 @@
  * That is idea 1, attn_fwd_wgmma_kernel. Idea 2, attn_fwd_wgmma_pipe_kernel, changes the loop and nothing else: the
  * softmax of one key tile runs while the tensor cores multiply P V of the tile before it (wgmma.wait_group 1 where
  * idea 1 waits with 0), over two K and two V buffers with one barrier per key tile; the comment above it says who
- * owns each buffer when. Idea 3, attn_fwd_wgmma_ws_kernel, keeps idea 2's loop and changes who copies: a producer
- * warpgroup, by TMA into 128-byte swizzled tiles, signalling mbarriers, for two consumer warpgroups that hold the
- * registers it gave up. All three are compiled, for bf16 and fp16 at (64, 64) and (128, 128); LADDER_TC_PATH picks
- * one (attention_tc_hopper.cuh).
+ * owns each buffer when. Idea 3, attn_fwd_wgmma_ws_kernel (attention_tc_hopper_fwd.cuh, where memeff and flex take
+ * it too), keeps idea 2's loop and changes who copies: a producer warpgroup, by TMA into 128-byte swizzled tiles,
+ * signalling mbarriers, for two consumer warpgroups that hold the registers it gave up. All three are compiled, for
+ * bf16 and fp16 at (64, 64) and (128, 128) (idea 3 here with flash's plain policy and memeff's hooked one);
+ * LADDER_TC_PATH picks one (attention_tc_hopper.cuh).
  *
- * Preconditions: plain attention (flash; no hooks, no split keys), bf16 or fp16, D and Dv up to 128 (run at (64,64)
- * or (128,128), padded with zeros as the mma.sync kernels are), an sm_90 GPU.
+ * Preconditions: ideas 1 and 2 plain attention (flash, and memeff without hooks; no split keys), idea 3 also
+ * memeff's dropout; bf16 or fp16, D and Dv up to 128 (run at (64,64) or (128,128), padded with zeros as the
+ * mma.sync kernels are), an sm_90 GPU.
  * Run it:  LADDER_TC_PATH=wgmma build/bin/ladder run flash --rung gpu_tensorcore [--dtype fp16]   (idea 3)
  *          LADDER_TC_PATH=wgmma-2 build/bin/ladder run flash --rung gpu_tensorcore               (idea 2)
  *          LADDER_TC_PATH=wgmma-1 build/bin/ladder run flash --rung gpu_tensorcore               (idea 1)
@@ -42,10 +44,8 @@
 #include <atomic>
 #include <type_traits>
 
-#include "attention_tc_fwd.cuh"
 #include "attention_tc_hopper.cuh"
-#include "tma.cuh"
-#include "wgmma.cuh"
+#include "attention_tc_hopper_fwd.cuh"
 
 namespace attn_tc {
 namespace {
@@ -68,33 +68,6 @@ template <int HD, int HDV, bool PIPE = false> struct wgmma_fwd_cfg {
                                    sizeof(int64_t) * 2 * BR;
 };
 
-/*
- * Where a block of BR query rows stands before its first key tile (both kernels): its query tile (rows i0 ..
- * i0 + rows - 1 of sequence seq, head h of batch row b, whose keys and values are key head hk's), the keys that
- * some row of it sees and those that all see (span), and each row's key range [lo, hi) in @p range (shared memory,
- * visible after the block's first __syncthreads()). False for a block past the last query tile: the whole block
- * returns.
- */
-struct block_place {
-    int64_t i0, h, b, hk, rows;
-    ladder_attn_seq seq;
-    ladder_attn_block span;
-};
-
-template <int BR> __device__ __forceinline__ bool place_block(const args &a, int64_t *range, block_place &p) {
-    int64_t s;
-    if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x, &s, &p.i0)) return false;
-    p.h = blockIdx.y, p.b = blockIdx.z, p.hk = ladder_attn_kv_head(p.h, a.Hq, a.Hkv);
-    p.seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
-    p.rows = p.seq.Lq - p.i0 < BR ? p.seq.Lq - p.i0 : BR;
-    p.span = ladder_attn_block_range(&a.mask, p.i0, p.rows, p.seq.Lq, p.seq.Lk);
-    for (int r = threadIdx.x; r < BR; r += blockDim.x) {
-        range[2 * r] = range[2 * r + 1] = 0; /* a row past the tile's end sees nothing */
-        if (r < p.rows)
-            ladder_attn_key_range(&a.mask, p.i0 + r, p.seq.Lq, p.seq.Lk, &range[2 * r], &range[2 * r + 1]);
-    }
-    return true;
-}
 
 /*
  * Rows [r0, r0 + n) of head h of batch row b of @p t, @p width real columns each, into the ROWS x COLS core-matrix
@@ -388,199 +361,6 @@ __global__ void __launch_bounds__(wgmma_fwd_cfg<HD, HDV, true>::THREADS, wgmma_f
     store_o_lse<T, 1, HDV>(a, o, m, l, unit, 1.0f, 1, b, h, seq.q0 + i0, rows, w0, lane);
 }
 
-/*
- * Idea 3: a producer warpgroup copies, two consumer warpgroups multiply (FlashAttention-3's warp specialization).
- * Ideas 1 and 2 copy with cp.async from the same warps that multiply: every warp spends instructions and registers
- * on addresses, and every key tile ends at a __syncthreads() that both warpgroups must reach. Here a block is three
- * warpgroups. Warpgroup 0, the producer, gives most of its registers away (setmaxnreg.dec) and one of its threads
- * issues every copy as a TMA bulk tensor copy (common/tma.cuh): Q once, then each key tile's K and V into a ring of
- * STAGES buffers, each copy counted on the buffer's "full" mbarrier. Warpgroups 1 and 2, the consumers, take those
- * registers (setmaxnreg.inc) and run idea 2's loop, waiting on mbarriers instead of barriers: V_j's "full" and
- * K_{j+1}'s before they issue S_{j+1} and P_j V_j. Each consumer warp arrives on a buffer's "free"
- * mbarrier once the product that read it is done (a wgmma.wait_group), and the producer waits for all eight
- * arrivals before it copies the tile STAGES on into the buffer. No barrier joins the two consumer warpgroups: each
- * runs as fast as its own products and the copies allow.
- *
- * The tiles arrive in the 128-byte swizzle that TMA writes and the descriptors name (common/wgmma.cuh), in panels
- * of 64 columns. A ring position n % STAGES holds the n-th key tile of the block; the phase of its barriers that
- * tile n completes has parity (n / STAGES) % 2, which is what both sides wait for.
- *
- * Preconditions beyond ideas 1 and 2 (the launcher checks them and takes idea 2's kernel where they fail): no packed
- * sequences (a TMA box would read across into the next sequence), and q, k, v whose inner stride is 1 and whose
- * other strides are multiples of 16 bytes.
- */
-template <int HD, int HDV> struct ws_fwd_cfg {
-    static constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), BR = 64 * CONSUMERS;
-    static constexpr int BC = LADDER_ATTN_TC_FWD_KEYS(HD, HDV);
-    static_assert(BC == 64 && (HD == 64 || HD == 128) && (HDV == 64 || HDV == 128), "the products are m64n64 and m64n{HDV}");
-    static constexpr int STAGES = 2;
-    /* registers a thread: the launch gives 65536 / 384 (168, rounded down to a multiple of 8); the producer keeps
-     * 40 and the consumers take what it frees: 2 * 128 * 232 + 128 * 40 = 64512 */
-    static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-    static constexpr uint32_t Q_BYTES = 2 * BR * HD, K_BYTES = 2 * BC * HD, V_BYTES = 2 * BC * HDV;
-    /* the tiles (1024-byte aligned: up to 1024 bytes are skipped to get there), then the mbarriers (Q's "full", and
-     * per ring position K's and V's "full" and "free"), then each row's key range */
-    static constexpr size_t SMEM = 1024 + Q_BYTES + STAGES * (K_BYTES + V_BYTES) + sizeof(uint64_t) * (1 + 4 * STAGES) +
-                                   sizeof(int64_t) * 2 * BR;
-};
-
-template <class T, int HD, int HDV>
-__global__ void __launch_bounds__(ws_fwd_cfg<HD, HDV>::THREADS, 1)
-    attn_fwd_wgmma_ws_kernel(args a, const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-                             const __grid_constant__ CUtensorMap tv) {
-    using C = ws_fwd_cfg<HD, HDV>;
-    constexpr int BR = C::BR, BC = C::BC, ST = C::STAGES;
-    extern __shared__ __align__(1024) uint8_t smem_raw[];
-    uint16_t *Qs = (uint16_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    uint16_t *Ks = Qs + BR * HD, *Vs = Ks + ST * BC * HD; /* ring position s: Ks + s * BC * HD, Vs + s * BC * HDV */
-    uint64_t *q_full = (uint64_t *)(Vs + ST * BC * HDV), *k_full = q_full + 1, *k_free = k_full + ST,
-             *v_full = k_free + ST, *v_free = v_full + ST;
-    int64_t *range = (int64_t *)(v_free + ST);
-    block_place p;
-    if (!place_block<BR>(a, range, p)) return; /* the whole block */
-    if (threadIdx.x == 0) {
-        ladder_mbarrier_init(q_full, 1); /* the producer's one arrival, with the copy's bytes */
-        for (int s = 0; s < ST; s++) {
-            ladder_mbarrier_init(&k_full[s], 1), ladder_mbarrier_init(&v_full[s], 1);
-            ladder_mbarrier_init(&k_free[s], 4 * C::CONSUMERS), ladder_mbarrier_init(&v_free[s], 4 * C::CONSUMERS);
-        }
-        ladder_mbarrier_init_fence();
-    }
-    __syncthreads(); /* the barriers, and each row's key range: the last barrier every thread meets */
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wg = warp / 4;
-    const int64_t khi = p.span.hi;
-    auto tiles = key_tiles<plain, BC>(a, p.span, p.b, p.h, p.i0, p.span.lo / BC * BC, khi);
-    const int64_t jbeg = tiles.at;
-
-    if (wg == 0) { /* the producer: one thread issues every copy, in the order the consumers read them */
-        ladder_setmaxnreg_dec<C::PRODUCER_REGS>();
-        if (threadIdx.x != 0 || jbeg >= khi) return;
-        ladder_mbarrier_expect(q_full, C::Q_BYTES);
-        for (int c = 0; c < HD; c += 64) ladder_tma_load(Qs + c * BR, &tq, q_full, c, (int)p.i0, (int)p.h, (int)p.b);
-        for (int64_t j0 = jbeg, n = 0; j0 < khi; j0 = tiles.next(), n++) {
-            const int s = (int)(n % ST);
-            const uint32_t parity = (uint32_t)(n / ST - 1) & 1; /* of the phase tile n - ST's readers complete */
-            if (n >= ST) ladder_mbarrier_wait(&k_free[s], parity);
-            ladder_mbarrier_expect(&k_full[s], C::K_BYTES);
-            for (int c = 0; c < HD; c += 64)
-                ladder_tma_load(Ks + s * BC * HD + c * BC, &tk, &k_full[s], c, (int)j0, (int)p.hk, (int)p.b);
-            if (n >= ST) ladder_mbarrier_wait(&v_free[s], parity);
-            ladder_mbarrier_expect(&v_full[s], C::V_BYTES);
-            for (int c = 0; c < HDV; c += 64)
-                ladder_tma_load(Vs + s * BC * HDV + c * BC, &tv, &v_full[s], c, (int)j0, (int)p.hk, (int)p.b);
-        }
-        return;
-    }
-
-    /* a consumer: warpgroup wg owns rows 64 (wg - 1) .. of the block; its warp w0 / 16 rows w0 .. w0 + 15 */
-    ladder_setmaxnreg_inc<C::CONSUMER_REGS>();
-    const int w0 = (warp - 4) * 16;
-    const bool exact = a.softcap > 0.0f;
-    const float unit = exact ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
-    /* the operands in 16-byte descriptor units: Q's rows of this warpgroup and K (K-major), V (MN-major); the k16
-     * step kk of Q and K is 32 bytes to the right in panel kk / 4, V's step kb 16 rows (2048 bytes) down; ring
-     * position s is K_TILE or V_TILE units on */
-    const uint64_t dq = ladder_wgmma_desc_sw128_k(Qs + (wg - 1) * 64 * 64), dk = ladder_wgmma_desc_sw128_k(Ks);
-    const uint64_t dv = ladder_wgmma_desc_sw128_mn(Vs, BC);
-    constexpr uint64_t K_TILE = 2 * BC * HD / 16, V_TILE = 2 * BC * HDV / 16, V_STEP = 2048 / 16;
-    auto q_step = [](int kk) { return (uint64_t)((kk / 4) * BR * 128 + (kk % 4) * 32) / 16; };
-    auto k_step = [](int kk) { return (uint64_t)((kk / 4) * BC * 128 + (kk % 4) * 32) / 16; };
-
-    float o[1][HDV / 8][4], m[1][2], l[1][2];
-    ladder_zero_tile(o);
-    m[0][0] = m[0][1] = -INFINITY, l[0][0] = l[0][1] = 0.0f;
-    float sc[1][BC / 8][4];     /* S of the tile whose softmax runs */
-    uint32_t pv[1][BC / 16][4]; /* P of the tile whose P V runs next */
-    auto issue_s = [&](int s) { /* S = Q K^T from ring position s, issued, not waited */
-        ladder_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < HD / 16; kk++)
-            ladder_wgmma_ss<T, BC, false>(sc[0], dq + q_step(kk), dk + s * K_TILE + k_step(kk), kk > 0);
-        ladder_wgmma_commit();
-    };
-    auto issue_pv = [&](int s) { /* O += P V from pv and ring position s, issued, not waited */
-        ladder_wgmma_hold(o[0]);
-#pragma unroll
-        for (int kb = 0; kb < BC / 16; kb++) ladder_wgmma_hold(pv[0][kb]);
-        ladder_wgmma_fence();
-#pragma unroll
-        for (int kb = 0; kb < BC / 16; kb++)
-            ladder_wgmma_rs<T, HDV, true>(o[0], pv[0][kb], dv + s * V_TILE + kb * V_STEP, true);
-        ladder_wgmma_commit();
-    };
-    auto softmax_of = [&](int64_t j0, bool full, uint32_t(&pa)[1][BC / 16][4], float(&alpha)[1][2]) {
-        if (exact) softcap_scores<1, BC>(a, sc); /* scale * x, softcapped */
-        if (!full) mask_scores<1, BC>(sc, range, w0, j0, lane);
-        return softmax_tile<T, 1, BC>(sc, sl2, m, l, pa, alpha);
-    };
-    auto release = [&](uint64_t *bar) { /* this warp is done with the buffer @p bar guards */
-        if (lane == 0) ladder_mbarrier_arrive(bar);
-    };
-
-    if (jbeg < khi) { /* S_0 and its softmax, with nothing to overlap yet */
-        ladder_mbarrier_wait(q_full, 0);
-        ladder_mbarrier_wait(&k_full[0], 0);
-        issue_s(0);
-        ladder_wgmma_wait<0>();
-        ladder_wgmma_hold(sc[0]);
-        release(&k_free[0]);
-        float alpha[1][2];
-        softmax_of(jbeg, tiles.full(), pv, alpha); /* O is still 0: no rescale */
-    }
-    /* A turn: P_n V_n and S_{n+1} for the tile at key @p next, with tile n at ring position S (a constant: ring
-     * positions that ptxas cannot see as constants here make it serialize the products, C7513), the parity of its
-     * phase @p ph, and of tile n + 1's @p ph1. */
-    auto turn = [&](auto S, int64_t next, uint32_t ph, uint32_t ph1) {
-        constexpr int s = decltype(S)::value, s1 = (s + 1) % ST;
-        ladder_mbarrier_wait(&v_full[s], ph);   /* V_n (copied before K_{n+1}) */
-        ladder_mbarrier_wait(&k_full[s1], ph1); /* K_{n+1} */
-        issue_s(s1);                            /* S_{n+1} */
-        issue_pv(s);                            /* O += P_n V_n */
-        ladder_wgmma_wait<1>(); /* S_{n+1} (the older group); P_n V_n runs on */
-        ladder_wgmma_hold(sc[0]);
-        release(&k_free[s1]);
-        uint32_t pa[1][BC / 16][4];
-        float alpha[1][2];
-        const bool grew = softmax_of(next, tiles.full(), pa, alpha);
-        ladder_wgmma_wait<0>(); /* P_n V_n: O and pv are free, and so is V_n's buffer */
-        ladder_wgmma_hold(o[0]);
-#pragma unroll
-        for (int kb = 0; kb < BC / 16; kb++) ladder_wgmma_hold(pv[0][kb]);
-        release(&v_free[s]);
-        rescale_o<1, HDV>(o, alpha, grew);
-#pragma unroll
-        for (int kb = 0; kb < BC / 16; kb++)
-#pragma unroll
-            for (int c = 0; c < 4; c++) pv[0][kb][c] = pa[0][kb][c];
-    };
-    auto last_pv = [&](auto S, uint32_t ph) { /* the last tile's P V, at ring position S */
-        ladder_mbarrier_wait(&v_full[decltype(S)::value], ph);
-        issue_pv(decltype(S)::value);
-        ladder_wgmma_wait<0>();
-        ladder_wgmma_hold(o[0]);
-    };
-    using at0 = std::integral_constant<int, 0>;
-    using at1 = std::integral_constant<int, 1>;
-    static_assert(ST == 2, "the loop takes the ring's two positions in turn");
-    /* tile n lies at ring position n % 2, in the phase of parity (n / 2) % 2: ph, which flips every two tiles */
-    uint32_t ph = 0;
-    bool odd = false; /* the last tile's index is odd (ring position 1) */
-    for (int64_t next = tiles.next(); next < khi; next = tiles.next()) {
-        turn(at0{}, next, ph, ph); /* n even: tile n + 1 in the same phase */
-        if ((next = tiles.next()) >= khi) {
-            odd = true;
-            break;
-        }
-        turn(at1{}, next, ph, ph ^ 1); /* n odd: tile n + 1 starts the next phase of position 0 */
-        ph ^= 1;
-    }
-    if (jbeg < khi) {
-        if (odd) last_pv(at1{}, ph);
-        else last_pv(at0{}, ph);
-    }
-    store_o_lse<T, 1, HDV>(a, o, m, l, unit, 1.0f, 1, p.b, p.h, p.seq.q0 + p.i0, p.rows, w0, lane);
-}
-
 template <class T, int HD, int HDV, bool PIPE> ladder_status launch(const args &a) {
     using C = wgmma_fwd_cfg<HD, HDV, PIPE>;
     const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
@@ -593,26 +373,6 @@ template <class T, int HD, int HDV, bool PIPE> ladder_status launch(const args &
         attn_fwd_wgmma_kernel<T, HD, HDV><<<grid, C::THREADS, C::SMEM>>>(a);
         LADDER_LAUNCH_CHECK("attn_fwd_wgmma_kernel");
     }
-    return LADDER_OK;
-}
-
-/* Idea 3's kernel, where TMA can describe q, k and v (*ran then true); else nothing is launched (*ran false). */
-template <class T, int HD, int HDV> ladder_status launch_ws(const args &a, bool *ran) {
-    using C = ws_fwd_cfg<HD, HDV>;
-    *ran = false;
-    if (a.cu_q) return LADDER_OK; /* packed sequences: a box would read across a sequence's end */
-    const CUtensorMapDataType type =
-        std::is_same<T, __nv_bfloat16>::value ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    CUtensorMap tq, tk, tv;
-    if (!ladder_tma_map_16bit(&tq, type, a.q.p, a.B, a.Hq, a.Sq, a.D, a.q.s, C::BR) ||
-        !ladder_tma_map_16bit(&tk, type, a.k.p, a.B, a.Hkv, a.Sk, a.D, a.k.s, C::BC) ||
-        !ladder_tma_map_16bit(&tv, type, a.v.p, a.B, a.Hkv, a.Sk, a.Dv, a.v.s, C::BC))
-        return LADDER_OK;
-    const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
-    LADDER_TRY(ladder_allow_smem(attn_fwd_wgmma_ws_kernel<T, HD, HDV>, C::SMEM));
-    attn_fwd_wgmma_ws_kernel<T, HD, HDV><<<grid, C::THREADS, C::SMEM>>>(a, tq, tk, tv);
-    LADDER_LAUNCH_CHECK("attn_fwd_wgmma_ws_kernel");
-    *ran = true;
     return LADDER_OK;
 }
 
@@ -665,14 +425,9 @@ template <bool PIPE> ladder_status fwd_variant(const args &a, ladder_dtype dtype
 
 /* Idea 3 where it covers @p a, else idea 2. */
 ladder_status fwd_specialized(const args &a, ladder_dtype dtype) {
-    const bool bf16 = dtype == LADDER_BF16;
     bool ran = false;
-    const ladder_status st = pick_head_dims(a.D, a.Dv).hd == 64
-                                 ? (bf16 ? launch_ws<__nv_bfloat16, 64, 64>(a, &ran) : launch_ws<__half, 64, 64>(a, &ran))
-                                 : (bf16 ? launch_ws<__nv_bfloat16, 128, 128>(a, &ran)
-                                         : launch_ws<__half, 128, 128>(a, &ran));
-    if (st != LADDER_OK || ran) return st;
-    return fwd_variant<true>(a, dtype);
+    LADDER_TRY(fwd_ws<plain>(a, dtype, &ran));
+    return ran ? LADDER_OK : fwd_variant<true>(a, dtype);
 }
 
 } // namespace
@@ -697,6 +452,16 @@ ladder_status use_wgmma(bool *wgmma) {
     }
     return ladder_fail(LADDER_ERR_ARG, "LADDER_TC_PATH is '%s': expected auto, mma, wgmma, wgmma-1, wgmma-2 or wgmma-3",
                        path);
+}
+
+bool hopper_every_idea() { return hopper_ideas(getenv("LADDER_TC_PATH")) == HOPPER_IDEAS; }
+
+ladder_status fwd_wgmma_memeff(const args &a, bool with_hooks, ladder_dtype dtype, bool *ran) {
+    bool wgmma = false;
+    *ran = false;
+    LADDER_TRY(use_wgmma(&wgmma));
+    if (!wgmma || !fwd_wgmma_covers(a) || !hopper_every_idea()) return LADDER_OK;
+    return with_hooks ? fwd_ws<hooked>(a, dtype, ran) : fwd_ws<plain>(a, dtype, ran);
 }
 
 ladder_status fwd_wgmma(const args &a, ladder_dtype dtype) {

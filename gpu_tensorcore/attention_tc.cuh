@@ -283,8 +283,12 @@ template <int TILE> struct list_tiles {
     /* at the first tile of the lower of the two lists' next entries; at L when both are done */
     __device__ void settle() {
         const bool p = ep < n_partial, w = ew < n_whole;
-        in_whole = w && !(p && partial[ep] < whole[ew]);
-        at = in_whole ? (int64_t)whole[ew++] * LADDER_FLEX_BLOCK : p ? (int64_t)partial[ep++] * LADDER_FLEX_BLOCK : L;
+        /* both heads read and both indices stepped without a branch: a branch here, inside the Hopper forward's
+         * loop, makes ptxas serialize its products (C7513) */
+        const int32_t pe = p ? partial[ep] : 0, we = w ? whole[ew] : 0;
+        in_whole = w && !(p && pe < we);
+        at = in_whole ? (int64_t)we * LADDER_FLEX_BLOCK : p ? (int64_t)pe * LADDER_FLEX_BLOCK : L;
+        ew += in_whole, ep += !in_whole && p;
     }
     __device__ bool more() const { return at < L; }
     __device__ int64_t next() {

@@ -1,7 +1,9 @@
 /*
  * gpu_tensorcore/attention_tc_hopper.cuh: the tensor-core rung's Hopper generation as the launchers see it: which
- * generation runs (LADDER_TC_PATH), and the Hopper kernels' entry points (attention_fwd.sm90a.cu). Host code: it
- * is included by files compiled for every architecture, and names no sm_90a instruction.
+ * generation runs (LADDER_TC_PATH), and the Hopper kernels' entry points (attention_fwd.sm90a.cu,
+ * attention_flex_fwd.sm90a.cu). Host code: it is included by files compiled for every architecture, and names no
+ * sm_90a instruction. The Hopper kernels are forwards: flash's (ideas 1 to 3), memeff's without a bias or split keys
+ * and flex's (idea 3); the backwards are the mma.sync ones on every GPU.
  *
  * LADDER_TC_PATH, read at every call (so that a test can run both generations in one process):
  *   auto (or unset, or empty)  on sm_90 devices what wgmma picks (LADDER_TC_WGMMA_DEFAULT), elsewhere the mma.sync
@@ -18,7 +20,9 @@
  *   wgmma-3                    the same, with the third idea's kernel: a producer warpgroup copies the tiles by TMA,
  *                              two consumer warpgroups run the second idea's loop on them (attn_fwd_wgmma_ws_kernel),
  *                              where TMA can describe q, k and v (no packed sequences, inner stride 1, the other
- *                              strides multiples of 16 bytes); the second idea's kernel elsewhere;
+ *                              strides multiples of 16 bytes); the second idea's kernel elsewhere; memeff and flex
+ *                              take the Hopper kernel under auto, wgmma and wgmma-3 only, and the mma.sync ones
+ *                              under wgmma-1 and wgmma-2 (those ideas exist for flash alone);
  *   anything else              refused (LADDER_ERR_ARG), the message naming LADDER_TC_PATH and what it takes.
  * So each idea stays timeable on its own: run the bench with wgmma-1, wgmma-2, wgmma-3 and mma in one lease.
  */
@@ -45,6 +49,19 @@ inline bool fwd_wgmma_covers(const args &a) { return a.D <= 128 && a.Dv <= 128; 
  * (wgmma-1, wgmma-2 or wgmma-3; wgmma and auto: the one with every idea); LADDER_ERR_UNAVAILABLE on a device other than
  * sm_90. */
 ladder_status fwd_wgmma(const args &a, ladder_dtype dtype);
+
+/* Whether LADDER_TC_PATH asks for every Hopper idea (auto or unset, wgmma, wgmma-3): memeff's and flex's forwards
+ * take the Hopper kernel then only (ideas 1 and 2 alone exist for flash). */
+bool hopper_every_idea();
+
+/* Memeff's forward on the Hopper kernel with every idea, with the hooked policy (dropout; with_hooks) or the plain
+ * one, where LADDER_TC_PATH and the device allow it (use_wgmma(), hopper_every_idea()) and the kernel covers the
+ * problem (head dims up to 128, no bias, no split keys, tensors TMA can describe): *ran true. Else nothing is
+ * launched, *ran is false, and the caller runs the mma.sync kernels. */
+ladder_status fwd_wgmma_memeff(const args &a, bool with_hooks, ladder_dtype dtype, bool *ran);
+
+/* The same for flex's forward with score mod @p mod at head dims (HD, HD) (attention_flex_fwd.sm90a.cu). */
+template <int HD> ladder_status fwd_wgmma_flex(const args &a, int mod, ladder_dtype dtype, bool *ran);
 
 } // namespace attn_tc
 

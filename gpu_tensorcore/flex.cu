@@ -9,7 +9,8 @@
  * position; a block-mask tile of 128 keys is two of this rung's 64-key tiles, and of 128 rows two or four of its query
  * tiles, the partial and full ones visited in ascending order, because the forward's rounding of P depends on the
  * order; the mask mods run in partial tiles only; the backward stores dS times the mod's slope as the 16-bit operand of
- * dQ and dK, and its dQ pass sums the buffers' shares per tile along their lines.
+ * dQ and dK, and its dQ pass sums the buffers' shares per tile along their lines. On an sm_90 GPU the forward runs
+ * the Hopper kernel (attention_flex_fwd.sm90a.cu) where TMA can describe q, k and v.
  *
  * Preconditions: validated by ladder_flex_fwd/bwd, block lists present (q, k, v, do, o, dq, dk, dv all bf16 or all
  * fp16; lse, dlse, the buffers and their gradients f32; device pointers; any input strides; contiguous outputs;
@@ -17,6 +18,7 @@
  * Run it:  build/bin/ladder run flex --rung gpu_tensorcore --score_mod alibi --mask_mod causal [--dtype fp16]
  */
 #include "attention_tc.cuh"
+#include "attention_tc_hopper.cuh"
 
 static attn_tc::args pack(const ladder_flex_problem *p, const ladder_flex_args *a) {
     const ladder_tensor none = {};
@@ -32,6 +34,10 @@ static bool wide(const attn_tc::args &n) { return attn_tc::pick_head_dims(n.D, n
 
 extern "C" ladder_status flex_fwd_gpu_tensorcore(const ladder_flex_problem *p, const ladder_flex_args *a) {
     const attn_tc::args n = pack(p, a);
+    bool ran = false; /* the Hopper kernel, on an sm_90 GPU where TMA can describe the tensors */
+    LADDER_TRY(wide(n) ? attn_tc::fwd_wgmma_flex<128>(n, p->score_mod, a->q.dtype, &ran)
+                       : attn_tc::fwd_wgmma_flex<64>(n, p->score_mod, a->q.dtype, &ran));
+    if (ran) return LADDER_OK;
     return wide(n) ? attn_tc::fwd_flex<128>(n, p->score_mod, a->q.dtype)
                    : attn_tc::fwd_flex<64>(n, p->score_mod, a->q.dtype);
 }

@@ -8,13 +8,15 @@
  * the problem's splits, or with splits = 0 as many as give the GPU about four blocks per SM.
  *
  * fp32 inputs go to the TF32 kernels (attention_tf32.cuh): three TF32 products per multiply, or one with the
- * problem's allow_tf32.
+ * problem's allow_tf32. On an sm_90 GPU the forward of a problem without a bias and without split keys runs the
+ * Hopper kernel (attention_tc_hopper.cuh: idea 3, dropout in its consumers' softmax).
  *
  * Preconditions: validated by ladder_memeff_fwd/bwd (q, k, v, bias, do, o, dq, dk, dv, dbias all bf16, all fp16
  * or all f32; lse and dlse f32; device pointers; any input strides, the bias any broadcast; contiguous outputs;
  * D, Dv <= 256, <= 128 in f32; Hq, B <= 65535).
  * Run it:  build/bin/ladder run memeff --rung gpu_tensorcore [--dtype fp16|fp32] [--allow_tf32 1] [--dropout 0.1]
  */
+#include "attention_tc_hopper.cuh"
 #include "attention_tf32.cuh"
 #include "memeff_gpu.cuh"
 
@@ -54,7 +56,11 @@ extern "C" ladder_status memeff_fwd_gpu_tensorcore(const ladder_memeff_problem *
     attn_tc::pack_gqa_rows(n); /* decoding: a key/value head's query heads as rows of one tile */
     n.splits = splits_of(n, p->splits);
     if (a->q.dtype == LADDER_F32) return attn_tc::fwd_tf32(n, !p->allow_tf32);
-    return hooked(n, a) ? attn_tc::fwd<attn_tc::hooked>(n, a->q.dtype) : attn_tc::fwd<attn_tc::plain>(n, a->q.dtype);
+    const bool with_hooks = hooked(n, a);
+    bool ran = false; /* the Hopper kernel, on an sm_90 GPU where it covers the problem */
+    LADDER_TRY(attn_tc::fwd_wgmma_memeff(n, with_hooks, a->q.dtype, &ran));
+    if (ran) return LADDER_OK;
+    return with_hooks ? attn_tc::fwd<attn_tc::hooked>(n, a->q.dtype) : attn_tc::fwd<attn_tc::plain>(n, a->q.dtype);
 }
 
 extern "C" ladder_status memeff_bwd_gpu_tensorcore(const ladder_memeff_problem *p, const ladder_memeff_args *a) {

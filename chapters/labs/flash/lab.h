@@ -1,10 +1,11 @@
 /*
  * chapters/labs/flash/lab.h: the functions the flash labs ask for.
  *
- * Each lab file (lab1_combine.c, lab2_dscale.c, lab3_alibi.c, lab4_tiled_forward.cu) defines one of them; its
- * checker (check_<lab>.c) runs it on seeded inputs and prints PASS or FAIL. Run a lab:  make lab LAB=lab1_combine
- * All tensors here are one head of one sequence: contiguous, C order, fp32; host memory in Labs 1 to 3, device
- * memory in Lab 4.
+ * Each lab file (lab1_combine.c, lab2_dscale.c, lab3_alibi.c, lab4_tiled_forward.cu, lab5_swizzle.sm90a.cu)
+ * defines one of them; its checker (check_<lab>.c) runs it on seeded inputs and prints PASS or FAIL. Run a lab:
+ * make lab LAB=lab1_combine
+ * All tensors here are one head of one sequence: contiguous, C order, fp32 (Lab 5: bf16 in); host memory in Labs 1
+ * to 3, device memory in Labs 4 and 5.
  */
 #ifndef LADDER_LAB_FLASH_H
 #define LADDER_LAB_FLASH_H
@@ -54,6 +55,15 @@ void lab3_alibi(int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, float scale, floa
  */
 ladder_status lab4_tiled_forward(int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, float scale, int causal,
                                  const float *q, const float *k, const float *v, float *o, float *lse);
+
+/*
+ * Lab 5 (a Hopper GPU, sm_90): the scores s = q k^T of one tile of 64 query rows and 64 keys on wgmma, from
+ * q [64][D] and k [64][D] (bf16, as their 16-bit patterns; contiguous; device memory; D = 64 or 128) into
+ * s [64][64] (fp32, device memory). The kernel, its TMA copies into the 128-byte swizzle and its products are
+ * written in lab5_swizzle.sm90a.cu; the lab is the descriptor of one k16 step. Returns LADDER_ERR_UNAVAILABLE on
+ * a GPU other than sm_90, LADDER_ERR_CUDA when the launch fails.
+ */
+ladder_status lab5_swizzle(int64_t D, const uint16_t *q, const uint16_t *k, float *s);
 
 #ifdef __cplusplus
 }

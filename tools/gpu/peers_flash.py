@@ -14,22 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-FLUSH = torch.empty(2 * 60 * 2**20, dtype=torch.uint8, device="cuda")  # twice the H200's 60 MB L2
-
-
-def median_ms(fn, reps=20, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        FLUSH.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return sorted(times)[reps // 2]
+from peers_timing import median_ms
 
 
 def case(backend, D, S, causal):

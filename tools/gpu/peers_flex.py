@@ -21,28 +21,14 @@ import torch
 import torch._dynamo
 from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention
 
+from peers_timing import median_ms
+
 DEV, DT = "cuda", torch.bfloat16
 WINDOW = 1024
 # each case is a recompile (its shapes, its score_mod): room for all of them, so that none falls back to the eager
 # flex_attention, which writes the whole score matrix
 torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
 COMPILED = torch.compile(flex_attention, dynamic=False)
-FLUSH = []  # main(): a buffer twice the L2 (50 MB on an H100), overwritten before each timed run
-
-
-def median_ms(fn, reps=20, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        FLUSH[0].zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return sorted(times)[reps // 2]
 
 
 def causal(b, h, q_idx, kv_idx):
@@ -99,8 +85,6 @@ CASES = [
 
 
 def main():
-    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 50 * 2**20
-    FLUSH.append(torch.empty(2 * l2, dtype=torch.uint8, device=DEV))
     device, version = torch.cuda.get_device_name(), torch.__version__
     header = ["case", "fwd_ms", "bwd_ms", "fwd_tflops", "bwd_tflops", "device", "torch"]
     print(",".join(header), flush=True)

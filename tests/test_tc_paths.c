@@ -7,23 +7,25 @@
  * padded to them) with each option it takes: causal masks of both alignments, windows, softcap, grouped heads,
  * packed sequences, strided views, one query row, and key ranges of one, two, three and many tiles (the second and
  * third kernels' loops have a first tile, a last tile and the turns between; the third's ring of two buffers ends on
- * either of them). All round P per 64-key tile against the same running
- * max, so only the order of the products' sums differs: every output (the backward's too, which reads the
- * forward's o and lse) is held to the rung's tolerance.
+ * either of them). Then memeff (dropout; no hook) and flex (alibi, rel_bias, softcap, no mod; the causal and window
+ * mask mods) with the third kernel and their policies against their mma.sync kernels. All round P per 64-key tile
+ * against the same running max, so only the order of the products' sums differs: every output (the backward's
+ * too, which reads the forward's o and lse) is held to the rung's tolerance.
  *
  * The generic suites (test_rungs.c) run the Hopper forward against the cpu rung on sm_90 GPUs (LADDER_TC_PATH
  * unset, auto), and the mma.sync one elsewhere or with LADDER_TC_PATH=mma set for the whole run. Without a GPU these
- * cases skip as every GPU case does; on a GPU other than sm_90
- * each says so.
+ * cases skip as every GPU case does; on a GPU other than sm_90 each says so.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flash.h"
+#include "flex.h"
 #include "harness.h"
+#include "memeff.h"
 
-extern const ladder_algo ladder_flash_algo;
+extern const ladder_algo ladder_flash_algo, ladder_memeff_algo, ladder_flex_algo;
 
 typedef struct pc {
     int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
@@ -72,6 +74,48 @@ static struct criterion_test_params path_cases(void) {
         test_case_varlen(&v, lq, 4);
         test_case_varlen2(&v, lk);
         cases[n++] = v;
+    }
+    return test_params(cases, n);
+}
+
+/* memeff at the tensor-core rung: causal 0 or bottom-right 1, dropout probability p (no bias: the Hopper forward's
+ * hooked policy takes dropout alone). */
+static test_case memeff_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t S, int64_t Sk, int64_t D, int causal, double p,
+                             ladder_dtype dtype) {
+    ladder_memeff_problem m = {.attn = {.B = B, .Hq = Hq, .Hkv = Hkv, .Sq = S, .Sk = Sk, .D = D, .Dv = D,
+                                        .mask = {.causal = causal ? BR : NONE, .window_left = NO, .window_right = NO}},
+                               .dropout_p = p, .philox_seed = 0x5eed, .philox_offset = 12};
+    test_case t = test_case_of(&ladder_memeff_algo, &m);
+    t.rung = LADDER_RUNG_GPU_TENSORCORE, t.dtype = dtype;
+    return t;
+}
+
+/* flex at the tensor-core rung with score mod @p score and the mask mods @p masks (window_left @p wl for a window). */
+static test_case flex_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t S, int64_t Sk, int64_t D, int score, int masks,
+                           int64_t wl, ladder_dtype dtype) {
+    ladder_flex_problem f = {.attn = {.B = B, .Hq = Hq, .Hkv = Hkv, .Sq = S, .Sk = Sk, .D = D, .Dv = D,
+                                      .mask = LADDER_ATTN_NO_MASK},
+                             .score_mod = score, .mask_mods = masks, .softcap = 30.0, .window_left = wl};
+    test_case t = test_case_of(&ladder_flex_algo, &f);
+    t.rung = LADDER_RUNG_GPU_TENSORCORE, t.dtype = dtype;
+    return t;
+}
+
+/* The memeff and flex cases the Hopper forward (idea 3's kernel with their policies) is compared on. */
+static struct criterion_test_params policy_cases(void) {
+    static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
+    const int causal = 1 << LADDER_FLEX_CAUSAL, window = 1 << LADDER_FLEX_WINDOW;
+    test_case cases[16];
+    int n = 0;
+    for (int d = 0; d < 2; d++) {
+        const ladder_dtype dt = dtypes[d];
+        cases[n++] = memeff_case(2, 4, 2, 300, 517, 64, 1, 0.1, dt); /* dropout, GQA */
+        cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, dt);
+        if (harness_small()) continue; /* compute-sanitizer: one case of each algorithm and dtype */
+        cases[n++] = memeff_case(1, 4, 4, 1000, 1000, 128, 0, 0.0, dt); /* no hook: the plain policy */
+        cases[n++] = flex_case(2, 4, 4, 640, 700, 128, LADDER_FLEX_REL_BIAS, causal | window, 200, dt);
+        cases[n++] = flex_case(1, 4, 4, 1000, 1000, 128, LADDER_FLEX_SCORE_NONE, 0, -1, dt);
+        cases[n++] = flex_case(1, 2, 1, 129, 333, 64, LADDER_FLEX_SOFTCAP, 0, -1, dt);
     }
     return test_params(cases, n);
 }
@@ -128,6 +172,14 @@ ParameterizedTestParameters(gpu_tensorcore_paths, flash_wgmma3_matches_mma) {
 }
 ParameterizedTest(const test_case *t, gpu_tensorcore_paths, flash_wgmma3_matches_mma) {
     hopper_matches_mma(t, "wgmma-3");
+}
+
+/* memeff's and flex's forwards on the Hopper kernel (every idea: LADDER_TC_PATH=wgmma) against the mma.sync ones. */
+ParameterizedTestParameters(gpu_tensorcore_paths, memeff_and_flex_wgmma_match_mma) {
+    return policy_cases();
+}
+ParameterizedTest(const test_case *t, gpu_tensorcore_paths, memeff_and_flex_wgmma_match_mma) {
+    hopper_matches_mma(t, "wgmma");
 }
 
 /* A value the switch does not know is refused, naming the variable and what it takes (any GPU). */

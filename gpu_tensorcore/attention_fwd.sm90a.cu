@@ -272,26 +272,10 @@ __global__ void __launch_bounds__(wgmma_fwd_cfg<HD, HDV, true>::THREADS, wgmma_f
     float sc[1][BC / 8][4];     /* S of the tile whose softmax runs */
     uint32_t pv[1][BC / 16][4]; /* P of the tile whose P V runs next */
 
-    /* S = Q K^T from K tile kt into sc (scale-d 0 on the first step: sc needs no zeroing), issued, not waited */
-    auto issue_s = [&](int kt) {
-        ladder_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < HD / 16; kk++)
-            ladder_wgmma_ss<T, BC, false>(sc[0], dq + kk * QK_STEP, dk + kt * K_TILE + kk * QK_STEP, kk > 0);
-        ladder_wgmma_commit();
-    };
-    /* O += P V from pv and V tile vt, issued, not waited. O and pv were last written by ordinary instructions:
-     * pinned, then fenced, before the tensor cores take them. */
-    auto issue_pv = [&](int vt) {
-        ladder_wgmma_hold(o[0]);
-#pragma unroll
-        for (int kb = 0; kb < BC / 16; kb++) ladder_wgmma_hold(pv[0][kb]);
-        ladder_wgmma_fence();
-#pragma unroll
-        for (int kb = 0; kb < BC / 16; kb++)
-            ladder_wgmma_rs<T, HDV, true>(o[0], pv[0][kb], dv + vt * V_TILE + kb * V_STEP, true);
-        ladder_wgmma_commit();
-    };
+    /* the two products (attention_tc_hopper_fwd.cuh) with K tile kt, or V tile vt */
+    auto step = [](int kk) { return kk * QK_STEP; };
+    auto issue_s = [&](int kt) { issue_scores<T, BC, HD>(sc[0], dq, dk + kt * K_TILE, step, step); };
+    auto issue_pv = [&](int vt) { attn_tc::issue_pv<T, BC, HDV>(o[0], pv[0], dv + vt * V_TILE, V_STEP); };
     /* the softmax of the S in sc, of the tile that starts at key j0 (full: no element masked); P into pa */
     auto softmax_of = [&](int64_t j0, bool full, uint32_t(&pa)[1][BC / 16][4], float(&alpha)[1][2]) {
         if (exact) softcap_scores<1, BC>(a, sc); /* scale * x, softcapped */

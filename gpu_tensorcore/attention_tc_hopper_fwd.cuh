@@ -46,6 +46,36 @@ template <int BR> __device__ __forceinline__ bool place_block(const args &a, int
 }
 
 /*
+ * The two products of a key tile as ideas 2 and 3 issue them, each one committed group, not waited on. The
+ * descriptors' k16 steps are the callers' (core-matrix tiles in idea 2, 128-byte swizzled panels in idea 3):
+ * q_step(kk) and k_step(kk) in descriptor units for Q and K, v_step for V.
+ *   S = Q K^T into sc (scale-d 0 on the first step: sc needs no zeroing), both operands from shared memory;
+ *   O += P V from the P fragments in registers and V (MN-major) from shared memory. O and P were last written by
+ *   ordinary instructions: pinned, then fenced, before the tensor cores take them.
+ */
+template <class T, int BC, int HD, class QStep, class KStep>
+__device__ __forceinline__ void issue_scores(float (&sc)[BC / 8][4], uint64_t dq, uint64_t dk, QStep q_step,
+                                             KStep k_step) {
+    ladder_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; kk++)
+        ladder_wgmma_ss<T, BC, false>(sc, dq + q_step(kk), dk + k_step(kk), kk > 0);
+    ladder_wgmma_commit();
+}
+
+template <class T, int BC, int HDV>
+__device__ __forceinline__ void issue_pv(float (&o)[HDV / 8][4], uint32_t (&pv)[BC / 16][4], uint64_t dv,
+                                         uint64_t v_step) {
+    ladder_wgmma_hold(o);
+#pragma unroll
+    for (int kb = 0; kb < BC / 16; kb++) ladder_wgmma_hold(pv[kb]);
+    ladder_wgmma_fence();
+#pragma unroll
+    for (int kb = 0; kb < BC / 16; kb++) ladder_wgmma_rs<T, HDV, true>(o, pv[kb], dv + kb * v_step, true);
+    ladder_wgmma_commit();
+}
+
+/*
  * Idea 3: a producer warpgroup copies, two consumer warpgroups multiply (FlashAttention-3's warp specialization).
  * Ideas 1 and 2 copy with cp.async from the same warps that multiply: every warp spends instructions and registers
  * on addresses, and every key tile ends at a __syncthreads() that both warpgroups must reach. Here a block is three
@@ -152,23 +182,9 @@ __global__ void __launch_bounds__(ws_fwd_cfg<HD, HDV>::THREADS, 1)
     m[0][0] = m[0][1] = -INFINITY, l[0][0] = l[0][1] = 0.0f;
     float sc[1][BC / 8][4];     /* S of the tile whose softmax runs */
     uint32_t pv[1][BC / 16][4]; /* P of the tile whose P V runs next */
-    auto issue_s = [&](int s) { /* S = Q K^T from ring position s, issued, not waited */
-        ladder_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < HD / 16; kk++)
-            ladder_wgmma_ss<T, BC, false>(sc[0], dq + q_step(kk), dk + s * K_TILE + k_step(kk), kk > 0);
-        ladder_wgmma_commit();
-    };
-    auto issue_pv = [&](int s) { /* O += P V from pv and ring position s, issued, not waited */
-        ladder_wgmma_hold(o[0]);
-#pragma unroll
-        for (int kb = 0; kb < BC / 16; kb++) ladder_wgmma_hold(pv[0][kb]);
-        ladder_wgmma_fence();
-#pragma unroll
-        for (int kb = 0; kb < BC / 16; kb++)
-            ladder_wgmma_rs<T, HDV, true>(o[0], pv[0][kb], dv + s * V_TILE + kb * V_STEP, true);
-        ladder_wgmma_commit();
-    };
+    /* the two products with ring position s's K and V */
+    auto issue_s = [&](int s) { issue_scores<T, BC, HD>(sc[0], dq, dk + s * K_TILE, q_step, k_step); };
+    auto issue_pv = [&](int s) { attn_tc::issue_pv<T, BC, HDV>(o[0], pv[0], dv + s * V_TILE, V_STEP); };
     /* the softmax of the S in sc, of the key tile at j0 that tiles stands on, with the policy's hooks: the score
      * mod or softcap, the masks (the mask mods in a partial block-mask tile), dropout on the new P in pa */
     auto softmax_of = [&](int64_t j0, const decltype(tiles) &at, uint32_t(&pa)[1][BC / 16][4], float(&alpha)[1][2]) {

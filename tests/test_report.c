@@ -28,7 +28,7 @@ static void teardown(void) { harness_tmpdir_remove(dir); }
 
 TestSuite(report, .init = setup, .fini = teardown);
 
-/* A row that moves 1 GB and does @p flops in 1 ms. */
+/* A made-up row (1 GB moved, @p flops done, 1 ms), round so that every derived cell is exact. */
 static bench_row row(const char *pass, const char *rung, double flops) {
     bench_row r = {.median_ms = 1, .bytes = 1e9, .flops = flops, .speedup_vs_cpu = strcmp(rung, "cpu") ? 10 : 0};
     snprintf(r.algo, sizeof r.algo, "flash");
@@ -39,8 +39,8 @@ static bench_row row(const char *pass, const char *rung, double flops) {
     return r;
 }
 
-/* Copy 4000 GB/s (byte floor 0.25 ms), host copy 100 GB/s (10 ms), GEMM 800 TFLOP/s (1.25 ms for 1e12 FLOPs);
- * a ceiling given as 0 is not measured. */
+/* Made-up ceilings for the rows above; a ceiling given as 0 is not measured. The tests pass round ones, so that each
+ * expected cell follows by hand (a copy of 4000 GB/s puts the 1 GB row's byte floor at 0.25 ms). */
 static bench_env env_of(double copy_gbps, double gemm_tflops, double cpu_copy_gbps) {
     bench_env e = {.copy_gbps = copy_gbps, .gemm_tflops = gemm_tflops, .cpu_copy_gbps = cpu_copy_gbps,
                    .cpu_threads = 4};

@@ -12,10 +12,10 @@
 namespace attn_tc {
 
 template <int HD> ladder_status fwd_wgmma_flex(const args &a, int mod, ladder_dtype dtype, bool *ran) {
-    bool wgmma = false;
+    bool every = false;
     *ran = false;
-    LADDER_TRY(use_wgmma(&wgmma));
-    if (!wgmma || !hopper_every_idea()) return LADDER_OK;
+    LADDER_TRY(use_every_idea(&every));
+    if (!every) return LADDER_OK;
     return ladder_flex_with_mod(mod, [&](auto m) {
         using Pol = flex<decltype(m)::value>;
         return dtype == LADDER_BF16 ? launch_ws<Pol, __nv_bfloat16, HD, HD>(a, ran) : launch_ws<Pol, __half, HD, HD>(a, ran);

@@ -438,13 +438,17 @@ ladder_status use_wgmma(bool *wgmma) {
                        path);
 }
 
-bool hopper_every_idea() { return hopper_ideas(getenv("LADDER_TC_PATH")) == HOPPER_IDEAS; }
+ladder_status use_every_idea(bool *yes) {
+    LADDER_TRY(use_wgmma(yes));
+    *yes = *yes && hopper_ideas(getenv("LADDER_TC_PATH")) == HOPPER_IDEAS;
+    return LADDER_OK;
+}
 
 ladder_status fwd_wgmma_memeff(const args &a, bool with_hooks, ladder_dtype dtype, bool *ran) {
-    bool wgmma = false;
+    bool every = false;
     *ran = false;
-    LADDER_TRY(use_wgmma(&wgmma));
-    if (!wgmma || !fwd_wgmma_covers(a) || !hopper_every_idea()) return LADDER_OK;
+    LADDER_TRY(use_every_idea(&every));
+    if (!every || !fwd_wgmma_covers(a)) return LADDER_OK;
     return with_hooks ? fwd_ws<hooked>(a, dtype, ran) : fwd_ws<plain>(a, dtype, ran);
 }
 

@@ -50,12 +50,13 @@ inline bool fwd_wgmma_covers(const args &a) { return a.D <= 128 && a.Dv <= 128; 
  * sm_90. */
 ladder_status fwd_wgmma(const args &a, ladder_dtype dtype);
 
-/* Whether LADDER_TC_PATH asks for every Hopper idea (auto or unset, wgmma, wgmma-3): memeff's and flex's forwards
- * take the Hopper kernel then only (ideas 1 and 2 alone exist for flash). */
-bool hopper_every_idea();
+/* *yes: this call may run the Hopper kernel with every idea: use_wgmma() says Hopper, and LADDER_TC_PATH asks for
+ * every idea (auto or unset, wgmma, wgmma-3). Memeff's and flex's forwards take the Hopper kernel then only (ideas 1
+ * and 2 alone exist for flash). */
+ladder_status use_every_idea(bool *yes);
 
 /* Memeff's forward on the Hopper kernel with every idea, with the hooked policy (dropout; with_hooks) or the plain
- * one, where LADDER_TC_PATH and the device allow it (use_wgmma(), hopper_every_idea()) and the kernel covers the
+ * one, where LADDER_TC_PATH and the device allow it (use_every_idea()) and the kernel covers the
  * problem (head dims up to 128, no bias, no split keys, tensors TMA can describe): *ran true. Else nothing is
  * launched, *ran is false, and the caller runs the mma.sync kernels. */
 ladder_status fwd_wgmma_memeff(const args &a, bool with_hooks, ladder_dtype dtype, bool *ran);

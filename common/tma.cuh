@@ -129,6 +129,15 @@ __device__ __forceinline__ void ladder_tma_load(void *smem, const CUtensorMap *m
 }
 
 /**
+ * bar.sync on the named barrier @p id (1 to 15; 0 is __syncthreads()'s) for @p threads threads (a multiple of 32):
+ * a barrier that joins some warpgroups of the block (the consumers) and not the others (the producer, which has
+ * returned).
+ */
+__device__ __forceinline__ void ladder_named_barrier(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/**
  * setmaxnreg: the warpgroup's threads give up registers down to @p N each (dec), or take them up to @p N (inc),
  * from the pool the block was launched with. Every thread of the warpgroup executes it; N is a multiple of 8 in
  * [24, 256].

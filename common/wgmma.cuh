@@ -98,12 +98,22 @@ __host__ __device__ constexpr int ladder_cm_index(int r, int c, int cols) {
     return ((r / 8) * (cols / 8) + c / 8) * 64 + (r % 8) * 8 + c % 8;
 }
 
+/** A descriptor's fields but the address: @p lbo and @p sbo in bytes (multiples of 16, under 256 KB), base offset 0,
+ *  swizzle mode @p swizzle. A descriptor is these plus ladder_wgmma_desc_address(): a kernel that needs many may keep
+ *  one address and add each one's byte offset / 16 and fields, compile-time constants, instead of holding them all. */
+__host__ __device__ constexpr uint64_t ladder_wgmma_desc_fields(uint32_t lbo, uint32_t sbo, uint32_t swizzle) {
+    return (uint64_t)((lbo >> 4) & 0x3fffu) << 16 | (uint64_t)((sbo >> 4) & 0x3fffu) << 32 | (uint64_t)swizzle << 62;
+}
+
+/** A descriptor's address field: @p smem (16-byte aligned) in 16-byte units. */
+__device__ __forceinline__ uint64_t ladder_wgmma_desc_address(const void *smem) {
+    return ((uint32_t)__cvta_generic_to_shared(smem) >> 4) & 0x3fffu;
+}
+
 /** A shared-memory matrix descriptor without swizzling: @p smem its first core matrix (16-byte aligned), @p lbo and
  *  @p sbo the byte strides to the next core matrix along K and along M or N (multiples of 16, under 256 KB). */
 __device__ __forceinline__ uint64_t ladder_wgmma_desc(const void *smem, uint32_t lbo, uint32_t sbo) {
-    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem);
-    return (uint64_t)((addr >> 4) & 0x3fffu) | (uint64_t)((lbo >> 4) & 0x3fffu) << 16 |
-           (uint64_t)((sbo >> 4) & 0x3fffu) << 32; /* base offset 0, swizzle mode 0 */
+    return ladder_wgmma_desc_address(smem) | ladder_wgmma_desc_fields(lbo, sbo, 0);
 }
 
 /** The descriptor of a K-major operand stored as rows of a core-matrix tile with @p cols columns (Q for A, K for
@@ -144,7 +154,7 @@ __device__ __forceinline__ uint64_t ladder_wgmma_desc_mn(const uint16_t *at, int
 /** A descriptor of a tile in the 128-byte swizzle (the layout drawn above): @p smem its first element (inside a
  *  1024-byte aligned panel), @p lbo and @p sbo as for ladder_wgmma_desc(). */
 __device__ __forceinline__ uint64_t ladder_wgmma_desc_sw128(const void *smem, uint32_t lbo, uint32_t sbo) {
-    return ladder_wgmma_desc(smem, lbo, sbo) | (uint64_t)1 << 62;
+    return ladder_wgmma_desc_address(smem) | ladder_wgmma_desc_fields(lbo, sbo, 1);
 }
 
 /** A K-major operand in 128-byte swizzled panels (Q for A, K for K^T as B), its first row at @p at. */
@@ -223,15 +233,15 @@ __device__ __forceinline__ void ladder_wgmma_hold(uint32_t (&a)[4]) {
 /*
  * The PTX, per form and N (TY: bf16 or f16). Operands: the accumulators, then (SS) the A and B descriptors or (RS)
  * A's four registers and the B descriptor, then scale-d (a predicate: 0 means D = A B, ignoring D's old value), then
- * the immediates imm-scale-a = 1, imm-scale-b = 1 (no negation), imm-trans-a = 0 (SS only: A K-major) and
- * imm-trans-b (0: B K-major, 1: B MN-major).
+ * the immediates imm-scale-a = 1, imm-scale-b = 1 (no negation), imm-trans-a (SS only; 0: A K-major, 1: A MN-major)
+ * and imm-trans-b (0: B K-major, 1: B MN-major).
  */
-#define LADDER_WGMMA_SS(TY, N, DREGS, DOPS, IA, IB, IS, IT)                                                           \
+#define LADDER_WGMMA_SS(TY, N, DREGS, DOPS, IA, IB, IS, ITA, IT)                                                      \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IS ", 0;\n"                                                    \
                  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " " DREGS ", %" IA ", %" IB              \
-                 ", p, 1, 1, 0, %" IT ";\n}\n"                                                                         \
+                 ", p, 1, 1, %" ITA ", %" IT ";\n}\n"                                                                  \
                  : DOPS                                                                                                \
-                 : "l"(a), "l"(b), "r"((int)accumulate), "n"(B_MN ? 1 : 0)                                            \
+                 : "l"(a), "l"(b), "r"((int)accumulate), "n"(A_MN ? 1 : 0), "n"(B_MN ? 1 : 0)                        \
                  : "memory")
 #define LADDER_WGMMA_RS(TY, N, DREGS, DOPS, A0, IB, IS, IT)                                                           \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IS ", 0;\n"                                                    \
@@ -244,22 +254,23 @@ __device__ __forceinline__ void ladder_wgmma_hold(uint32_t (&a)[4]) {
 
 /**
  * D (+)= A B, one warpgroup-wide m64nNk16 step (N = 64 or 128) with fp32 accumulators @p d (the layout drawn above),
- * A (64 x 16, K-major) and B (16 x N; K-major, or MN-major with @p B_MN) both read from shared memory through the
+ * A (64 x 16; K-major, or MN-major with @p A_MN: 8 consecutive m of one k per core-matrix row, as B's MN-major
+ * layout with m for n) and B (16 x N; K-major, or MN-major with @p B_MN) both read from shared memory through the
  * descriptors @p a and @p b. @p accumulate false: D = A B, whatever @p d held. Asynchronous: issue it between
  * ladder_wgmma_fence() and ladder_wgmma_commit(), and read @p d after ladder_wgmma_wait(). All 128 threads of the
  * warpgroup call it together.
  */
-template <class T, int N, bool B_MN>
+template <class T, int N, bool B_MN, bool A_MN = false>
 __device__ __forceinline__ void ladder_wgmma_ss(float (&d)[N / 8][4], uint64_t a, uint64_t b, bool accumulate) {
     static_assert(N == 64 || N == 128, "this rung multiplies 64- and 128-column tiles");
     constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
     static_assert(BF16 || std::is_same<T, __half>::value, "bf16 or fp16 operands");
     if constexpr (N == 64) {
-        if constexpr (BF16) LADDER_WGMMA_SS("bf16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "32", "33", "34", "35");
-        else LADDER_WGMMA_SS("f16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "32", "33", "34", "35");
+        if constexpr (BF16) LADDER_WGMMA_SS("bf16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "32", "33", "34", "35", "36");
+        else LADDER_WGMMA_SS("f16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "32", "33", "34", "35", "36");
     } else {
-        if constexpr (BF16) LADDER_WGMMA_SS("bf16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "64", "65", "66", "67");
-        else LADDER_WGMMA_SS("f16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "64", "65", "66", "67");
+        if constexpr (BF16) LADDER_WGMMA_SS("bf16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "64", "65", "66", "67", "68");
+        else LADDER_WGMMA_SS("f16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "64", "65", "66", "67", "68");
     }
 }
 

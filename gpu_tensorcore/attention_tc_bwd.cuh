@@ -33,6 +33,7 @@
 #define LADDER_GPU_TENSORCORE_ATTENTION_TC_BWD_CUH
 
 #include "attention_tc.cuh"
+#include "attention_tc_hopper.cuh"
 
 namespace attn_tc {
 
@@ -420,6 +421,7 @@ template <int BR> struct interval_steps {
     __device__ qtile tile() const { return rows.at(hh, (int64_t)tt * BR); }
     __device__ bool masked() const { return tt < u0 || tt >= u1; }
     __device__ static constexpr bool mods() { return false; }
+    __device__ int left() const { return hh < group ? (group - hh) * (t1 - t0) - (tt - t0) : 0; } /* steps to go */
 };
 
 /* flex's: each head's query tiles from the key tile's block lists (flex_query_tiles), head after head; masked
@@ -746,9 +748,14 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const ar
     const dim3 kv_grid((unsigned)ladder_attn_tiles_bound(a.Sk, C::BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
     /* atomics add into dQ's fp32 accumulator: it starts at zero (fully masked rows stay so) */
     if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(rows * a.D)));
-    LADDER_TRY(ladder_allow_smem(attn_bwd_dkdv_tc_kernel<Pol, T, HD, HDV>, C::SMEM));
-    attn_bwd_dkdv_tc_kernel<Pol, T, HD, HDV><<<kv_grid, C::THREADS, C::SMEM>>>(a, !deterministic);
-    LADDER_LAUNCH_CHECK("attn_bwd_dkdv_tc_kernel");
+    bool hopper = false; /* the plain policy's pass on Hopper, where it runs (attention_bwd.sm90a.cu) */
+    if constexpr (!Pol::EXTRAS && !Pol::FLEX && HD == HDV && HD <= 128)
+        LADDER_TRY((bwd_wgmma_dkdv<T, HD>(a, !deterministic, &hopper)));
+    if (!hopper) {
+        LADDER_TRY(ladder_allow_smem(attn_bwd_dkdv_tc_kernel<Pol, T, HD, HDV>, C::SMEM));
+        attn_bwd_dkdv_tc_kernel<Pol, T, HD, HDV><<<kv_grid, C::THREADS, C::SMEM>>>(a, !deterministic);
+        LADDER_LAUNCH_CHECK("attn_bwd_dkdv_tc_kernel");
+    }
     if (deterministic) {
         const int64_t splits = Pol::EXTRAS ? a.splits : 1;
         const dim3 q_grid((unsigned)(ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs) * splits), (unsigned)a.Hq,

@@ -1,0 +1,379 @@
+/*
+ * gpu_tensorcore/attention_bwd.sm90a.cu: the dK/dV pass of the backward (with dQ by atomics) on Hopper's warpgroup
+ * matrix instructions, for the plain policy (flash, and memeff without hooks), compiled for sm_90a alone. The rest of
+ * the backward (the Delta preprocess, the deterministic dQ pass, the rounding of dQ's accumulator) is the mma.sync
+ * one (attention_tc_bwd.cuh, whose bwd_launch calls bwd_wgmma_dkdv() here first).
+ *
+ * What changed since the mma.sync dK/dV pass, the forward's idea 3 applied to its loop:
+ *   - A block is three warpgroups: a producer that copies (setmaxnreg 24) and two consumers that multiply (240).
+ *     The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query tiles of the
+ *     heads of its group as before (kv_steps: the same steps, masked where they were).
+ *   - The producer's thread 0 copies K and V once and then, per step, Q and dO into a ring of two stages by TMA
+ *     (128-byte swizzled panels); its warp's 32 lanes put the step's lse (times log2 e, +inf past the rows and for
+ *     fully masked rows) and Delta into the stage beside them. The stage's "full" mbarrier counts the 32 lanes and
+ *     the copies' bytes; its "free" mbarrier the 8 consumer warps that are done with it.
+ *   - The products are the transposes of the mma.sync pass's (FlashAttention-3's arrangement, its SdP_swapAB and
+ *     dKV RS): each consumer computes S^T = K Q^T and dP^T = V dO^T for its 64 keys (m64, keys as rows), so that P^T
+ *     and dS^T are born in registers in the A-fragment layout, and dV += P^T dO and dK += dS^T Q take them from
+ *     there (the RS form), with dO and Q read MN-major from their tiles: no P or dS tile in shared memory for them.
+ *   - dQ = dS K needs all 128 keys of a query row: each consumer writes its dS^T into a core-matrix tile of shared
+ *     memory (two, one per stage), the two consumers meet at a named barrier, and each multiplies 64 of the output
+ *     (the 64 dQ columns of its half at a head dim of 128, its 64 query rows at 64, where a step has 128 rows) with
+ *     dS as an MN-major A (the transpose flag of A) and K as an MN-major B, then adds it into dQ's fp32 accumulator
+ *     by atomics. In deterministic mode the product is skipped and the mma.sync dQ pass runs after.
+ * The element rule is the mma.sync pass's: P = exp2(x sl2 - lse log2 e), dS = P (dP - Delta), times the softcap's
+ * slope when capped; masked steps test each element against the row's key interval (seen from the key tile as an
+ * offset from the diagonal, window_left and right, and the keys past the sequence's end).
+ *
+ * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): the plain policy; an sm_90
+ * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); no
+ * packed sequences; q, k, v and dO with inner stride 1 and the other strides multiples of 16 bytes (TMA).
+ * Run it:  build/bin/ladder run flash --rung gpu_tensorcore            (the default on sm_90)
+ *          LADDER_TC_PATH=mma build/bin/ladder run flash --rung gpu_tensorcore   (the mma.sync pass, for comparison)
+ */
+#include <limits.h>
+
+#include <type_traits>
+
+#include "attention_tc_bwd.cuh"
+#include "attention_tc_hopper.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+
+namespace attn_tc {
+namespace {
+
+/* What the producer tells the consumers about the step a stage holds: its rows' first row in lse (and dQ's
+ * accumulator), its first row along the sequence, how many rows are real, whether the step is a masked one. */
+struct stage_info {
+    int64_t row0;
+    int i0, rows, masked, pad;
+};
+
+template <int HD> struct ws_bwd_cfg {
+    static constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1);
+    static constexpr int BC = 64 * CONSUMERS;      /* keys per block: 64 per consumer (the rows of its products) */
+    static constexpr int BR = HD == 64 ? 128 : 64; /* query rows per step: S^T is m64 n{BR}, 32 or 64 registers */
+    static_assert(HD == 64 || HD == 128, "the products are m64n64 and m64n128");
+    static constexpr int STAGES = 2;
+    static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240; /* as the forward's: 2 * 128 * 240 + 128 * 24 */
+    static constexpr uint32_t K_BYTES = 2 * BC * HD, Q_BYTES = 2 * BR * HD, DS_BYTES = 2 * BC * BR;
+    /* byte offsets from the 1024-byte aligned base: K, V; per stage Q, dO (128-byte swizzled panels), dS^T (a
+     * core-matrix tile), lse, Delta and the stage's info; the mbarriers: K and V's "full", each stage's "full" and
+     * "free" */
+    static constexpr uint32_t V_AT = K_BYTES, Q_AT = 2 * K_BYTES, DO_AT = Q_AT + STAGES * Q_BYTES,
+                              DS_AT = DO_AT + STAGES * Q_BYTES, L2_AT = DS_AT + STAGES * DS_BYTES,
+                              D_AT = L2_AT + STAGES * BR * 4, INFO_AT = D_AT + STAGES * BR * 4,
+                              BAR_AT = INFO_AT + STAGES * sizeof(stage_info), END = BAR_AT + 8 * (1 + 2 * STAGES);
+    static constexpr size_t SMEM = 1024 + END;
+};
+
+/*
+ * Which keys of the block a query row sees, as offsets: the row's interval (ladder_attn_key_range()) is the keys j
+ * with lo <= j - diag <= hi around its diagonal diag, and below the sequence's end (keys). For a step of rows from
+ * i0, key c of the block and row r of the step lie at j - diag = base - i0 + c - r.
+ */
+struct diag_window {
+    int base, lo, hi, keys;
+    __device__ diag_window(const ladder_attn_mask &m, int64_t j0, int64_t Lq, int64_t Lk, int64_t keys_) {
+        const int64_t off = m.causal == LADDER_CAUSAL_TOP_LEFT ? 0 : Lk - Lq; /* row i's diagonal: key i + off */
+        base = (int)(j0 - off), keys = (int)keys_;
+        lo = m.window_left >= 0 ? -(int)m.window_left : INT_MIN / 2;
+        hi = m.causal != LADDER_CAUSAL_NONE ? 0 : INT_MAX / 2;
+        if (m.window_right >= 0 && m.window_right < hi) hi = (int)m.window_right;
+    }
+    __device__ bool sees(int i0, int r, int c) const {
+        const int d = base - i0 + c - r;
+        return c < keys && d >= lo && d <= hi;
+    }
+};
+
+/*
+ * P^T = exp2(x sl2 - lse log2 e) and dS^T = P^T (dP^T - Delta), times the softcap's slope when CAPPED (x the capped
+ * S then), in place of this thread's S^T (sc) and dP^T (dp): keys k_row, k_row + 8, queries 8 i + 2 t, + 1, with
+ * lse log2 e and Delta of the step's rows in @p L2 and @p Dl. MASKED: elements outside a row's keys get P = 0.
+ */
+template <int BR, bool MASKED, bool CAPPED>
+__device__ __forceinline__ void p_and_ds(const args &a, float (&sc)[BR / 8][4], float (&dp)[BR / 8][4],
+                                         const float *L2, const float *Dl, float sl2, const diag_window &win, int i0,
+                                         int k_row, int t) {
+#pragma unroll
+    for (int i = 0; i < BR / 8; i++) {
+        const float2 l2 = *(const float2 *)(L2 + 8 * i + 2 * t), de = *(const float2 *)(Dl + 8 * i + 2 * t);
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int e = c & 1;
+            float x = sc[i][c];
+            if (CAPPED) x = ladder_attn_softcap(a.scale * x, a.softcap);
+            float P = ladder_ex2_ftz(fmaf(x, sl2, -(e ? l2.y : l2.x)));
+            if (MASKED && !win.sees(i0, 8 * i + 2 * t + e, k_row + 8 * (c / 2))) P = 0.0f;
+            float dS = P * (dp[i][c] - (e ? de.y : de.x));
+            if (CAPPED) dS *= ladder_attn_softcap_grad(x, a.softcap);
+            sc[i][c] = P, dp[i][c] = dS;
+        }
+    }
+}
+
+template <class T, int HD>
+__global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
+    attn_bwd_wgmma_ws_kernel(args a, bool atomic_dq, const __grid_constant__ CUtensorMap tq,
+                             const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
+                             const __grid_constant__ CUtensorMap tdo) {
+    using C = ws_bwd_cfg<HD>;
+    constexpr int BR = C::BR, BC = C::BC, ST = C::STAGES;
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    uint8_t *base = smem_raw + ((1024 - ladder_smem_addr(smem_raw) % 1024) % 1024);
+    uint16_t *Ks = (uint16_t *)base, *Vs = (uint16_t *)(base + C::V_AT), *Qs = (uint16_t *)(base + C::Q_AT),
+             *dOs = (uint16_t *)(base + C::DO_AT), *dSs = (uint16_t *)(base + C::DS_AT);
+    float *L2s = (float *)(base + C::L2_AT), *Ds = (float *)(base + C::D_AT); /* stage s: + s * BR */
+    stage_info *info = (stage_info *)(base + C::INFO_AT);
+    uint64_t *kv_full = (uint64_t *)(base + C::BAR_AT), *q_full = kv_full + 1, *q_free = q_full + ST;
+    int64_t s, j0;
+    if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, blockIdx.x, &s, &j0)) return; /* the whole block */
+    const int64_t hk = blockIdx.y, b = blockIdx.z;
+    const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
+    const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
+    auto steps = kv_steps<plain, BR, BC>(a, seq, b, hk, (int)(a.Hq / a.Hkv), j0, keys);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wg = warp / 4;
+    if (threadIdx.x == 0) {
+        ladder_mbarrier_init(kv_full, 1);
+        for (int st = 0; st < ST; st++)
+            ladder_mbarrier_init(&q_full[st], 32), ladder_mbarrier_init(&q_free[st], 4 * C::CONSUMERS);
+        ladder_mbarrier_init_fence();
+    }
+    __syncthreads(); /* the barriers: the last barrier every thread meets */
+
+    if (wg == 0) { /* the producer: warp 0 alone, its thread 0 issuing the copies */
+        ladder_setmaxnreg_dec<C::PRODUCER_REGS>();
+        if (warp != 0 || !steps.more()) return;
+        if (lane == 0) {
+            ladder_mbarrier_expect(kv_full, 2 * C::K_BYTES);
+            for (int c = 0; c < HD; c += 64) {
+                ladder_tma_load(Ks + c * BC, &tk, kv_full, c, (int)(seq.k0 + j0), (int)hk, (int)b);
+                ladder_tma_load(Vs + c * BC, &tv, kv_full, c, (int)(seq.k0 + j0), (int)hk, (int)b);
+            }
+        }
+        for (int n = 0; steps.more(); steps.next(a), n++) {
+            const int st = n % ST;
+            const qtile q = steps.tile();
+            if (n >= ST) ladder_mbarrier_wait(&q_free[st], (uint32_t)(n / ST - 1) & 1);
+            for (int r = lane; r < BR; r += 32) {
+                const bool in = r < q.rows;
+                L2s[st * BR + r] = in ? ladder_attn_lse_for_bwd(a.lse[q.row0 + r]) * LADDER_LOG2E : INFINITY;
+                Ds[st * BR + r] = in ? a.delta[q.row0 + r] : 0.0f;
+            }
+            if (lane != 0) { /* this lane's lse and Delta are in */
+                ladder_mbarrier_arrive(&q_full[st]);
+                continue;
+            }
+            info[st] = stage_info{q.row0, (int)q.i0, (int)q.rows, steps.masked(), 0};
+            ladder_mbarrier_expect(&q_full[st], 2 * C::Q_BYTES);
+            const int row = (int)(seq.q0 + q.i0);
+            for (int c = 0; c < HD; c += 64) {
+                ladder_tma_load(Qs + st * BR * HD + c * BR, &tq, &q_full[st], c, row, (int)q.h, (int)b);
+                ladder_tma_load(dOs + st * BR * HD + c * BR, &tdo, &q_full[st], c, row, (int)q.h, (int)b);
+            }
+        }
+        return;
+    }
+
+    /* a consumer: keys kw .. kw + 63 of the block, warp w of it keys kw + 16 w .. + 15, its thread rows k_row and
+     * k_row + 8 of those */
+    ladder_setmaxnreg_inc<C::CONSUMER_REGS>();
+    const int cw = wg - 1, w = warp % 4, g = lane / 4, t = lane % 4, kw = 64 * cw, k_row = kw + 16 * w + g;
+    const bool capped = a.softcap > 0.0f;
+    const float sl2 = (capped ? 1.0f : a.scale) * LADDER_LOG2E; /* S = sl2 / log2(e) * x, x q.k or the capped S */
+    const diag_window win(a.mask, j0, seq.Lq, seq.Lk, keys);
+    /* dQ's part of this consumer: rows qo.., columns co.. (64 each) */
+    constexpr int QO = HD == 128 ? 0 : 64, CO = HD == 128 ? 64 : 0; /* times cw */
+    /* Every operand's descriptor is the base's address plus its byte offset / 16 plus its fields, constants but for
+     * the base (ladder_wgmma_desc_fields()): K and V as A (K-major, this consumer's rows of 128-row panels, their k16
+     * step kk 32 bytes right in panel kk / 4); Q and dO as B, K-major for S^T and dP^T (BR-row panels), MN-major
+     * for dV and dK (a k16 step 16 rows, 2048 bytes, down); dS^T as dQ's A (MN-major, from query qo; a k16 step 16
+     * keys, two rows of core matrices, down); K as dQ's B (MN-major, panel co / 64). */
+    const uint64_t at = ladder_wgmma_desc_address(base);
+    constexpr uint64_t SW_K = ladder_wgmma_desc_fields(16, 1024, 1), SW_MN_Q = ladder_wgmma_desc_fields(BR * 128, 1024, 1),
+                       SW_MN_K = ladder_wgmma_desc_fields(BC * 128, 1024, 1), CM_MN = ladder_wgmma_desc_fields(BR * 16, 128, 0);
+    auto kv_step = [](int kk) { return (uint32_t)((kk / 4) * BC * 128 + (kk % 4) * 32); };
+    auto q_step = [](int kk) { return (uint32_t)((kk / 4) * BR * 128 + (kk % 4) * 32); };
+    uint64_t at_step; /* at, made opaque for each step: else the descriptors of every product, loop invariants, are
+                       * computed once and held in registers through the loop */
+    auto desc = [&](uint32_t byte, uint64_t fields) { return at_step + (byte >> 4) + fields; };
+
+    float dk[HD / 8][4], dv[HD / 8][4];
+#pragma unroll
+    for (int i = 0; i < HD / 8; i++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) dk[i][c] = dv[i][c] = 0.0f;
+    const int n_steps = steps.left();
+    if (n_steps > 0) ladder_mbarrier_wait(kv_full, 0);
+
+    /* One step at stage S (a constant: see the forward's C7513 note), the phase of parity ph. */
+    auto step = [&](auto S, uint32_t ph) {
+        constexpr int st = decltype(S)::value;
+        at_step = at;
+        asm volatile("" : "+l"(at_step));
+        ladder_mbarrier_wait(&q_full[st], ph);
+        const stage_info q = info[st];
+        const float *L2 = L2s + st * BR, *Dl = Ds + st * BR;
+        float sc[BR / 8][4], dp[BR / 8][4]; /* S^T and dP^T: keys k_row (+8), queries 8 i + 2 t (+1) */
+        ladder_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++)
+            ladder_wgmma_ss<T, BR, false>(sc, desc(kw * 128 + kv_step(kk), SW_K),
+                                          desc(C::Q_AT + st * C::Q_BYTES + q_step(kk), SW_K), kk > 0);
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++)
+            ladder_wgmma_ss<T, BR, false>(dp, desc(C::V_AT + kw * 128 + kv_step(kk), SW_K),
+                                          desc(C::DO_AT + st * C::Q_BYTES + q_step(kk), SW_K), kk > 0);
+        ladder_wgmma_commit();
+        ladder_wgmma_wait<0>();
+        ladder_wgmma_hold(sc);
+        ladder_wgmma_hold(dp);
+
+        /* P^T and dS^T, in place of S^T and dP^T: a copy of the loop per case, behind uniform branches */
+        if (q.masked) {
+            if (capped) p_and_ds<BR, true, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
+            else p_and_ds<BR, true, false>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
+        } else {
+            if (capped) p_and_ds<BR, false, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
+            else p_and_ds<BR, false, false>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
+        }
+        /* rounded to 16 bits as A fragments: k16 step kb holds queries 16 kb ..; a[c] key row k_row + 8 (c % 2),
+         * queries of n8 block 2 kb + c / 2 */
+        uint32_t pa[BR / 16][4], da[BR / 16][4];
+#pragma unroll
+        for (int kb = 0; kb < BR / 16; kb++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const int i = 2 * kb + c / 2, h = c % 2;
+                pa[kb][c] = ladder_pack2_float<T>(sc[i][2 * h], sc[i][2 * h + 1]);
+                da[kb][c] = ladder_pack2_float<T>(dp[i][2 * h], dp[i][2 * h + 1]);
+            }
+        if (atomic_dq) { /* dS^T into its tile, for dQ */
+            uint16_t *dst = dSs + st * BC * BR;
+#pragma unroll
+            for (int kb = 0; kb < BR / 16; kb++)
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+                    *(uint32_t *)(dst + ladder_cm_index(k_row + 8 * (c % 2), 16 * kb + 8 * (c / 2) + 2 * t, BR)) =
+                        da[kb][c];
+            ladder_fence_proxy_async(); /* before the other consumer's wgmma reads them */
+        }
+
+        /* dV += P^T dO, dK += dS^T Q */
+        ladder_wgmma_hold(dv);
+        ladder_wgmma_hold(dk);
+#pragma unroll
+        for (int kb = 0; kb < BR / 16; kb++) ladder_wgmma_hold(pa[kb]), ladder_wgmma_hold(da[kb]);
+        ladder_wgmma_fence();
+#pragma unroll
+        for (int kb = 0; kb < BR / 16; kb++)
+            ladder_wgmma_rs<T, HD, true>(dv, pa[kb], desc(C::DO_AT + st * C::Q_BYTES + kb * 2048, SW_MN_Q), true);
+#pragma unroll
+        for (int kb = 0; kb < BR / 16; kb++)
+            ladder_wgmma_rs<T, HD, true>(dk, da[kb], desc(C::Q_AT + st * C::Q_BYTES + kb * 2048, SW_MN_Q), true);
+        ladder_wgmma_commit();
+
+        ladder_wgmma_wait<0>();
+        ladder_wgmma_hold(dv);
+        ladder_wgmma_hold(dk);
+        if (lane == 0) ladder_mbarrier_arrive(&q_free[st]); /* this warp is done with the stage's Q, dO */
+        if (!atomic_dq) return;
+
+        /* dQ = dS K, once P^T's and dS^T's registers are free: rows qo + 16 w + g (+8), columns co + 8 i + 2 t (+1) */
+        float dq[8][4];
+        ladder_named_barrier(1, 128 * C::CONSUMERS); /* both halves of dS^T are in */
+        ladder_wgmma_fence();
+#pragma unroll
+        for (int kb = 0; kb < BC / 16; kb++)
+            ladder_wgmma_ss<T, 64, true, true>(dq, desc(C::DS_AT + st * C::DS_BYTES + cw * QO * 16 + kb * 32 * BR, CM_MN),
+                                               desc(cw * CO * BC * 2 + kb * 2048, SW_MN_K), kb > 0);
+        ladder_wgmma_commit();
+        ladder_wgmma_wait<0>();
+        ladder_wgmma_hold(dq);
+        const int qr = cw * QO + 16 * w + g, qc = cw * CO + 2 * t;
+        if (q.rows == BR && a.D == HD) { /* a whole tile: one base, compile-time offsets, column pairs */
+            float *row = a.dq_accum + (q.row0 + qr) * HD + qc;
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int i = 0; i < 8; i++) atomic_add2(row + 8 * h * HD + 8 * i, dq[i][2 * h], dq[i][2 * h + 1]);
+            return;
+        }
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if (qr + 8 * h >= q.rows) continue;
+            float *row = a.dq_accum + (q.row0 + qr + 8 * h) * a.D;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int e = 0; e < 2; e++)
+                    if (qc + 8 * i + e < a.D) atomicAdd(row + qc + 8 * i + e, dq[i][2 * h + e]);
+        }
+    };
+    static_assert(ST == 2, "the loop takes the ring's two stages in turn");
+    for (int n = 0; n < n_steps; n += 2) { /* steps n (stage 0) and n + 1 (stage 1), of phase (n / 2) % 2 */
+        const uint32_t ph = (uint32_t)(n / 2) & 1;
+        step(std::integral_constant<int, 0>{}, ph);
+        if (n + 1 < n_steps) step(std::integral_constant<int, 1>{}, ph);
+    }
+
+    /* dK = scale * sum dS^T Q and dV, rounded to T: keys k_row (+8), columns 8 i + 2 t (+1) */
+    const int64_t key0 = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0; /* the tile's first key, as a row of dK and dV */
+    if (keys == BC && a.D == HD && a.Dv == HD && (((uintptr_t)a.dk | (uintptr_t)a.dv) & 3) == 0) {
+        uint16_t *dk0 = a.dk + (key0 + k_row) * HD + 2 * t, *dv0 = a.dv + (key0 + k_row) * HD + 2 * t;
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int i = 0; i < HD / 8; i++) {
+                *(uint32_t *)(dk0 + 8 * h * HD + 8 * i) =
+                    ladder_pack2_float<T>(a.scale * dk[i][2 * h], a.scale * dk[i][2 * h + 1]);
+                *(uint32_t *)(dv0 + 8 * h * HD + 8 * i) = ladder_pack2_float<T>(dv[i][2 * h], dv[i][2 * h + 1]);
+            }
+        return;
+    }
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        const int key = k_row + 8 * (c / 2);
+        if (key >= keys) continue;
+        const int64_t row = key0 + key;
+#pragma unroll
+        for (int i = 0; i < HD / 8; i++) {
+            const int col = 8 * i + 2 * t + (c & 1);
+            if (col < a.D) a.dk[row * a.D + col] = ladder_from_float<T>(a.scale * dk[i][c]);
+            if (col < a.Dv) a.dv[row * a.Dv + col] = ladder_from_float<T>(dv[i][c]);
+        }
+    }
+}
+
+} // namespace
+
+template <class T, int HD> ladder_status bwd_wgmma_dkdv(const args &a, bool atomic_dq, bool *ran) {
+    using C = ws_bwd_cfg<HD>;
+    *ran = false;
+    bool wgmma = false;
+    LADDER_TRY(use_wgmma(&wgmma));
+    if (!wgmma || a.cu_q) return LADDER_OK; /* packed sequences: a box would read across a sequence's end */
+    const CUtensorMapDataType type =
+        std::is_same<T, __nv_bfloat16>::value ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    CUtensorMap tq, tk, tv, tdo;
+    if (!ladder_tma_map_16bit(&tq, type, a.q.p, a.B, a.Hq, a.Sq, a.D, a.q.s, C::BR) ||
+        !ladder_tma_map_16bit(&tdo, type, a.dout.p, a.B, a.Hq, a.Sq, a.Dv, a.dout.s, C::BR) ||
+        !ladder_tma_map_16bit(&tk, type, a.k.p, a.B, a.Hkv, a.Sk, a.D, a.k.s, C::BC) ||
+        !ladder_tma_map_16bit(&tv, type, a.v.p, a.B, a.Hkv, a.Sk, a.Dv, a.v.s, C::BC))
+        return LADDER_OK;
+    const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sk, C::BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
+    LADDER_TRY(ladder_allow_smem(attn_bwd_wgmma_ws_kernel<T, HD>, C::SMEM));
+    attn_bwd_wgmma_ws_kernel<T, HD><<<grid, C::THREADS, C::SMEM>>>(a, atomic_dq, tq, tk, tv, tdo);
+    LADDER_LAUNCH_CHECK("attn_bwd_wgmma_ws_kernel");
+    *ran = true;
+    return LADDER_OK;
+}
+
+template ladder_status bwd_wgmma_dkdv<__nv_bfloat16, 64>(const args &, bool, bool *);
+template ladder_status bwd_wgmma_dkdv<__half, 64>(const args &, bool, bool *);
+template ladder_status bwd_wgmma_dkdv<__nv_bfloat16, 128>(const args &, bool, bool *);
+template ladder_status bwd_wgmma_dkdv<__half, 128>(const args &, bool, bool *);
+
+} // namespace attn_tc

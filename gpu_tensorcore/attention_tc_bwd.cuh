@@ -15,7 +15,9 @@
  *      part), and a last kernel multiplies it by scale and rounds it to the output dtype; in deterministic mode a
  *      separate pass owns each query tile and streams the key tiles past in order, writing dQ once.
  * Every product is ladder_mma_warp_tile (common/mma.cuh) over a warp tile of two m16 row blocks by 4 or more
- * n8 column blocks, so that each fragment loaded from shared memory feeds two or more mmas.
+ * n8 column blocks, so that each fragment loaded from shared memory feeds two or more mmas. On an sm_90 GPU,
+ * bwd_launch runs the Hopper kernel of the dK/dV pass (with dQ's atomics) in place of step 2 where it covers the
+ * problem (attention_bwd.sm90a.cu: the plain policy, head dims up to 128); steps 1 and 3 stay these.
  *
  * With the hooked policy (memeff): S gains the bias, V meets P f (dropout's factor f, 0 or 1 / (1 - p)), so the
  * stored P tile is P where kept and 0 where dropped (dV = (P f)^T dO: the 1 / (1 - p) multiplies dV's sum once,

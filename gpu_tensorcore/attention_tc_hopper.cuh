@@ -1,9 +1,11 @@
 /*
  * gpu_tensorcore/attention_tc_hopper.cuh: the tensor-core rung's Hopper generation as the launchers see it: which
  * generation runs (LADDER_TC_PATH), and the Hopper kernels' entry points (attention_fwd.sm90a.cu,
- * attention_flex_fwd.sm90a.cu). Host code: it is included by files compiled for every architecture, and names no
- * sm_90a instruction. The Hopper kernels are forwards: flash's (ideas 1 to 3), memeff's without a bias or split keys
- * and flex's (idea 3); the backwards are the mma.sync ones on every GPU.
+ * attention_flex_fwd.sm90a.cu, attention_bwd.sm90a.cu). Host code: it is included by files compiled for every
+ * architecture, and names no sm_90a instruction. The Hopper kernels: the forwards of flash (ideas 1 to 3), of memeff
+ * without a bias or split keys and of flex (idea 3); the backward's dK/dV pass with the plain policy (flash, memeff
+ * without hooks), under every value of LADDER_TC_PATH that picks Hopper. Every other backward, and the deterministic
+ * dQ pass, are the mma.sync ones on every GPU.
  *
  * LADDER_TC_PATH, read at every call (so that a test can run both generations in one process):
  *   auto (or unset, or empty)  on sm_90 devices what wgmma picks (LADDER_TC_WGMMA_DEFAULT), elsewhere the mma.sync

@@ -4,8 +4,9 @@
  *
  * Preconditions: validated by ladder_flash_fwd/bwd (q, k, v, do, o, dq, dk, dv all bf16 or all fp16; lse
  * and dlse f32; device pointers; any input strides; contiguous outputs; D, Dv <= 256; Hq, B <= 65535).
- * The forward has two generations (attention_tc_hopper.cuh): the mma.sync kernels (attention_tc_fwd.cuh) and, on
- * sm_90 GPUs, the Hopper ones (attention_fwd.sm90a.cu: wgmma from shared memory) for head dims up to 128.
+ * The forward and the backward's dK/dV pass have two generations (attention_tc_hopper.cuh): the mma.sync kernels
+ * (attention_tc_fwd.cuh, attention_tc_bwd.cuh) and, on sm_90 GPUs, the Hopper ones (attention_fwd.sm90a.cu,
+ * attention_bwd.sm90a.cu: wgmma from shared memory) for head dims up to 128.
  * LADDER_TC_PATH picks: auto (the default: the Hopper kernels on sm_90 GPUs, the mma.sync ones elsewhere), mma (the
  * mma.sync kernels everywhere: the switch that times or tests them on Hopper), wgmma, wgmma-1, wgmma-2, wgmma-3 (a
  * Hopper kernel where it covers the problem: every idea, the first alone, the first two, the first three; refused on

@@ -10,7 +10,9 @@
  * either of them). Then memeff (dropout; no hook) and flex (alibi, rel_bias, softcap, no mod; the causal and window
  * mask mods) with the third kernel and their policies against their mma.sync kernels. All round P per 64-key tile
  * against the same running max, so only the order of the products' sums differs: every output (the backward's
- * too, which reads the forward's o and lse) is held to the rung's tolerance.
+ * too, which reads the forward's o and lse) is held to the rung's tolerance. Under every Hopper path flash's backward
+ * runs the Hopper dK/dV pass (gpu_tensorcore/attention_bwd.sm90a.cu; the same roundings of P and dS), so the flash
+ * cases compare it with the mma.sync pass as well.
  *
  * The generic suites (test_rungs.c) run the Hopper forward against the cpu rung on sm_90 GPUs (LADDER_TC_PATH
  * unset, auto), and the mma.sync one elsewhere or with LADDER_TC_PATH=mma set for the whole run. Without a GPU these

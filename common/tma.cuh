@@ -137,6 +137,13 @@ __device__ __forceinline__ void ladder_named_barrier(int id, int threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+/** bar.arrive on the named barrier @p id for @p threads threads: this warp counts towards the barrier without waiting
+ *  for it (a producer that signals what it stored, consumers that signal they are done with a buffer); what it wrote
+ *  before is visible to the threads that pass the barrier's bar.sync. */
+__device__ __forceinline__ void ladder_named_barrier_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 /**
  * setmaxnreg: the warpgroup's threads give up registers down to @p N each (dec), or take them up to @p N (inc),
  * from the pool the block was launched with. Every thread of the warpgroup executes it; N is a multiple of 8 in

@@ -9,9 +9,12 @@
  *     The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query tiles of the
  *     heads of its group as before (kv_steps: the same steps, masked where they were).
  *   - The producer's thread 0 copies K and V once and then, per step, Q and dO into a ring of two stages by TMA
- *     (128-byte swizzled panels); its warp's 32 lanes put the step's lse (times log2 e, +inf past the rows and for
- *     fully masked rows) and Delta into the stage beside them. The stage's "full" mbarrier counts the 32 lanes and
- *     the copies' bytes; its "free" mbarrier the 8 consumer warps that are done with it.
+ *     (128-byte swizzled panels), counting their bytes on the stage's mbarrier; its warp's 32 lanes put the step's
+ *     lse (times log2 e, +inf past the rows and for fully masked rows), Delta and what the step is (its rows, whether
+ *     it is masked) into the stage beside them with ordinary stores, which two named barriers a stage order: the
+ *     warp arrives on "full" once they are in, the consumers on "free" once they are done with the stage (Q and dO
+ *     too), and the warp waits on "free" before it fills the stage again. (mbarriers would order them as well, but
+ *     compute-sanitizer's racecheck follows only bar.sync and bar.arrive.)
  *   - The products are the transposes of the mma.sync pass's (FlashAttention-3's arrangement, its SdP_swapAB and
  *     dKV RS): each consumer computes S^T = K Q^T and dP^T = V dO^T for its 64 keys (m64, keys as rows), so that P^T
  *     and dS^T are born in registers in the A-fragment layout, and dV += P^T dO and dK += dS^T Q take them from
@@ -57,14 +60,17 @@ template <int HD> struct ws_bwd_cfg {
     static_assert(HD == 64 || HD == 128, "the products are m64n64 and m64n128");
     static constexpr int STAGES = 2;
     static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240; /* as the forward's: 2 * 128 * 240 + 128 * 24 */
+    /* named barriers (0 is __syncthreads()'s): the consumers' dS^T tiles; per stage "full" and "free" between the
+     * producer's warp 0 and the consumers, for what that warp stores into the stage itself */
+    static constexpr int DS_BAR = 1, FULL_BAR = 2, FREE_BAR = 2 + STAGES, STAGE_THREADS = 32 + 128 * CONSUMERS;
     static constexpr uint32_t K_BYTES = 2 * BC * HD, Q_BYTES = 2 * BR * HD, DS_BYTES = 2 * BC * BR;
     /* byte offsets from the 1024-byte aligned base: K, V; per stage Q, dO (128-byte swizzled panels), dS^T (a
-     * core-matrix tile), lse, Delta and the stage's info; the mbarriers: K and V's "full", each stage's "full" and
-     * "free" */
+     * core-matrix tile), lse, Delta and the stage's info; the mbarriers: K and V's "full", each stage's "full" (the
+     * bytes of its Q and dO) */
     static constexpr uint32_t V_AT = K_BYTES, Q_AT = 2 * K_BYTES, DO_AT = Q_AT + STAGES * Q_BYTES,
                               DS_AT = DO_AT + STAGES * Q_BYTES, L2_AT = DS_AT + STAGES * DS_BYTES,
                               D_AT = L2_AT + STAGES * BR * 4, INFO_AT = D_AT + STAGES * BR * 4,
-                              BAR_AT = INFO_AT + STAGES * sizeof(stage_info), END = BAR_AT + 8 * (1 + 2 * STAGES);
+                              BAR_AT = INFO_AT + STAGES * sizeof(stage_info), END = BAR_AT + 8 * (1 + STAGES);
     static constexpr size_t SMEM = 1024 + END;
 };
 
@@ -127,7 +133,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
              *dOs = (uint16_t *)(base + C::DO_AT), *dSs = (uint16_t *)(base + C::DS_AT);
     float *L2s = (float *)(base + C::L2_AT), *Ds = (float *)(base + C::D_AT); /* stage s: + s * BR */
     stage_info *info = (stage_info *)(base + C::INFO_AT);
-    uint64_t *kv_full = (uint64_t *)(base + C::BAR_AT), *q_full = kv_full + 1, *q_free = q_full + ST;
+    uint64_t *kv_full = (uint64_t *)(base + C::BAR_AT), *q_full = kv_full + 1;
     int64_t s, j0;
     if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, blockIdx.x, &s, &j0)) return; /* the whole block */
     const int64_t hk = blockIdx.y, b = blockIdx.z;
@@ -137,8 +143,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wg = warp / 4;
     if (threadIdx.x == 0) {
         ladder_mbarrier_init(kv_full, 1);
-        for (int st = 0; st < ST; st++)
-            ladder_mbarrier_init(&q_full[st], 32), ladder_mbarrier_init(&q_free[st], 4 * C::CONSUMERS);
+        for (int st = 0; st < ST; st++) ladder_mbarrier_init(&q_full[st], 1);
         ladder_mbarrier_init_fence();
     }
     __syncthreads(); /* the barriers: the last barrier every thread meets */
@@ -156,23 +161,23 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         for (int n = 0; steps.more(); steps.next(a), n++) {
             const int st = n % ST;
             const qtile q = steps.tile();
-            if (n >= ST) ladder_mbarrier_wait(&q_free[st], (uint32_t)(n / ST - 1) & 1);
+            if (n >= ST) ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS); /* the consumers are done with it */
             for (int r = lane; r < BR; r += 32) {
                 const bool in = r < q.rows;
                 L2s[st * BR + r] = in ? ladder_attn_lse_for_bwd(a.lse[q.row0 + r]) * LADDER_LOG2E : INFINITY;
                 Ds[st * BR + r] = in ? a.delta[q.row0 + r] : 0.0f;
             }
-            if (lane != 0) { /* this lane's lse and Delta are in */
-                ladder_mbarrier_arrive(&q_full[st]);
-                continue;
+            if (lane == 0) {
+                info[st] = stage_info{q.row0, (int)q.i0, (int)q.rows, steps.masked(), 0};
+                ladder_mbarrier_expect(&q_full[st], 2 * C::Q_BYTES);
+                const int row = (int)(seq.q0 + q.i0);
+                for (int c = 0; c < HD; c += 64) {
+                    ladder_tma_load(Qs + st * BR * HD + c * BR, &tq, &q_full[st], c, row, (int)q.h, (int)b);
+                    ladder_tma_load(dOs + st * BR * HD + c * BR, &tdo, &q_full[st], c, row, (int)q.h, (int)b);
+                }
             }
-            info[st] = stage_info{q.row0, (int)q.i0, (int)q.rows, steps.masked(), 0};
-            ladder_mbarrier_expect(&q_full[st], 2 * C::Q_BYTES);
-            const int row = (int)(seq.q0 + q.i0);
-            for (int c = 0; c < HD; c += 64) {
-                ladder_tma_load(Qs + st * BR * HD + c * BR, &tq, &q_full[st], c, row, (int)q.h, (int)b);
-                ladder_tma_load(dOs + st * BR * HD + c * BR, &tdo, &q_full[st], c, row, (int)q.h, (int)b);
-            }
+            __syncwarp();
+            ladder_named_barrier_arrive(C::FULL_BAR + st, C::STAGE_THREADS); /* lse, Delta, the info are in */
         }
         return;
     }
@@ -208,12 +213,13 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     const int n_steps = steps.left();
     if (n_steps > 0) ladder_mbarrier_wait(kv_full, 0);
 
-    /* One step at stage S (a constant: see the forward's C7513 note), the phase of parity ph. */
-    auto step = [&](auto S, uint32_t ph) {
+    /* Step n at stage S (a constant: see the forward's C7513 note), the phase of parity ph. */
+    auto step = [&](auto S, int n, uint32_t ph) {
         constexpr int st = decltype(S)::value;
         at_step = at;
         asm volatile("" : "+l"(at_step));
-        ladder_mbarrier_wait(&q_full[st], ph);
+        ladder_named_barrier(C::FULL_BAR + st, C::STAGE_THREADS); /* the stage's lse, Delta and info */
+        ladder_mbarrier_wait(&q_full[st], ph);                    /* its Q and dO */
         const stage_info q = info[st];
         const float *L2 = L2s + st * BR, *Dl = Ds + st * BR;
         float sc[BR / 8][4], dp[BR / 8][4]; /* S^T and dP^T: keys k_row (+8), queries 8 i + 2 t (+1) */
@@ -278,12 +284,13 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dv);
         ladder_wgmma_hold(dk);
-        if (lane == 0) ladder_mbarrier_arrive(&q_free[st]); /* this warp is done with the stage's Q, dO */
+        if (n + ST < n_steps) /* the producer refills the stage for step n + 2 */
+            ladder_named_barrier_arrive(C::FREE_BAR + st, C::STAGE_THREADS);
         if (!atomic_dq) return;
 
         /* dQ = dS K, once P^T's and dS^T's registers are free: rows qo + 16 w + g (+8), columns co + 8 i + 2 t (+1) */
         float dq[8][4];
-        ladder_named_barrier(1, 128 * C::CONSUMERS); /* both halves of dS^T are in */
+        ladder_named_barrier(C::DS_BAR, 128 * C::CONSUMERS); /* both halves of dS^T are in */
         ladder_wgmma_fence();
 #pragma unroll
         for (int kb = 0; kb < BC / 16; kb++)
@@ -315,8 +322,8 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     static_assert(ST == 2, "the loop takes the ring's two stages in turn");
     for (int n = 0; n < n_steps; n += 2) { /* steps n (stage 0) and n + 1 (stage 1), of phase (n / 2) % 2 */
         const uint32_t ph = (uint32_t)(n / 2) & 1;
-        step(std::integral_constant<int, 0>{}, ph);
-        if (n + 1 < n_steps) step(std::integral_constant<int, 1>{}, ph);
+        step(std::integral_constant<int, 0>{}, n, ph);
+        if (n + 1 < n_steps) step(std::integral_constant<int, 1>{}, n + 1, ph);
     }
 
     /* dK = scale * sum dS^T Q and dV, rounded to T: keys k_row (+8), columns 8 i + 2 t (+1) */

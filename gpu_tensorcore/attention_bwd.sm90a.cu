@@ -13,8 +13,8 @@
  *     lse (times log2 e, +inf past the rows and for fully masked rows), Delta and what the step is (its rows, whether
  *     it is masked) into the stage beside them with ordinary stores, which two named barriers a stage order: the
  *     warp arrives on "full" once they are in, the consumers on "free" once they are done with the stage (Q and dO
- *     too), and the warp waits on "free" before it fills the stage again. (mbarriers would order them as well, but
- *     compute-sanitizer's racecheck follows only bar.sync and bar.arrive.)
+ *     too), and the warp waits on "free" before it fills the stage again. (racecheck takes no mbarrier as an order
+ *     of ordinary stores and loads; nor the consumers' bar.arrive on "free": docs/results/sanitizers.md.)
  *   - The products are the transposes of the mma.sync pass's (FlashAttention-3's arrangement, its SdP_swapAB and
  *     dKV RS): each consumer computes S^T = K Q^T and dP^T = V dO^T for its 64 keys (m64, keys as rows), so that P^T
  *     and dS^T are born in registers in the A-fragment layout, and dV += P^T dO and dK += dS^T Q take them from

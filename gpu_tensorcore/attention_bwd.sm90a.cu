@@ -95,14 +95,14 @@ struct diag_window {
 };
 
 /*
- * P^T = exp2(x sl2 - lse log2 e) and dS^T = P^T (dP^T - Delta), times the softcap's slope when CAPPED (x the capped
- * S then), in place of this thread's S^T (sc) and dP^T (dp): keys k_row, k_row + 8, queries 8 i + 2 t, + 1, with
- * lse log2 e and Delta of the step's rows in @p L2 and @p Dl. MASKED: elements outside a row's keys get P = 0.
+ * The element rule of p_and_ds (attention_tc_bwd.cuh) on transposed tiles: P^T and dS^T (times the softcap's slope
+ * when CAPPED, x the capped S then) in place of this thread's S^T (sc) and dP^T (dp): keys k_row, k_row + 8, queries
+ * 8 i + 2 t, + 1, lse log2 e and Delta in @p L2 and @p Dl. MASKED: elements outside a row's keys get P = 0.
  */
 template <int BR, bool MASKED, bool CAPPED>
-__device__ __forceinline__ void p_and_ds(const args &a, float (&sc)[BR / 8][4], float (&dp)[BR / 8][4],
-                                         const float *L2, const float *Dl, float sl2, const diag_window &win, int i0,
-                                         int k_row, int t) {
+__device__ __forceinline__ void p_and_ds_transposed(const args &a, float (&sc)[BR / 8][4], float (&dp)[BR / 8][4],
+                                                    const float *L2, const float *Dl, float sl2,
+                                                    const diag_window &win, int i0, int k_row, int t) {
 #pragma unroll
     for (int i = 0; i < BR / 8; i++) {
         const float2 l2 = *(const float2 *)(L2 + 8 * i + 2 * t), de = *(const float2 *)(Dl + 8 * i + 2 * t);
@@ -239,11 +239,11 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
 
         /* P^T and dS^T, in place of S^T and dP^T: a copy of the loop per case, behind uniform branches */
         if (q.masked) {
-            if (capped) p_and_ds<BR, true, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
-            else p_and_ds<BR, true, false>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
+            if (capped) p_and_ds_transposed<BR, true, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
+            else p_and_ds_transposed<BR, true, false>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
         } else {
-            if (capped) p_and_ds<BR, false, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
-            else p_and_ds<BR, false, false>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
+            if (capped) p_and_ds_transposed<BR, false, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
+            else p_and_ds_transposed<BR, false, false>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
         }
         /* rounded to 16 bits as A fragments: k16 step kb holds queries 16 kb ..; a[c] key row k_row + 8 (c % 2),
          * queries of n8 block 2 kb + c / 2 */

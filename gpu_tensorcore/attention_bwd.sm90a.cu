@@ -12,9 +12,9 @@
  *     (128-byte swizzled panels), counting their bytes on the stage's mbarrier; its warp's 32 lanes put the step's
  *     lse (times log2 e, +inf past the rows and for fully masked rows), Delta and what the step is (its rows, whether
  *     it is masked) into the stage beside them with ordinary stores, which two named barriers a stage order: the
- *     warp arrives on "full" once they are in, the consumers on "free" once they are done with the stage (Q and dO
- *     too), and the warp waits on "free" before it fills the stage again. (racecheck takes no mbarrier as an order
- *     of ordinary stores and loads; nor the consumers' bar.arrive on "free": docs/results/sanitizers.md.)
+ *     warp arrives on "full" once they are in, and it meets the consumers on "free" (all of them bar.sync there) once
+ *     they are done with the stage (Q and dO too), before it fills the stage again. (racecheck takes no mbarrier,
+ *     nor a bar.arrive, as an order of ordinary stores and loads: docs/results/sanitizers.md.)
  *   - The products are the transposes of the mma.sync pass's (FlashAttention-3's arrangement, its SdP_swapAB and
  *     dKV RS): each consumer computes S^T = K Q^T and dP^T = V dO^T for its 64 keys (m64, keys as rows), so that P^T
  *     and dS^T are born in registers in the A-fragment layout, and dV += P^T dO and dK += dS^T Q take them from
@@ -284,8 +284,8 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dv);
         ladder_wgmma_hold(dk);
-        if (n + ST < n_steps) /* the producer refills the stage for step n + 2 */
-            ladder_named_barrier_arrive(C::FREE_BAR + st, C::STAGE_THREADS);
+        if (n + ST < n_steps) /* the producer, waiting there already, refills the stage for step n + 2 */
+            ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS);
         if (!atomic_dq) return;
 
         /* dQ = dS K, once P^T's and dS^T's registers are free: rows qo + 16 w + g (+8), columns co + 8 i + 2 t (+1) */

@@ -4,7 +4,8 @@
  *        kernels: the tensor map that describes a 16-bit [B, H, S, D] tensor to the Tensor Memory Accelerator (TMA,
  *        built on the host), the bulk tensor copy of one box of it into shared memory, the mbarrier that counts the
  *        copy's bytes and the arrivals of the warps that free a buffer, and setmaxnreg, which moves registers from
- *        the warpgroup that only copies to the warpgroups that multiply.
+ *        the warpgroup that only copies to the warpgroups that multiply; and turns, which order blocks' adds into
+ *        the same sums.
  *
  * What changes against cp.async (cp_async.cuh): one thread issues the copy of a whole tile, and the TMA unit
  * computes every address, so the copying warps need almost no registers and no instructions per element; the copy
@@ -129,19 +130,47 @@ __device__ __forceinline__ void ladder_tma_load(void *smem, const CUtensorMap *m
 }
 
 /**
- * bar.sync on the named barrier @p id (1 to 15; 0 is __syncthreads()'s) for @p threads threads (a multiple of 32):
- * a barrier that joins some warpgroups of the block (the consumers) and not the others (the producer, which has
- * returned).
+ * barrier.sync on the named barrier @p id (1 to 15; 0 is __syncthreads()'s) for @p threads threads (a multiple of
+ * 32): a barrier that joins some warps of the block and not the others (a producer's warp and the consumers, or the
+ * consumers alone). Not bar.sync: that is barrier.sync.aligned, which every thread must reach at the same instruction, and
+ * warps that meet here from different code (a producer and its consumers) do not (compute-sanitizer's synccheck
+ * calls that divergence); the unaligned form lets them (PTX ISA, "barrier").
  */
 __device__ __forceinline__ void ladder_named_barrier(int id, int threads) {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-/** bar.arrive on the named barrier @p id for @p threads threads: this warp counts towards the barrier without waiting
- *  for it (a producer that signals what it stored, consumers that signal they are done with a buffer); what it wrote
- *  before is visible to the threads that pass the barrier's bar.sync. */
+/** barrier.arrive on the named barrier @p id for @p threads threads: this warp counts towards the barrier without
+ *  waiting for it (a producer that signals what it stored); what it wrote before is visible to the threads that pass
+ *  the barrier's barrier.sync. Unaligned, as ladder_named_barrier(). */
 __device__ __forceinline__ void ladder_named_barrier_arrive(int id, int threads) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+    asm volatile("barrier.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/**
+ * Turns: blocks that add into the same sums one after another in a fixed order, so that the sums come out the same
+ * bits at every run (the backward's deterministic dQ). A turn counter in global memory, zero at the start, counts
+ * the blocks that have added; a block whose place in the order is @p turn waits until it reads @p turn, adds, and
+ * passes the turn on. One thread of the threads that add waits and passes; a named barrier of them follows the wait
+ * and precedes the pass (ladder_named_barrier()), so that the fence of the pass orders all their adds (PTX ISA,
+ * "Memory Consistency Model": the release pattern, a fence then a relaxed atomic, is cumulative).
+ *
+ * The order must follow the order in which blocks are launched: a block waits only on blocks of a lower index (in
+ * the grid's x-fastest order), which start before it, so that every block it waits on holds a multiprocessor or has
+ * finished.
+ */
+__device__ __forceinline__ void ladder_turn_wait(const int *counter, int turn) {
+    int seen;
+    for (;;) {
+        asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(seen) : "l"(counter) : "memory");
+        if (seen == turn) return;
+        __nanosleep(32);
+    }
+}
+__device__ __forceinline__ void ladder_turn_pass(int *counter) {
+    asm volatile("fence.acq_rel.gpu;\n"
+                 "red.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(counter)
+                 : "memory");
 }
 
 /**

@@ -1,8 +1,8 @@
 /*
- * gpu_tensorcore/attention_bwd.sm90a.cu: the dK/dV pass of the backward (with dQ by atomics) on Hopper's warpgroup
+ * gpu_tensorcore/attention_bwd.sm90a.cu: the dK/dV pass of the backward, with dQ's adds, on Hopper's warpgroup
  * matrix instructions, for the plain policy (flash, and memeff without hooks), compiled for sm_90a alone. The rest of
- * the backward (the Delta preprocess, the deterministic dQ pass, the rounding of dQ's accumulator) is the mma.sync
- * one (attention_tc_bwd.cuh, whose bwd_launch calls bwd_wgmma_dkdv() here first).
+ * the backward (the Delta preprocess, the rounding of dQ's accumulator) is the mma.sync one (attention_tc_bwd.cuh,
+ * whose bwd_launch calls bwd_wgmma_dkdv() here first).
  *
  * What changed since the mma.sync dK/dV pass, the forward's idea 3 applied to its loop:
  *   - A block is three warpgroups: a producer that copies (setmaxnreg 24) and two consumers that multiply (240).
@@ -23,7 +23,12 @@
  *     memory (two, one per stage), the two consumers meet at a named barrier, and each multiplies 64 of the output
  *     (the 64 dQ columns of its half at a head dim of 128, its 64 query rows at 64, where a step has 128 rows) with
  *     dS as an MN-major A (the transpose flag of A) and K as an MN-major B, then adds it into dQ's fp32 accumulator
- *     by atomics. In deterministic mode the product is skipped and the mma.sync dQ pass runs after.
+ *     by atomics.
+ *   - In deterministic mode the adds into a query tile's dQ take turns, in one order at every run: the key tiles from
+ *     the last that the tile sees down to the first (for a causal mask, the diagonal's first: each block's first
+ *     step is then its turn at once), each waiting for its turn on a counter per tile and consumer (common/tma.cuh),
+ *     and the blocks launch in that order (the key tiles last to first), so that a block only waits on blocks that
+ *     started before it.
  * The element rule is the mma.sync pass's: P = exp2(x sl2 - lse log2 e), dS = P (dP - Delta), times the softcap's
  * slope when capped; masked steps test each element against the row's key interval (seen from the key tile as an
  * offset from the diagonal, window_left and right, and the keys past the sequence's end).
@@ -47,10 +52,11 @@ namespace attn_tc {
 namespace {
 
 /* What the producer tells the consumers about the step a stage holds: its rows' first row in lse (and dQ's
- * accumulator), its first row along the sequence, how many rows are real, whether the step is a masked one. */
+ * accumulator), its first row along the sequence, how many rows are real, whether the step is a masked one; with
+ * ordered adds, the tile's pair of turn counters (one per consumer) and this block's turn at them. */
 struct stage_info {
-    int64_t row0;
-    int i0, rows, masked, pad;
+    int64_t row0, turn_at;
+    int i0, rows, masked, turn;
 };
 
 template <int HD> struct ws_bwd_cfg {
@@ -61,8 +67,10 @@ template <int HD> struct ws_bwd_cfg {
     static constexpr int STAGES = 2;
     static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240; /* as the forward's: 2 * 128 * 240 + 128 * 24 */
     /* named barriers (0 is __syncthreads()'s): the consumers' dS^T tiles; per stage "full" and "free" between the
-     * producer's warp 0 and the consumers, for what that warp stores into the stage itself */
-    static constexpr int DS_BAR = 1, FULL_BAR = 2, FREE_BAR = 2 + STAGES, STAGE_THREADS = 32 + 128 * CONSUMERS;
+     * producer's warp 0 and the consumers, for what that warp stores into the stage itself; per consumer, its
+     * threads around a turn of the ordered adds */
+    static constexpr int DS_BAR = 1, FULL_BAR = 2, FREE_BAR = 2 + STAGES, TURN_BAR = 2 + 2 * STAGES,
+                         STAGE_THREADS = 32 + 128 * CONSUMERS;
     static constexpr uint32_t K_BYTES = 2 * BC * HD, Q_BYTES = 2 * BR * HD, DS_BYTES = 2 * BC * BR;
     /* byte offsets from the 1024-byte aligned base: K, V; per stage Q, dO (128-byte swizzled panels), dS^T (a
      * core-matrix tile), lse, Delta and the stage's info; the mbarriers: K and V's "full", each stage's "full" (the
@@ -122,7 +130,7 @@ __device__ __forceinline__ void p_and_ds_transposed(const args &a, float (&sc)[B
 
 template <class T, int HD>
 __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
-    attn_bwd_wgmma_ws_kernel(args a, bool atomic_dq, const __grid_constant__ CUtensorMap tq,
+    attn_bwd_wgmma_ws_kernel(args a, int *turns, const __grid_constant__ CUtensorMap tq,
                              const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
                              const __grid_constant__ CUtensorMap tdo) {
     using C = ws_bwd_cfg<HD>;
@@ -134,8 +142,10 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     float *L2s = (float *)(base + C::L2_AT), *Ds = (float *)(base + C::D_AT); /* stage s: + s * BR */
     stage_info *info = (stage_info *)(base + C::INFO_AT);
     uint64_t *kv_full = (uint64_t *)(base + C::BAR_AT), *q_full = kv_full + 1;
+    /* with ordered adds the key tiles go last to first, the order of their turns (the launch order: tma.cuh) */
+    const int64_t tile = turns ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
     int64_t s, j0;
-    if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, blockIdx.x, &s, &j0)) return; /* the whole block */
+    if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, tile, &s, &j0)) return; /* the whole block */
     const int64_t hk = blockIdx.y, b = blockIdx.z;
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
     const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
@@ -168,7 +178,12 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
                 Ds[st * BR + r] = in ? a.delta[q.row0 + r] : 0.0f;
             }
             if (lane == 0) {
-                info[st] = stage_info{q.row0, (int)q.i0, (int)q.rows, steps.masked(), 0};
+                /* the tile's turns go from the last key tile that its last row sees down to its first */
+                int64_t lo, hi;
+                ladder_attn_key_range(&a.mask, q.i0 + q.rows - 1, seq.Lq, seq.Lk, &lo, &hi);
+                const int64_t turn_at = ((b * a.Hq + q.h) * ((seq.Lq + BR - 1) / BR) + q.i0 / BR) * C::CONSUMERS;
+                const int turn = (int)((hi - 1 - j0) / BC);
+                info[st] = stage_info{q.row0, turn_at, (int)q.i0, (int)q.rows, steps.masked(), turn};
                 ladder_mbarrier_expect(&q_full[st], 2 * C::Q_BYTES);
                 const int row = (int)(seq.q0 + q.i0);
                 for (int c = 0; c < HD; c += 64) {
@@ -256,16 +271,14 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
                 pa[kb][c] = ladder_pack2_float<T>(sc[i][2 * h], sc[i][2 * h + 1]);
                 da[kb][c] = ladder_pack2_float<T>(dp[i][2 * h], dp[i][2 * h + 1]);
             }
-        if (atomic_dq) { /* dS^T into its tile, for dQ */
-            uint16_t *dst = dSs + st * BC * BR;
+        /* dS^T into its tile, for dQ */
+        uint16_t *dst = dSs + st * BC * BR;
 #pragma unroll
-            for (int kb = 0; kb < BR / 16; kb++)
+        for (int kb = 0; kb < BR / 16; kb++)
 #pragma unroll
-                for (int c = 0; c < 4; c++)
-                    *(uint32_t *)(dst + ladder_cm_index(k_row + 8 * (c % 2), 16 * kb + 8 * (c / 2) + 2 * t, BR)) =
-                        da[kb][c];
-            ladder_fence_proxy_async(); /* before the other consumer's wgmma reads them */
-        }
+            for (int c = 0; c < 4; c++)
+                *(uint32_t *)(dst + ladder_cm_index(k_row + 8 * (c % 2), 16 * kb + 8 * (c / 2) + 2 * t, BR)) = da[kb][c];
+        ladder_fence_proxy_async(); /* before the other consumer's wgmma reads them */
 
         /* dV += P^T dO, dK += dS^T Q */
         ladder_wgmma_hold(dv);
@@ -284,9 +297,6 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dv);
         ladder_wgmma_hold(dk);
-        if (n + ST < n_steps) /* the producer, waiting there already, refills the stage for step n + 2 */
-            ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS);
-        if (!atomic_dq) return;
 
         /* dQ = dS K, once P^T's and dS^T's registers are free: rows qo + 16 w + g (+8), columns co + 8 i + 2 t (+1) */
         float dq[8][4];
@@ -299,24 +309,39 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         ladder_wgmma_commit();
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dq);
+        /* where dQ's rows are, and with ordered adds this consumer's counter of the tile and its turn: read here, not
+         * held in registers through the step, and then the producer, waiting there already, may refill the stage
+         * for step n + 2 */
+        const int64_t row0 = info[st].row0;
+        const int rows = info[st].rows, my_turn = info[st].turn;
+        int *turn = turns ? turns + info[st].turn_at + cw : nullptr;
+        if (n + ST < n_steps) ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS);
+        if (turn) {
+            if (threadIdx.x % 128 == 0) ladder_turn_wait(turn, my_turn);
+            ladder_named_barrier(C::TURN_BAR + cw, 128);
+        }
         const int qr = cw * QO + 16 * w + g, qc = cw * CO + 2 * t;
-        if (q.rows == BR && a.D == HD) { /* a whole tile: one base, compile-time offsets, column pairs */
-            float *row = a.dq_accum + (q.row0 + qr) * HD + qc;
+        if (rows == BR && a.D == HD) { /* a whole tile: one base, compile-time offsets, column pairs */
+            float *row = a.dq_accum + (row0 + qr) * HD + qc;
 #pragma unroll
             for (int h = 0; h < 2; h++)
 #pragma unroll
                 for (int i = 0; i < 8; i++) atomic_add2(row + 8 * h * HD + 8 * i, dq[i][2 * h], dq[i][2 * h + 1]);
-            return;
+        } else {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                if (qr + 8 * h >= rows) continue;
+                float *row = a.dq_accum + (row0 + qr + 8 * h) * a.D;
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++)
+                        if (qc + 8 * i + e < a.D) atomicAdd(row + qc + 8 * i + e, dq[i][2 * h + e]);
+            }
         }
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            if (qr + 8 * h >= q.rows) continue;
-            float *row = a.dq_accum + (q.row0 + qr + 8 * h) * a.D;
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-#pragma unroll
-                for (int e = 0; e < 2; e++)
-                    if (qc + 8 * i + e < a.D) atomicAdd(row + qc + 8 * i + e, dq[i][2 * h + e]);
+        if (turn) {
+            ladder_named_barrier(C::TURN_BAR + cw, 128);
+            if (threadIdx.x % 128 == 0) ladder_turn_pass(turn);
         }
     };
     static_assert(ST == 2, "the loop takes the ring's two stages in turn");
@@ -356,7 +381,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
 
 } // namespace
 
-template <class T, int HD> ladder_status bwd_wgmma_dkdv(const args &a, bool atomic_dq, bool *ran) {
+template <class T, int HD> ladder_status bwd_wgmma_dkdv(const args &a, bool deterministic, bool *ran) {
     using C = ws_bwd_cfg<HD>;
     *ran = false;
     bool wgmma = false;
@@ -370,9 +395,18 @@ template <class T, int HD> ladder_status bwd_wgmma_dkdv(const args &a, bool atom
         !ladder_tma_map_16bit(&tk, type, a.k.p, a.B, a.Hkv, a.Sk, a.D, a.k.s, C::BC) ||
         !ladder_tma_map_16bit(&tv, type, a.v.p, a.B, a.Hkv, a.Sk, a.Dv, a.v.s, C::BC))
         return LADDER_OK;
+    /* dQ's accumulator starts at zero (fully masked rows stay so); in deterministic mode, so do the turn counters,
+     * a pair per query tile */
+    LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(a.B * a.Hq * a.Sq * a.D)));
+    ladder_scratch turns;
+    if (deterministic) {
+        const size_t bytes = sizeof(int) * (size_t)(a.B * a.Hq * ((a.Sq + C::BR - 1) / C::BR) * C::CONSUMERS);
+        LADDER_TRY(turns.alloc(bytes));
+        LADDER_CUDA_TRY(cudaMemsetAsync(turns.ptr, 0, bytes));
+    }
     const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sk, C::BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
     LADDER_TRY(ladder_allow_smem(attn_bwd_wgmma_ws_kernel<T, HD>, C::SMEM));
-    attn_bwd_wgmma_ws_kernel<T, HD><<<grid, C::THREADS, C::SMEM>>>(a, atomic_dq, tq, tk, tv, tdo);
+    attn_bwd_wgmma_ws_kernel<T, HD><<<grid, C::THREADS, C::SMEM>>>(a, (int *)turns.ptr, tq, tk, tv, tdo);
     LADDER_LAUNCH_CHECK("attn_bwd_wgmma_ws_kernel");
     *ran = true;
     return LADDER_OK;

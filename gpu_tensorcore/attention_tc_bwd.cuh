@@ -16,8 +16,9 @@
  *      separate pass owns each query tile and streams the key tiles past in order, writing dQ once.
  * Every product is ladder_mma_warp_tile (common/mma.cuh) over a warp tile of two m16 row blocks by 4 or more
  * n8 column blocks, so that each fragment loaded from shared memory feeds two or more mmas. On an sm_90 GPU,
- * bwd_launch runs the Hopper kernel of the dK/dV pass (with dQ's atomics) in place of step 2 where it covers the
- * problem (attention_bwd.sm90a.cu: the plain policy, head dims up to 128); steps 1 and 3 stay these.
+ * bwd_launch runs the Hopper kernel of the dK/dV pass in place of steps 2 and 3 where it covers the problem
+ * (attention_bwd.sm90a.cu: the plain policy, head dims up to 128): dQ by atomics, or in deterministic mode by adds
+ * in a fixed order of turns; step 1 and dQ's rounding stay these.
  *
  * With the hooked policy (memeff): S gains the bias, V meets P f (dropout's factor f, 0 or 1 / (1 - p)), so the
  * stored P tile is P where kept and 0 where dropped (dV = (P f)^T dO: the 1 / (1 - p) multiplies dV's sum once,
@@ -747,18 +748,18 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const ar
     using C = bwd_cfg<Pol, HD, HDV>;
     const int64_t rows = a.B * a.Hq * a.Sq;
     LADDER_TRY(ladder_attn_delta<T>(a, a.dout.p, a.dout.s, a.o, a.delta));
-    const dim3 kv_grid((unsigned)ladder_attn_tiles_bound(a.Sk, C::BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
-    /* atomics add into dQ's fp32 accumulator: it starts at zero (fully masked rows stay so) */
-    if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(rows * a.D)));
-    bool hopper = false; /* the plain policy's pass on Hopper, where it runs (attention_bwd.sm90a.cu) */
+    bool hopper = false; /* the plain policy's pass on Hopper, dQ included, where it runs (attention_bwd.sm90a.cu) */
     if constexpr (!Pol::EXTRAS && !Pol::FLEX && HD == HDV && HD <= 128)
-        LADDER_TRY((bwd_wgmma_dkdv<T, HD>(a, !deterministic, &hopper)));
+        LADDER_TRY((bwd_wgmma_dkdv<T, HD>(a, deterministic, &hopper)));
     if (!hopper) {
+        /* atomics add into dQ's fp32 accumulator: it starts at zero (fully masked rows stay so) */
+        if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(rows * a.D)));
+        const dim3 kv_grid((unsigned)ladder_attn_tiles_bound(a.Sk, C::BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
         LADDER_TRY(ladder_allow_smem(attn_bwd_dkdv_tc_kernel<Pol, T, HD, HDV>, C::SMEM));
         attn_bwd_dkdv_tc_kernel<Pol, T, HD, HDV><<<kv_grid, C::THREADS, C::SMEM>>>(a, !deterministic);
         LADDER_LAUNCH_CHECK("attn_bwd_dkdv_tc_kernel");
     }
-    if (deterministic) {
+    if (deterministic && !hopper) {
         const int64_t splits = Pol::EXTRAS ? a.splits : 1;
         const dim3 q_grid((unsigned)(ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs) * splits), (unsigned)a.Hq,
                           (unsigned)a.B);

@@ -73,6 +73,7 @@ static int grid(test_case *out, int max, bool small) {
     ADD(make((fc){2, 6, 6, 1, 239, 256, 32, NONE, NO, NO, 2, true, false, false}));
     ADD(make((fc){1, 6, 2, 512, 256, 59, 59, TL, 100, NO, 0, false, false, true}));
     ADD(make((fc){2, 6, 2, 256, 512, 128, 128, NONE, NO, NO, 0, false, false, true}));
+    ADD(make((fc){1, 6, 2, 700, 520, 64, 64, BR, 100, 30, 0, false, true, true})); /* 180 rows see no key */
     ADD(make((fc){3, 6, 6, 128, 217, 32, 32, BR, NO, NO, 0, true, false, false}));
     ADD(make((fc){1, 6, 1, 217, 128, 64, 96, NONE, 0, 0, 0, false, true, false})); /* the diagonal alone, dlse */
     /* packed sequences: empty ones, length 1, Lq != Lk, sequences whose rows see no key */
@@ -87,7 +88,14 @@ static int grid(test_case *out, int max, bool small) {
 
 static int determinism(test_case *out, int max) {
     int n = 0;
+    /* the first (the one under compute-sanitizer): on Hopper the dK/dV pass's ordered adds; strided, the mma.sync
+     * dQ pass (a tensor map cannot describe the view) */
+    ADD(make((fc){2, 6, 2, 128, 217, 64, 64, BR, NO, NO, 0, false, false, true}));
     ADD(make((fc){2, 6, 2, 128, 217, 64, 64, BR, NO, NO, 0, true, false, true}));
+    /* many key tiles adding into each query tile's dQ, every one at its turn (on Hopper: attention_bwd.sm90a.cu),
+     * without a mask and with a causal one and a window */
+    ADD(make((fc){1, 2, 1, 520, 600, 128, 128, NONE, NO, NO, 0, false, false, true}));
+    ADD(make((fc){1, 2, 2, 700, 520, 64, 64, BR, 100, 30, 0, false, true, true}));
     ADD(make_varlen((fc){1, 6, 1, 0, 0, 40, 32, NONE, 8, NO, 3, false, true, true},
                     (const int64_t[]){1, 0, 70, 3}, (const int64_t[]){9, 4, 65, 0}, 4));
     return n;

@@ -8,7 +8,7 @@
  *    rung rounds: flash's P and dS, ladder_run_tc_reference()), the tensor-core rung on the same values converted
  *    to the dtype (strides kept), and its outputs must match to ladder_tolerance(dtype). Outputs are NaN-poisoned
  *    before every call.
- * 3. Determinism: 10 repeats of every rung, bitwise equal; and the cpu rung bitwise equal at 1, 2, 3 and 7 threads.
+ * 3. Determinism: 20 runs of every rung, bitwise equal; and the cpu rung bitwise equal at 1, 2, 3 and 7 threads.
  * In 1 and 2, outputs whose elements are sums of terms that cancel (flex's dq, dk, dv and buffer gradients) are held to
  * their magnitudes (common/compare.h, ladder_case_magnitudes()) rather than to a share of their value.
  * LADDER_TEST_SMALL=1 shrinks the grids for compute-sanitizer. Without a usable GPU the GPU cases skip.
@@ -83,7 +83,7 @@ ParameterizedTestParameters(gpu_tensorcore, fp16_matches_cpu) {
 }
 ParameterizedTest(const test_case *t, gpu_tensorcore, fp16_matches_cpu) { check_against_cpu(t); }
 
-/* ---- 3. determinism: 10 repeats, bitwise-equal outputs ------------------------------------------------------ */
+/* ---- 3. determinism: 20 runs, bitwise-equal outputs --------------------------------------------------------- */
 
 ParameterizedTestParameters(cpu, deterministic) { return test_all(TEST_DETERMINISM, LADDER_RUNG_CPU, LADDER_F32); }
 ParameterizedTest(const test_case *t, cpu, deterministic) { test_expect_deterministic(t); }

@@ -130,21 +130,28 @@ __device__ __forceinline__ void ladder_tma_load(void *smem, const CUtensorMap *m
 }
 
 /**
- * barrier.sync on the named barrier @p id (1 to 15; 0 is __syncthreads()'s) for @p threads threads (a multiple of
- * 32): a barrier that joins some warps of the block and not the others (a producer's warp and the consumers, or the
- * consumers alone). Not bar.sync: that is barrier.sync.aligned, which every thread must reach at the same instruction, and
- * warps that meet here from different code (a producer and its consumers) do not (compute-sanitizer's synccheck
- * calls that divergence); the unaligned form lets them (PTX ISA, "barrier").
+ * bar.sync on the named barrier @p id (1 to 15; 0 is __syncthreads()'s) for @p threads threads (a multiple of 32):
+ * a barrier that joins some warps of the block and not the others, all of them at this one instruction (bar.sync is
+ * barrier.sync.aligned: PTX ISA, "barrier").
  */
 __device__ __forceinline__ void ladder_named_barrier(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/**
+ * The same for warps that reach the barrier from different code, a producer's and its consumers' (barrier.sync
+ * without .aligned; compute-sanitizer's synccheck calls an aligned one reached from two places divergent). It
+ * costs more than the aligned one, so only a barrier that needs it takes it.
+ */
+__device__ __forceinline__ void ladder_named_barrier_unaligned(int id, int threads) {
     asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-/** barrier.arrive on the named barrier @p id for @p threads threads: this warp counts towards the barrier without
- *  waiting for it (a producer that signals what it stored); what it wrote before is visible to the threads that pass
- *  the barrier's barrier.sync. Unaligned, as ladder_named_barrier(). */
+/** bar.arrive on the named barrier @p id for @p threads threads: this warp counts towards the barrier without
+ *  waiting for it (a producer that signals what it stored); what it wrote before is visible to the threads that
+ *  pass the barrier's bar.sync. */
 __device__ __forceinline__ void ladder_named_barrier_arrive(int id, int threads) {
-    asm volatile("barrier.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 /**
@@ -155,9 +162,10 @@ __device__ __forceinline__ void ladder_named_barrier_arrive(int id, int threads)
  * and precedes the pass (ladder_named_barrier()), so that the fence of the pass orders all their adds (PTX ISA,
  * "Memory Consistency Model": the release pattern, a fence then a relaxed atomic, is cumulative).
  *
- * The order must follow the order in which blocks are launched: a block waits only on blocks of a lower index (in
- * the grid's x-fastest order), which start before it, so that every block it waits on holds a multiprocessor or has
- * finished.
+ * The order must follow the order in which blocks start: a block waits only on blocks of a lower linear index
+ * (x fastest, then y, then z), so that every block it waits on holds a multiprocessor or has finished. CUDA does not
+ * promise that order, but it is the order in which the hardware hands out a grid's blocks, which FlashAttention-3's
+ * deterministic backward relies on as well.
  */
 __device__ __forceinline__ void ladder_turn_wait(const int *counter, int turn) {
     int seen;

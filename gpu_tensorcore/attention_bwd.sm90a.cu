@@ -12,9 +12,10 @@
  *     (128-byte swizzled panels), counting their bytes on the stage's mbarrier; its warp's 32 lanes put the step's
  *     lse (times log2 e, +inf past the rows and for fully masked rows), Delta and what the step is (its rows, whether
  *     it is masked) into the stage beside them with ordinary stores, which two named barriers a stage order: the
- *     warp arrives on "full" once they are in, and it meets the consumers on "free" (all of them bar.sync there) once
- *     they are done with the stage (Q and dO too), before it fills the stage again. (racecheck takes no mbarrier,
- *     nor a bar.arrive, as an order of ordinary stores and loads: docs/results/sanitizers.md.)
+ *     warp arrives on "full" once they are in, and it meets the consumers on "free" (a rendezvous: both sides wait,
+ *     at an unaligned barrier, for they reach it from different code) once they are done with the stage (Q and dO
+ *     too), before it fills the stage again. (racecheck takes no mbarrier, nor a bar.arrive, as an order of a load
+ *     before a later store: docs/results/sanitizers.md.)
  *   - The products are the transposes of the mma.sync pass's (FlashAttention-3's arrangement, its SdP_swapAB and
  *     dKV RS): each consumer computes S^T = K Q^T and dP^T = V dO^T for its 64 keys (m64, keys as rows), so that P^T
  *     and dS^T are born in registers in the A-fragment layout, and dV += P^T dO and dK += dS^T Q take them from
@@ -27,8 +28,8 @@
  *   - In deterministic mode the adds into a query tile's dQ take turns, in one order at every run: the key tiles from
  *     the last that the tile sees down to the first (for a causal mask, the diagonal's first: each block's first
  *     step is then its turn at once), each waiting for its turn on a counter per tile and consumer (common/tma.cuh),
- *     and the blocks launch in that order (the key tiles last to first), so that a block only waits on blocks that
- *     started before it.
+ *     and the blocks launch in that order (the key tiles last to first, owned_block()), so that a block only waits
+ *     on blocks that started before it.
  * The element rule is the mma.sync pass's: P = exp2(x sl2 - lse log2 e), dS = P (dP - Delta), times the softcap's
  * slope when capped; masked steps test each element against the row's key interval (seen from the key tile as an
  * offset from the diagonal, window_left and right, and the keys past the sequence's end).
@@ -128,6 +129,28 @@ __device__ __forceinline__ void p_and_ds_transposed(const args &a, float (&sc)[B
     }
 }
 
+/*
+ * The key tile, key/value head and batch row of this block: with atomics, blockIdx's x, y and z. With ordered adds a
+ * block waits on the blocks whose turns come before its own, so the blocks start in the order of their turns (the
+ * order of their linear index, x fastest: tma.cuh): the key tiles last to first, and the heads (pairs of batch row
+ * and key/value head) interleaved in groups of TURN_HEADS, so that the blocks that start together mostly belong to
+ * different heads. The tiles of one head started together would wait on one another at every query tile, one step
+ * more each; a group of a few heads keeps their Q, dO and dQ in L2 as the order without turns does.
+ */
+struct owned {
+    int64_t tile, hk, b;
+};
+constexpr int64_t TURN_HEADS = 4;
+__device__ __forceinline__ owned owned_block(bool ordered, int64_t Hkv) {
+    if (!ordered) return {blockIdx.x, blockIdx.y, blockIdx.z};
+    const int64_t tiles = gridDim.x, heads = Hkv * gridDim.z;
+    const int64_t at = blockIdx.x + tiles * (blockIdx.y + Hkv * blockIdx.z); /* the launch order */
+    const int64_t h0 = at / (tiles * TURN_HEADS) * TURN_HEADS;               /* the group's first head */
+    const int64_t size = heads - h0 < TURN_HEADS ? heads - h0 : TURN_HEADS, within = at - h0 * tiles;
+    const int64_t head = h0 + within % size;
+    return {tiles - 1 - within / size, head % Hkv, head / Hkv};
+}
+
 template <class T, int HD>
 __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     attn_bwd_wgmma_ws_kernel(args a, int *turns, const __grid_constant__ CUtensorMap tq,
@@ -142,11 +165,10 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     float *L2s = (float *)(base + C::L2_AT), *Ds = (float *)(base + C::D_AT); /* stage s: + s * BR */
     stage_info *info = (stage_info *)(base + C::INFO_AT);
     uint64_t *kv_full = (uint64_t *)(base + C::BAR_AT), *q_full = kv_full + 1;
-    /* with ordered adds the key tiles go last to first, the order of their turns (the launch order: tma.cuh) */
-    const int64_t tile = turns ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    const owned own = owned_block(turns != nullptr, a.Hkv);
     int64_t s, j0;
-    if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, tile, &s, &j0)) return; /* the whole block */
-    const int64_t hk = blockIdx.y, b = blockIdx.z;
+    if (!ladder_attn_tile(a.cu_k, a.n_seqs, a.Sk, BC, own.tile, &s, &j0)) return; /* the whole block */
+    const int64_t hk = own.hk, b = own.b;
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
     const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
     auto steps = kv_steps<plain, BR, BC>(a, seq, b, hk, (int)(a.Hq / a.Hkv), j0, keys);
@@ -171,7 +193,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         for (int n = 0; steps.more(); steps.next(a), n++) {
             const int st = n % ST;
             const qtile q = steps.tile();
-            if (n >= ST) ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS); /* the consumers are done with it */
+            if (n >= ST) ladder_named_barrier_unaligned(C::FREE_BAR + st, C::STAGE_THREADS); /* consumers done with it */
             for (int r = lane; r < BR; r += 32) {
                 const bool in = r < q.rows;
                 L2s[st * BR + r] = in ? ladder_attn_lse_for_bwd(a.lse[q.row0 + r]) * LADDER_LOG2E : INFINITY;
@@ -315,7 +337,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         const int64_t row0 = info[st].row0;
         const int rows = info[st].rows, my_turn = info[st].turn;
         int *turn = turns ? turns + info[st].turn_at + cw : nullptr;
-        if (n + ST < n_steps) ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS);
+        if (n + ST < n_steps) ladder_named_barrier_unaligned(C::FREE_BAR + st, C::STAGE_THREADS);
         if (turn) {
             if (threadIdx.x % 128 == 0) ladder_turn_wait(turn, my_turn);
             ladder_named_barrier(C::TURN_BAR + cw, 128);
@@ -336,7 +358,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
                 for (int i = 0; i < 8; i++)
 #pragma unroll
                     for (int e = 0; e < 2; e++)
-                        if (qc + 8 * i + e < a.D) atomicAdd(row + qc + 8 * i + e, dq[i][2 * h + e]);
+                        if (qc + 8 * i + e < a.D) atomic_add1(row + qc + 8 * i + e, dq[i][2 * h + e]);
             }
         }
         if (turn) {

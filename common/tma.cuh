@@ -130,28 +130,22 @@ __device__ __forceinline__ void ladder_tma_load(void *smem, const CUtensorMap *m
 }
 
 /**
- * bar.sync on the named barrier @p id (1 to 15; 0 is __syncthreads()'s) for @p threads threads (a multiple of 32):
- * a barrier that joins some warps of the block and not the others, all of them at this one instruction (bar.sync is
- * barrier.sync.aligned: PTX ISA, "barrier").
+ * barrier.sync on the named barrier @p id (1 to 15; 0 is __syncthreads()'s) for @p threads threads (a multiple of
+ * 32): a barrier that joins some warps of the block and not the others (a producer's warp and the consumers, or the
+ * consumers alone). Not bar.sync: that is barrier.sync.aligned, which every thread must reach at the same
+ * instruction, and warps that meet here from different code (a producer and its consumers) do not; synccheck calls
+ * that divergent, and racecheck follows the order that the unaligned form gives a load before a later store (PTX
+ * ISA, "barrier"; docs/results/sanitizers.md).
  */
 __device__ __forceinline__ void ladder_named_barrier(int id, int threads) {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-/**
- * The same for warps that reach the barrier from different code, a producer's and its consumers' (barrier.sync
- * without .aligned; compute-sanitizer's synccheck calls an aligned one reached from two places divergent). It
- * costs more than the aligned one, so only a barrier that needs it takes it.
- */
-__device__ __forceinline__ void ladder_named_barrier_unaligned(int id, int threads) {
     asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-/** bar.arrive on the named barrier @p id for @p threads threads: this warp counts towards the barrier without
- *  waiting for it (a producer that signals what it stored); what it wrote before is visible to the threads that
- *  pass the barrier's bar.sync. */
+/** barrier.arrive on the named barrier @p id for @p threads threads: this warp counts towards the barrier without
+ *  waiting for it (a producer that signals what it stored); what it wrote before is visible to the threads that pass
+ *  the barrier's barrier.sync. Unaligned, as ladder_named_barrier(). */
 __device__ __forceinline__ void ladder_named_barrier_arrive(int id, int threads) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+    asm volatile("barrier.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 /**

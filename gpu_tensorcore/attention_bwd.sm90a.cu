@@ -12,9 +12,8 @@
  *     (128-byte swizzled panels), counting their bytes on the stage's mbarrier; its warp's 32 lanes put the step's
  *     lse (times log2 e, +inf past the rows and for fully masked rows), Delta and what the step is (its rows, whether
  *     it is masked) into the stage beside them with ordinary stores, which two named barriers a stage order: the
- *     warp arrives on "full" once they are in, and it meets the consumers on "free" (a rendezvous: both sides wait,
- *     at an unaligned barrier, for they reach it from different code) once they are done with the stage (Q and dO
- *     too), before it fills the stage again. (racecheck takes no mbarrier, nor a bar.arrive, as an order of a load
+ *     warp arrives on "full" once they are in, and it meets the consumers on "free" (a rendezvous: both sides wait)
+ *     once they are done with the stage (Q and dO too), before it fills the stage again. (racecheck takes no mbarrier, nor a bar.arrive, as an order of a load
  *     before a later store: docs/results/sanitizers.md.)
  *   - The products are the transposes of the mma.sync pass's (FlashAttention-3's arrangement, its SdP_swapAB and
  *     dKV RS): each consumer computes S^T = K Q^T and dP^T = V dO^T for its 64 keys (m64, keys as rows), so that P^T
@@ -193,7 +192,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         for (int n = 0; steps.more(); steps.next(a), n++) {
             const int st = n % ST;
             const qtile q = steps.tile();
-            if (n >= ST) ladder_named_barrier_unaligned(C::FREE_BAR + st, C::STAGE_THREADS); /* consumers done with it */
+            if (n >= ST) ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS); /* the consumers are done with it */
             for (int r = lane; r < BR; r += 32) {
                 const bool in = r < q.rows;
                 L2s[st * BR + r] = in ? ladder_attn_lse_for_bwd(a.lse[q.row0 + r]) * LADDER_LOG2E : INFINITY;
@@ -337,7 +336,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         const int64_t row0 = info[st].row0;
         const int rows = info[st].rows, my_turn = info[st].turn;
         int *turn = turns ? turns + info[st].turn_at + cw : nullptr;
-        if (n + ST < n_steps) ladder_named_barrier_unaligned(C::FREE_BAR + st, C::STAGE_THREADS);
+        if (n + ST < n_steps) ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS);
         if (turn) {
             if (threadIdx.x % 128 == 0) ladder_turn_wait(turn, my_turn);
             ladder_named_barrier(C::TURN_BAR + cw, 128);

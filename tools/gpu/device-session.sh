@@ -3,7 +3,7 @@
 # the full suites, the suites under compute-sanitizer (memcheck, racecheck, synccheck), the SASS check,
 # the Python module's tests, and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|paths|peers|peers_flash|peers_flex|cpu|ab|ncu]...
+#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|paths|peers|peers_flash|peers_flex|cpu|ab|variants|ncu]...
 #   (default: tests sanitize sass labs bench)
 #   peers: PyTorch's memory-efficient attention at memeff's bench shapes; peers_flash: its FlashAttention-2 and cuDNN
 #   backends at flash's sweep cells (tools/gpu/peers_flash.py); peers_flex: PyTorch's FlexAttention
@@ -12,6 +12,9 @@
 #   ab: AB_ALGO's sweep (default flash) at AB_RUNGS (default gpu_tiled gpu_tensorcore), this bundle and a baseline
 #   library in .baseline/ (bin/ladder and lib/libladder.so.xz, carried along) alternately, AB_ROUNDS (default 2)
 #   times each, in one lease.
+#   variants: the libraries of tools/gpu/make-variants.sh (carried as .variants, build/ not needed), each timed
+#   VARIANT_ROUNDS (default 2) times in turn with `ladder bench VARIANT_ARGS` (default: flash's tensor-core rung at
+#   the paths step's shape), into $OUT/bench/variants.tgz (the `commit` column names the variant).
 #   cpu: every algorithm's cpu rung (its bench problem, CPU_REPS timed runs, default 5) at 1 and CPU_THREADS (default
 #   16) OpenMP threads, and PyTorch's CPU attention at flash's shape and the same thread counts, into $OUT/bench/cpu-*;
 #   one line per algorithm: times, parallel efficiency, % of the host copy, and flash against PyTorch.
@@ -26,8 +29,10 @@ summary=/tmp/logs/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
 
-[[ -f build/lib/libladder.so ]] || gzip -dkf build/lib/libladder.so.gz # the bundle carries it gzipped
-say "bundle commit: $(cat build/COMMIT)"
+if [[ -d build ]]; then # absent where a call carries .variants alone
+    [[ -f build/lib/libladder.so ]] || gzip -dkf build/lib/libladder.so.gz # the bundle carries it gzipped
+    say "bundle commit: $(cat build/COMMIT)"
+fi
 say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
 for step in $steps; do
     case $step in
@@ -159,6 +164,29 @@ for step in $steps; do
                 cp "/tmp/ab-$who-$round"/*.csv "$out/ab/$who-$round.csv" 2>/dev/null
             done
         done
+        ;;
+    variants)
+        mkdir -p /tmp/variants
+        for x in .variants/*.so.xz; do
+            name=$(basename "$x" .so.xz)
+            mkdir -p "/tmp/variant-$name/bin" "/tmp/variant-$name/lib"
+            cp .variants/ladder "/tmp/variant-$name/bin/" && cp .variants/lib/* "/tmp/variant-$name/lib/"
+            python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$x" \
+                >"/tmp/variant-$name/lib/libladder.so"
+        done
+        for ((round = 1; round <= ${VARIANT_ROUNDS:-2}; round++)); do
+            for x in .variants/*.so.xz; do
+                name=$(basename "$x" .so.xz) csv=/tmp/variants/$name-$round.csv
+                # shellcheck disable=SC2086 # VARIANT_ARGS is a list of arguments
+                LADDER_COMMIT=$name timeout 300 "/tmp/variant-$name/bin/ladder" bench \
+                    ${VARIANT_ARGS:-flash --rung gpu_tensorcore --dtype bf16 --B 4 --Hq 16 --Hkv 16 --Sq 4096 --Sk 4096 --D 128 --Dv 128} \
+                    --out "/tmp/variant-$name-$round" >"/tmp/logs/variant-$name-$round.log" 2>&1
+                rc=$?
+                cp "/tmp/variant-$name-$round"/*.csv "$csv" 2>/dev/null
+                say "variant $name round $round: exit $rc | pass ms: $(awk -F, 'NR > 1 {printf "%s %s  ", $5, $9}' "$csv" 2>/dev/null)"
+            done
+        done
+        tar czf "$out/bench/variants.tgz" -C /tmp variants
         ;;
     ncu)
         # how kernels spend their time: duration, instructions, issue, DRAM, tensor pipe, stall reasons

@@ -421,11 +421,16 @@ Test(tool, bench_rows_name_their_frozen_inputs) {
 }
 
 /* Size flags that make the small problem the same as one of the sweep's take the sweep's rungs there: flash's first
- * problem at B=16 Hq=32 (the sweep's D=64 S=1024 size) must not run the cpu rung, which would take minutes. */
+ * problem at B=16 Hq=32 (the sweep's D=64 S=1024 size) must not run the cpu rung, which would take minutes. Flags that
+ * move every problem to one small size keep the cpu rung: no problem that barred it is left at its size. */
 Test(tool, bench_flags_that_merge_problems_keep_the_narrower_rung_set) {
     char out[8192];
     run_bench("flash --rung cpu --B 16 --Hq 32 --Hkv 32", out, sizeof out);
     cr_assert_null(strstr(out, "| flash |"), "stdout '%s' should hold no row: no problem of that size runs cpu", out);
+    /* every size given, a small one: every problem becomes it, and none that barred the cpu rung is left at its size */
+    run_bench("flash --rung cpu --B 1 --Hq 1 --Hkv 1 --Sq 64 --Sk 64 --D 16 --Dv 16", out, sizeof out);
+    cr_assert_not_null(strstr(out, "| flash | fwd | cpu | f32 | B=1 Hq=1 Hkv=1 Sq=64 Sk=64 D=16 Dv=16 "),
+                       "stdout '%s' should time the cpu rung at the small size the flags made", out);
 }
 
 /* ---- a command line that never surprises (issue 21) ------------------------------------------------------------ */

@@ -293,6 +293,15 @@ static bool same_problem(const ladder_algo *algo, const tool_opts *o, int i, int
            memcmp(pi, pj, algo->problem_size) == 0;
 }
 
+/* Do the flags leave bench problem @p i at the size it has (its own rungs then still fit it)? */
+static bool unchanged(const ladder_algo *algo, const tool_opts *o, int i) {
+    const tool_opts none = {0};
+    _Alignas(8) unsigned char a[LADDER_PROBLEM_MAX], b[LADDER_PROBLEM_MAX];
+    uint32_t w, f;
+    return resolved(algo, o, i, a, &w, &f) && resolved(algo, &none, i, b, &w, &f) &&
+           memcmp(a, b, algo->problem_size) == 0;
+}
+
 /*
  * Like the device's copy ceiling (ladder_gpu_copy_bandwidth: two 1 GiB buffers, median of 20 copies after 3), with
  * buffers several times any last-level cache: each thread copies its own slice with memcpy (the C library's fastest
@@ -389,14 +398,15 @@ int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int
     int rc = TOOL_OK;
     for (int i = 0; i < algo->n_bench_problems && rc != TOOL_USAGE; i++) {
         /* A problem the flags made the same as an earlier one was timed there. Its rungs are those that every bench
-         * problem of that size runs: where one of them leaves a rung out (minutes at the sweep's sizes), so does the
-         * problem the flags made. */
+         * problem the flags left at that size runs: where one of them leaves a rung out (minutes at the sweep's
+         * sizes), so does the problem the flags made; a problem the flags moved to another size (every size given,
+         * a small one) does not bar a rung. */
         bool repeat = false;
         uint32_t rungs = own_rungs(algo, i);
         for (int j = 0; j < algo->n_bench_problems && !repeat; j++) {
             if (j == i || !same_problem(algo, o, i, j)) continue;
             repeat = j < i;
-            rungs &= own_rungs(algo, j);
+            if (unchanged(algo, o, j)) rungs &= own_rungs(algo, j);
         }
         if (repeat) continue;
         const void *base = (const char *)algo->bench_problems + (size_t)i * algo->problem_size;

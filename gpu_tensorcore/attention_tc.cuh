@@ -56,25 +56,24 @@ template <int M> struct flex {
     static constexpr int BWD_KEYS = M == LADDER_FLEX_REL_BIAS || M == LADDER_FLEX_T5_BIAS ? 64 : 128;
 };
 
+/* *p += x, atomically, as a reduction (red): no value comes back, so nothing waits for one. (CUDA's atomicAdd is
+ * compiled to red only where the compiler sees the value unused and no fence after it that would wait for it.) */
+__device__ __forceinline__ void atomic_add1(float *p, float x) {
+    asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(x) : "memory");
+}
+
 /*
- * p[0] += x and p[1] += y, atomically, @p p 8-byte aligned in global memory: one vector reduction on sm_90 (red's
+ * p[0] += x and p[1] += y, the same way, @p p 8-byte aligned in global memory: one vector reduction on sm_90 (red's
  * .v2.f32, which exists from that architecture on), two scalar ones before it. Half the atomics means half the
- * instructions that hold their registers until the memory system has taken them (chapter 3). A reduction (red),
- * not an atomic that returns the old value (atom): nothing waits for a value to come back. (CUDA's atomicAdd is
- * compiled to red only where the compiler sees the value unused and no fence after it that would wait for it.)
+ * instructions that hold their registers until the memory system has taken them (chapter 3).
  */
 __device__ __forceinline__ void atomic_add2(float *p, float x, float y) {
 #if __CUDA_ARCH__ >= 900
     asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(x), "f"(y) : "memory");
 #else
-    asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(x) : "memory");
-    asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p + 1), "f"(y) : "memory");
+    atomic_add1(p, x);
+    atomic_add1(p + 1, y);
 #endif
-}
-
-/* *p += x as a reduction (atomic_add2's, for one element). */
-__device__ __forceinline__ void atomic_add1(float *p, float x) {
-    asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(x) : "memory");
 }
 
 /* A strided rank-4 input of 16-bit elements [b, h, s, e]; rows16: each row may be copied 16 bytes at a time. */

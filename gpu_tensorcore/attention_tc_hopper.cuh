@@ -3,9 +3,9 @@
  * generation runs (LADDER_TC_PATH), and the Hopper kernels' entry points (attention_fwd.sm90a.cu,
  * attention_flex_fwd.sm90a.cu, attention_bwd.sm90a.cu). Host code: it is included by files compiled for every
  * architecture, and names no sm_90a instruction. The Hopper kernels: the forwards of flash (ideas 1 to 3), of memeff
- * without a bias or split keys and of flex (idea 3); the backward's dK/dV pass with the plain policy (flash, memeff
- * without hooks), under every value of LADDER_TC_PATH that picks Hopper. Every other backward, and the deterministic
- * dQ pass, are the mma.sync ones on every GPU.
+ * without a bias or split keys and of flex (idea 3); the backward's dK/dV pass with dQ's adds (atomic, or ordered in
+ * deterministic mode) with the plain policy (flash, memeff without hooks), under every value of LADDER_TC_PATH that
+ * picks Hopper. Every other backward is the mma.sync one on every GPU.
  *
  * LADDER_TC_PATH, read at every call (so that a test can run both generations in one process):
  *   auto (or unset, or empty)  on sm_90 devices what wgmma picks (LADDER_TC_WGMMA_DEFAULT), elsewhere the mma.sync

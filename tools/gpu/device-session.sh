@@ -28,6 +28,8 @@ steps=${*:-tests sanitize sass labs bench}
 summary=/tmp/logs/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
+# unxz SRC DST: an .xz file unpacked (the machine has Python's lzma, not xz)
+unxz() { python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$1" >"$2"; }
 
 if [[ -d build ]]; then # absent where a call carries .variants alone
     [[ -f build/lib/libladder.so ]] || gzip -dkf build/lib/libladder.so.gz # the bundle carries it gzipped
@@ -148,9 +150,7 @@ for step in $steps; do
         ;;
     ab)
         mkdir -p /tmp/base/bin /tmp/base/lib "$out/ab"
-        cp .baseline/bin/ladder /tmp/base/bin/ &&
-            python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' \
-                .baseline/lib/libladder.so.xz >/tmp/base/lib/libladder.so
+        cp .baseline/bin/ladder /tmp/base/bin/ && unxz .baseline/lib/libladder.so.xz /tmp/base/lib/libladder.so
         for lib in build/lib/*; do [[ $(basename "$lib") == libladder.so ]] || cp "$lib" /tmp/base/lib/; done
         rungs=()
         for r in ${AB_RUNGS:-gpu_tiled gpu_tensorcore}; do rungs+=(--rung "$r"); done
@@ -171,8 +171,7 @@ for step in $steps; do
             name=$(basename "$x" .so.xz)
             mkdir -p "/tmp/variant-$name/bin" "/tmp/variant-$name/lib"
             cp .variants/ladder "/tmp/variant-$name/bin/" && cp .variants/lib/* "/tmp/variant-$name/lib/"
-            python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$x" \
-                >"/tmp/variant-$name/lib/libladder.so"
+            unxz "$x" "/tmp/variant-$name/lib/libladder.so"
         done
         for ((round = 1; round <= ${VARIANT_ROUNDS:-2}; round++)); do
             for x in .variants/*.so.xz; do

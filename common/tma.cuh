@@ -176,6 +176,32 @@ __device__ __forceinline__ void ladder_turn_pass(int *counter) {
 }
 
 /**
+ * The copy engine's bulk reduction: it adds @p bytes (a multiple of 16) of floats at @p src in shared memory into
+ * global memory at @p dst, element by element (each add a reduction at the memory, as `red` is), both addresses
+ * 16-byte aligned. Asynchronous, like the bulk copies: the issuing thread closes its reductions into a group
+ * (ladder_bulk_commit()), and waits until the engine has read the source (ladder_bulk_wait_read(): the tile may be
+ * written again) or until the adds are done (ladder_bulk_wait()). The engine reads through the async proxy: the
+ * threads that wrote the source fence (ladder_fence_proxy_async(), wgmma.cuh) before the barrier that lets the
+ * issuing thread go. PTX ISA: "cp.reduce.async.bulk", "cp.async.bulk.wait_group".
+ */
+__device__ __forceinline__ void ladder_bulk_reduce_add(float *dst, const float *src, uint32_t bytes) {
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+                 "r"(ladder_smem_addr(src)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void ladder_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void ladder_bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void ladder_bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+/** fence.proxy.async.global: orders this thread's global accesses through the generic proxy (a turn's acquire and
+ *  release) with those of its bulk reductions, which go through the async proxy. */
+__device__ __forceinline__ void ladder_fence_proxy_async_global() {
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
+/**
  * setmaxnreg: the warpgroup's threads give up registers down to @p N each (dec), or take them up to @p N (inc),
  * from the pool the block was launched with. Every thread of the warpgroup executes it; N is a multiple of 8 in
  * [24, 256].

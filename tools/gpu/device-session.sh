@@ -12,7 +12,8 @@
 #   ab: AB_ALGO's sweep (default flash) at AB_RUNGS (default gpu_tiled gpu_tensorcore), this bundle and a baseline
 #   library in .baseline/ (bin/ladder and lib/libladder.so.xz, carried along) alternately, AB_ROUNDS (default 2)
 #   times each, in one lease.
-#   variants: the libraries of tools/gpu/make-variants.sh (carried as .variants, build/ not needed), each timed
+#   variants: the libraries of tools/gpu/make-variants.sh (carried as .variants, build/ not needed; where build/ is
+#   carried too and .variants/tree.so.xz was deleted, the bundle's library is the tree), each timed
 #   VARIANT_ROUNDS (default 2) times in turn with `ladder bench VARIANT_ARGS` (default: flash's tensor-core rung at
 #   the paths step's shape), into $OUT/bench/variants.tgz (the `commit` column names the variant).
 #   cpu: every algorithm's cpu rung (its bench problem, CPU_REPS timed runs, default 5) at 1 and CPU_THREADS (default
@@ -167,15 +168,22 @@ for step in $steps; do
         ;;
     variants)
         mkdir -p /tmp/variants
+        names=()
         for x in .variants/*.so.xz; do
             name=$(basename "$x" .so.xz)
+            names+=("$name")
             mkdir -p "/tmp/variant-$name/bin" "/tmp/variant-$name/lib"
             cp .variants/ladder "/tmp/variant-$name/bin/" && cp .variants/lib/* "/tmp/variant-$name/lib/"
             unxz "$x" "/tmp/variant-$name/lib/libladder.so"
         done
+        if [[ ! -f .variants/tree.so.xz && -f build/lib/libladder.so ]]; then # carried beside build/: its library
+            names=(tree "${names[@]}")
+            mkdir -p /tmp/variant-tree/bin /tmp/variant-tree/lib
+            cp .variants/ladder /tmp/variant-tree/bin/ && cp .variants/lib/* build/lib/libladder.so /tmp/variant-tree/lib/
+        fi
         for ((round = 1; round <= ${VARIANT_ROUNDS:-2}; round++)); do
-            for x in .variants/*.so.xz; do
-                name=$(basename "$x" .so.xz) csv=/tmp/variants/$name-$round.csv
+            for name in "${names[@]}"; do
+                csv=/tmp/variants/$name-$round.csv
                 # shellcheck disable=SC2086 # VARIANT_ARGS is a list of arguments
                 LADDER_COMMIT=$name timeout 300 "/tmp/variant-$name/bin/ladder" bench \
                     ${VARIANT_ARGS:-flash --rung gpu_tensorcore --dtype bf16 --B 4 --Hq 16 --Hkv 16 --Sq 4096 --Sk 4096 --D 128 --Dv 128} \

@@ -4,8 +4,8 @@
  *        kernels: the tensor map that describes a 16-bit [B, H, S, D] tensor to the Tensor Memory Accelerator (TMA,
  *        built on the host), the bulk tensor copy of one box of it into shared memory, the mbarrier that counts the
  *        copy's bytes and the arrivals of the warps that free a buffer, and setmaxnreg, which moves registers from
- *        the warpgroup that only copies to the warpgroups that multiply; and turns, which order blocks' adds into
- *        the same sums.
+ *        the warpgroup that only copies to the warpgroups that multiply; the bulk reduction that adds a tile of
+ *        shared memory into global memory; and turns, which order blocks' adds into the same sums.
  *
  * What changes against cp.async (cp_async.cuh): one thread issues the copy of a whole tile, and the TMA unit
  * computes every address, so the copying warps need almost no registers and no instructions per element; the copy
@@ -152,9 +152,11 @@ __device__ __forceinline__ void ladder_named_barrier_arrive(int id, int threads)
  * Turns: blocks that add into the same sums one after another in a fixed order, so that the sums come out the same
  * bits at every run (the backward's deterministic dQ). A turn counter in global memory, zero at the start, counts
  * the blocks that have added; a block whose place in the order is @p turn waits until it reads @p turn, adds, and
- * passes the turn on. One thread of the threads that add waits and passes; a named barrier of them follows the wait
- * and precedes the pass (ladder_named_barrier()), so that the fence of the pass orders all their adds (PTX ISA,
- * "Memory Consistency Model": the release pattern, a fence then a relaxed atomic, is cumulative).
+ * passes the turn on. One thread of the threads that add waits and passes; a barrier of them (__syncwarp() for the
+ * lanes of one warp) follows the wait and precedes the pass, so that the fence of the pass orders all their adds
+ * (PTX ISA, "Memory Consistency Model": the release pattern, a fence then a relaxed atomic, is cumulative). Adds by
+ * the copy engine (ladder_bulk_reduce_add()) are complete before the pass (ladder_bulk_wait()) and ordered with
+ * the turn's accesses by ladder_fence_proxy_async_global() on both sides.
  *
  * The order must follow the order in which blocks start: a block waits only on blocks of a lower linear index
  * (x fastest, then y, then z), so that every block it waits on holds a multiprocessor or has finished. CUDA does not

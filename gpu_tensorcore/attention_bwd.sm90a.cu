@@ -5,7 +5,8 @@
  * whose bwd_launch calls bwd_wgmma_dkdv() here first).
  *
  * What changed since the mma.sync dK/dV pass, the forward's idea 3 applied to its loop:
- *   - A block is three warpgroups: a producer that copies (setmaxnreg 24) and two consumers that multiply (240).
+ *   - A block is three warpgroups: a producer that copies and adds dQ (setmaxnreg 24) and two consumers that
+ *     multiply (240).
  *     The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query tiles of the
  *     heads of its group as before (kv_steps: the same steps, masked where they were).
  *   - The producer's thread 0 copies K and V once and then, per step, Q and dO into a ring of two stages by TMA
@@ -22,11 +23,13 @@
  *   - dQ = dS K needs all 128 keys of a query row: each consumer writes its dS^T into a core-matrix tile of shared
  *     memory (two, one per stage), the two consumers meet at a named barrier, and each multiplies 64 of the output
  *     (the 64 dQ columns of its half at a head dim of 128, its 64 query rows at 64, where a step has 128 rows) with
- *     dS as an MN-major A (the transpose flag of A) and K as an MN-major B, then adds it into dQ's fp32 accumulator
- *     by atomics.
- *   - In deterministic mode the adds into a query tile's dQ take turns, in one order at every run: the key tiles from
- *     the last that the tile sees down to the first (for a causal mask, the diagonal's first: each block's first
- *     step is then its turn at once), each waiting for its turn on a counter per tile and consumer (common/tma.cuh),
+ *     dS as an MN-major A (the transpose flag of A) and K as an MN-major B.
+ *   - The consumers put the step's dQ into an fp32 tile of shared memory, and the producer warpgroup's warp 1, the
+ *     dQ writer, adds the tile into dQ's fp32 accumulator with the copy engine's bulk reductions (write_dq()), while
+ *     the consumers go on to the next step.
+ *   - In deterministic mode the writer's adds into a query tile's dQ take turns, in one order at every run: the key
+ *     tiles from the last that the tile sees down to the first (for a causal mask, the diagonal's first: each
+ *     block's first step is then its turn at once), waiting for its turn on a counter per tile (common/tma.cuh),
  *     and the blocks launch in that order (the key tiles last to first, owned_block()), so that a block only waits
  *     on blocks that started before it.
  * The element rule is the mma.sync pass's: P = exp2(x sl2 - lse log2 e), dS = P (dP - Delta), times the softcap's
@@ -34,8 +37,8 @@
  * offset from the diagonal, window_left and right, and the keys past the sequence's end).
  *
  * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): the plain policy; an sm_90
- * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); no
- * packed sequences; q, k, v and dO with inner stride 1 and the other strides multiples of 16 bytes (TMA).
+ * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); D a
+ * multiple of 4 (dQ's rows whole 16-byte pieces, for the bulk reductions); no packed sequences; q, k, v and dO with inner stride 1 and the other strides multiples of 16 bytes (TMA).
  * Run it:  build/bin/ladder run flash --rung gpu_tensorcore            (the default on sm_90)
  *          LADDER_TC_PATH=mma build/bin/ladder run flash --rung gpu_tensorcore   (the mma.sync pass, for comparison)
  */
@@ -51,12 +54,12 @@
 namespace attn_tc {
 namespace {
 
-/* What the producer tells the consumers about the step a stage holds: its rows' first row in lse (and dQ's
- * accumulator), its first row along the sequence, how many rows are real, whether the step is a masked one; with
- * ordered adds, the tile's pair of turn counters (one per consumer) and this block's turn at them. */
+/* What the producer tells the consumers and the dQ writer about a step: its rows' first row in lse (and dQ's
+ * accumulator), its first row along the sequence, how many rows are real, whether the step is a masked one, its
+ * query head (the writer finds the tile's turn counter and this block's turn at it from these). */
 struct stage_info {
-    int64_t row0, turn_at;
-    int i0, rows, masked, turn;
+    int64_t row0;
+    int i0, rows, masked, h;
 };
 
 template <int HD> struct ws_bwd_cfg {
@@ -65,20 +68,28 @@ template <int HD> struct ws_bwd_cfg {
     static constexpr int BR = HD == 64 ? 128 : 64; /* query rows per step: S^T is m64 n{BR}, 32 or 64 registers */
     static_assert(HD == 64 || HD == 128, "the products are m64n64 and m64n128");
     static constexpr int STAGES = 2;
+    /* the step infos' ring: the dQ writer reads a step's info after the consumers have freed its stage, and the
+     * producer writes the slot again four steps later, when the writer is done with it */
+    static constexpr int INFOS = 4;
     static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240; /* as the forward's: 2 * 128 * 240 + 128 * 24 */
     /* named barriers (0 is __syncthreads()'s): the consumers' dS^T tiles; per stage "full" and "free" between the
-     * producer's warp 0 and the consumers, for what that warp stores into the stage itself; per consumer, its
-     * threads around a turn of the ordered adds */
-    static constexpr int DS_BAR = 1, FULL_BAR = 2, FREE_BAR = 2 + STAGES, TURN_BAR = 2 + 2 * STAGES,
-                         STAGE_THREADS = 32 + 128 * CONSUMERS;
+     * producer's warp 0 and the consumers, for what that warp stores into the stage itself; "dQ full" and "dQ free"
+     * between the consumers and the dQ writer, for the dQ tile */
+    static constexpr int DS_BAR = 1, FULL_BAR = 2, FREE_BAR = 2 + STAGES, DQ_FULL_BAR = 2 + 2 * STAGES,
+                         DQ_FREE_BAR = DQ_FULL_BAR + 1, STAGE_THREADS = 32 + 128 * CONSUMERS,
+                         DQ_THREADS = 32 + 128 * CONSUMERS;
+    /* a row of the dQ tile in floats: padded by 8, so that the 8 rows of a warp's column pairs fall on different
+     * banks (the row is 16-byte aligned for the bulk reduction) */
+    static constexpr int DQ_STRIDE = HD + 8;
     static constexpr uint32_t K_BYTES = 2 * BC * HD, Q_BYTES = 2 * BR * HD, DS_BYTES = 2 * BC * BR;
     /* byte offsets from the 1024-byte aligned base: K, V; per stage Q, dO (128-byte swizzled panels), dS^T (a
-     * core-matrix tile), lse, Delta and the stage's info; the mbarriers: K and V's "full", each stage's "full" (the
-     * bytes of its Q and dO) */
+     * core-matrix tile), lse, Delta; dQ's fp32 tile; the steps' infos; the mbarriers: K and V's "full", each stage's
+     * "full" (the bytes of its Q and dO) */
     static constexpr uint32_t V_AT = K_BYTES, Q_AT = 2 * K_BYTES, DO_AT = Q_AT + STAGES * Q_BYTES,
                               DS_AT = DO_AT + STAGES * Q_BYTES, L2_AT = DS_AT + STAGES * DS_BYTES,
-                              D_AT = L2_AT + STAGES * BR * 4, INFO_AT = D_AT + STAGES * BR * 4,
-                              BAR_AT = INFO_AT + STAGES * sizeof(stage_info), END = BAR_AT + 8 * (1 + STAGES);
+                              D_AT = L2_AT + STAGES * BR * 4, DQ_AT = D_AT + STAGES * BR * 4,
+                              INFO_AT = DQ_AT + BR * DQ_STRIDE * 4, BAR_AT = INFO_AT + INFOS * sizeof(stage_info),
+                              END = BAR_AT + 8 * (1 + STAGES);
     static constexpr size_t SMEM = 1024 + END;
 };
 
@@ -150,6 +161,44 @@ __device__ __forceinline__ owned owned_block(bool ordered, int64_t Hkv) {
     return {tiles - 1 - within / size, head % Hkv, head / Hkv};
 }
 
+/*
+ * The dQ writer (the producer warpgroup's warp 1). At each step, once the consumers have put the step's dQ into the
+ * tile (dQs), its lanes add the tile's rows into dQ's accumulator with the copy engine's bulk reductions (common/
+ * tma.cuh), a row each, and it frees the tile as soon as the engine has read it. With ordered adds (@p turns) it
+ * first waits for the block's turn at the query tile, and passes the turn on once its adds are done: the
+ * consumers only ever wait for a turn when the writer is a whole step behind.
+ */
+template <class C>
+__device__ __forceinline__ void write_dq(const args &a, int *turns, int n_steps, const stage_info *info,
+                                         const float *dQs, int lane, int64_t b, const ladder_attn_seq &seq, int64_t j0) {
+    for (int n = 0; n < n_steps; n++) {
+        ladder_named_barrier(C::DQ_FULL_BAR, C::DQ_THREADS); /* the consumers' dQ of step n is in */
+        const stage_info &in = info[n % C::INFOS];
+        int *turn = turns ? turns + (b * a.Hq + in.h) * ((seq.Lq + C::BR - 1) / C::BR) + in.i0 / C::BR : nullptr;
+        if (turn) {
+            /* the tile's turns go from the last key tile that its last row sees down to its first */
+            int64_t lo, hi;
+            ladder_attn_key_range(&a.mask, in.i0 + in.rows - 1, seq.Lq, seq.Lk, &lo, &hi);
+            if (lane == 0) ladder_turn_wait(turn, (int)((hi - 1 - j0) / C::BC));
+            __syncwarp();
+            ladder_fence_proxy_async_global(); /* the adds of the turns before, seen by ours */
+        }
+        for (int r = lane; r < in.rows; r += 32)
+            ladder_bulk_reduce_add(a.dq_accum + (in.row0 + r) * a.D, dQs + r * C::DQ_STRIDE, (uint32_t)(4 * a.D));
+        ladder_bulk_commit();
+        ladder_bulk_wait_read();
+        __syncwarp();
+        if (n + 1 < n_steps) ladder_named_barrier_arrive(C::DQ_FREE_BAR, C::DQ_THREADS); /* the tile is read */
+        if (turn) {
+            ladder_bulk_wait(); /* this lane's adds are done */
+            ladder_fence_proxy_async_global();
+            __syncwarp();
+            if (lane == 0) ladder_turn_pass(turn);
+        }
+    }
+    ladder_bulk_wait();
+}
+
 template <class T, int HD>
 __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     attn_bwd_wgmma_ws_kernel(args a, int *turns, const __grid_constant__ CUtensorMap tq,
@@ -162,6 +211,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     uint16_t *Ks = (uint16_t *)base, *Vs = (uint16_t *)(base + C::V_AT), *Qs = (uint16_t *)(base + C::Q_AT),
              *dOs = (uint16_t *)(base + C::DO_AT), *dSs = (uint16_t *)(base + C::DS_AT);
     float *L2s = (float *)(base + C::L2_AT), *Ds = (float *)(base + C::D_AT); /* stage s: + s * BR */
+    float *dQs = (float *)(base + C::DQ_AT);
     stage_info *info = (stage_info *)(base + C::INFO_AT);
     uint64_t *kv_full = (uint64_t *)(base + C::BAR_AT), *q_full = kv_full + 1;
     const owned own = owned_block(turns != nullptr, a.Hkv);
@@ -179,8 +229,12 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     }
     __syncthreads(); /* the barriers: the last barrier every thread meets */
 
-    if (wg == 0) { /* the producer: warp 0 alone, its thread 0 issuing the copies */
+    if (wg == 0) { /* the producer: warp 0, its thread 0 issuing the copies; warp 1, the dQ writer */
         ladder_setmaxnreg_dec<C::PRODUCER_REGS>();
+        if (warp == 1) {
+            write_dq<C>(a, turns, steps.left(), info, dQs, lane, b, seq, j0);
+            return;
+        }
         if (warp != 0 || !steps.more()) return;
         if (lane == 0) {
             ladder_mbarrier_expect(kv_full, 2 * C::K_BYTES);
@@ -190,27 +244,22 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
             }
         }
         for (int n = 0; steps.more(); steps.next(a), n++) {
-            const int st = n % ST;
+            const int st = n % ST, slot = n % C::INFOS;
             const qtile q = steps.tile();
             if (n >= ST) ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS); /* the consumers are done with it */
-            for (int r = lane; r < BR; r += 32) {
-                const bool in = r < q.rows;
-                L2s[st * BR + r] = in ? ladder_attn_lse_for_bwd(a.lse[q.row0 + r]) * LADDER_LOG2E : INFINITY;
-                Ds[st * BR + r] = in ? a.delta[q.row0 + r] : 0.0f;
-            }
             if (lane == 0) {
-                /* the tile's turns go from the last key tile that its last row sees down to its first */
-                int64_t lo, hi;
-                ladder_attn_key_range(&a.mask, q.i0 + q.rows - 1, seq.Lq, seq.Lk, &lo, &hi);
-                const int64_t turn_at = ((b * a.Hq + q.h) * ((seq.Lq + BR - 1) / BR) + q.i0 / BR) * C::CONSUMERS;
-                const int turn = (int)((hi - 1 - j0) / BC);
-                info[st] = stage_info{q.row0, turn_at, (int)q.i0, (int)q.rows, steps.masked(), turn};
+                info[slot] = stage_info{q.row0, (int)q.i0, (int)q.rows, steps.masked(), (int)q.h};
                 ladder_mbarrier_expect(&q_full[st], 2 * C::Q_BYTES);
                 const int row = (int)(seq.q0 + q.i0);
                 for (int c = 0; c < HD; c += 64) {
                     ladder_tma_load(Qs + st * BR * HD + c * BR, &tq, &q_full[st], c, row, (int)q.h, (int)b);
                     ladder_tma_load(dOs + st * BR * HD + c * BR, &tdo, &q_full[st], c, row, (int)q.h, (int)b);
                 }
+            }
+            for (int r = lane; r < BR; r += 32) {
+                const bool in = r < q.rows;
+                L2s[st * BR + r] = in ? ladder_attn_lse_for_bwd(a.lse[q.row0 + r]) * LADDER_LOG2E : INFINITY;
+                Ds[st * BR + r] = in ? a.delta[q.row0 + r] : 0.0f;
             }
             __syncwarp();
             ladder_named_barrier_arrive(C::FULL_BAR + st, C::STAGE_THREADS); /* lse, Delta, the info are in */
@@ -256,7 +305,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         asm volatile("" : "+l"(at_step));
         ladder_named_barrier(C::FULL_BAR + st, C::STAGE_THREADS); /* the stage's lse, Delta and info */
         ladder_mbarrier_wait(&q_full[st], ph);                    /* its Q and dO */
-        const stage_info q = info[st];
+        const stage_info q = info[n % C::INFOS];
         const float *L2 = L2s + st * BR, *Dl = Ds + st * BR;
         float sc[BR / 8][4], dp[BR / 8][4]; /* S^T and dP^T: keys k_row (+8), queries 8 i + 2 t (+1) */
         ladder_wgmma_fence();
@@ -330,40 +379,17 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         ladder_wgmma_commit();
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dq);
-        /* where dQ's rows are, and with ordered adds this consumer's counter of the tile and its turn: read here, not
-         * held in registers through the step, and then the producer, waiting there already, may refill the stage
-         * for step n + 2 */
-        const int64_t row0 = info[st].row0;
-        const int rows = info[st].rows, my_turn = info[st].turn;
-        int *turn = turns ? turns + info[st].turn_at + cw : nullptr;
         if (n + ST < n_steps) ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS);
-        if (turn) {
-            if (threadIdx.x % 128 == 0) ladder_turn_wait(turn, my_turn);
-            ladder_named_barrier(C::TURN_BAR + cw, 128);
-        }
-        const int qr = cw * QO + 16 * w + g, qc = cw * CO + 2 * t;
-        if (rows == BR && a.D == HD) { /* a whole tile: one base, compile-time offsets, column pairs */
-            float *row = a.dq_accum + (row0 + qr) * HD + qc;
+        /* this consumer's part of the step's dQ into the writer's tile, once the writer has read the last one */
+        if (n > 0) ladder_named_barrier(C::DQ_FREE_BAR, C::DQ_THREADS);
+        float *dst_q = dQs + (cw * QO + 16 * w + g) * C::DQ_STRIDE + cw * CO + 2 * t;
 #pragma unroll
-            for (int h = 0; h < 2; h++)
+        for (int h = 0; h < 2; h++)
 #pragma unroll
-                for (int i = 0; i < 8; i++) atomic_add2(row + 8 * h * HD + 8 * i, dq[i][2 * h], dq[i][2 * h + 1]);
-        } else {
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                if (qr + 8 * h >= rows) continue;
-                float *row = a.dq_accum + (row0 + qr + 8 * h) * a.D;
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++)
-                        if (qc + 8 * i + e < a.D) atomic_add1(row + qc + 8 * i + e, dq[i][2 * h + e]);
-            }
-        }
-        if (turn) {
-            ladder_named_barrier(C::TURN_BAR + cw, 128);
-            if (threadIdx.x % 128 == 0) ladder_turn_pass(turn);
-        }
+            for (int i = 0; i < 8; i++)
+                *(float2 *)(dst_q + 8 * h * C::DQ_STRIDE + 8 * i) = make_float2(dq[i][2 * h], dq[i][2 * h + 1]);
+        ladder_fence_proxy_async(); /* before the writer's bulk reductions read it */
+        ladder_named_barrier_arrive(C::DQ_FULL_BAR, C::DQ_THREADS);
     };
     static_assert(ST == 2, "the loop takes the ring's two stages in turn");
     for (int n = 0; n < n_steps; n += 2) { /* steps n (stage 0) and n + 1 (stage 1), of phase (n / 2) % 2 */
@@ -407,7 +433,9 @@ template <class T, int HD> ladder_status bwd_wgmma_dkdv(const args &a, bool dete
     *ran = false;
     bool wgmma = false;
     LADDER_TRY(use_wgmma(&wgmma));
-    if (!wgmma || a.cu_q) return LADDER_OK; /* packed sequences: a box would read across a sequence's end */
+    /* packed sequences: a box would read across a sequence's end; dQ's rows must be whole 16-byte pieces for the
+     * writer's bulk reductions */
+    if (!wgmma || a.cu_q || a.D % 4 != 0) return LADDER_OK;
     const CUtensorMapDataType type =
         std::is_same<T, __nv_bfloat16>::value ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     CUtensorMap tq, tk, tv, tdo;
@@ -417,11 +445,11 @@ template <class T, int HD> ladder_status bwd_wgmma_dkdv(const args &a, bool dete
         !ladder_tma_map_16bit(&tv, type, a.v.p, a.B, a.Hkv, a.Sk, a.Dv, a.v.s, C::BC))
         return LADDER_OK;
     /* dQ's accumulator starts at zero (fully masked rows stay so); in deterministic mode, so do the turn counters,
-     * a pair per query tile */
+     * one per query tile */
     LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(a.B * a.Hq * a.Sq * a.D)));
     ladder_scratch turns;
     if (deterministic) {
-        const size_t bytes = sizeof(int) * (size_t)(a.B * a.Hq * ((a.Sq + C::BR - 1) / C::BR) * C::CONSUMERS);
+        const size_t bytes = sizeof(int) * (size_t)(a.B * a.Hq * ((a.Sq + C::BR - 1) / C::BR));
         LADDER_TRY(turns.alloc(bytes));
         LADDER_CUDA_TRY(cudaMemsetAsync(turns.ptr, 0, bytes));
     }

@@ -392,15 +392,17 @@ template <class Pred> __device__ __forceinline__ int first_true(int n, Pred pred
     return lo;
 }
 
-/* Query tile rows [i0, i0 + BR) of head h0 + hh (the group's hh-th) of batch row b, in a sequence of Lq rows that
- * starts at q0 along Sq. */
+/* Query tile rows [i0, i0 + BR) of head h0 + hh (the group's hh-th), in a sequence of Lq rows; row0 is the row of
+ * the sequence's first query of head h0 in the [B * Hq * Sq] rows, and a head's rows lie Sq further. (Few fields:
+ * the Hopper pass's producer walks these steps in 24 registers.) */
 template <int BR> struct group_tiles {
-    int64_t h0, b, Hq, Sq, q0, Lq;
+    int64_t row0, Sq, Lq;
+    int h0;
     __device__ qtile at(int hh, int64_t i0) const {
         qtile q;
         q.h = h0 + hh, q.i0 = i0;
         q.rows = Lq - i0 < BR ? Lq - i0 : BR;
-        q.row0 = (b * Hq + q.h) * Sq + q0 + i0;
+        q.row0 = row0 + hh * Sq + i0;
         return q;
     }
 };
@@ -431,18 +433,18 @@ template <int BR> struct interval_steps {
  * but where a full tile meets a whole tile of BC keys. */
 template <int BR, int BC> struct list_steps {
     group_tiles<BR> rows;
-    int64_t j0; /* the key tile's first key along Sk */
+    int64_t b, j0; /* the batch row; the key tile's first key along Sk */
     int group, hh;
     bool whole_keys;
     list_tiles<BR> tiles;
-    __device__ list_steps(const args &a, const group_tiles<BR> &r, int64_t key0, int64_t keys, int g)
-        : rows(r), j0(key0), group(g), hh(0), whole_keys(keys == BC),
-          tiles(flex_query_tiles<BR>(a, r.b, r.h0, key0)) {
+    __device__ list_steps(const args &a, const group_tiles<BR> &r, int64_t b_, int64_t key0, int64_t keys, int g)
+        : rows(r), b(b_), j0(key0), group(g), hh(0), whole_keys(keys == BC),
+          tiles(flex_query_tiles<BR>(a, b_, r.h0, key0)) {
         settle(a);
     }
     /* on to the next head of the group that has a tile, when this head's are done */
     __device__ void settle(const args &a) {
-        while (!tiles.more() && ++hh < group) tiles = flex_query_tiles<BR>(a, rows.b, rows.h0 + hh, j0);
+        while (!tiles.more() && ++hh < group) tiles = flex_query_tiles<BR>(a, b, rows.h0 + hh, j0);
     }
     __device__ bool more() const { return hh < group; }
     __device__ void next(const args &a) {
@@ -459,9 +461,9 @@ template <int BR, int BC> struct list_steps {
 template <class Pol, int BR, int BC>
 __device__ __forceinline__ auto kv_steps(const args &a, const ladder_attn_seq &seq, int64_t b, int64_t hk, int group,
                                          int64_t j0, int64_t keys) {
-    const group_tiles<BR> rows = {hk * group, b, a.Hq, a.Sq, seq.q0, seq.Lq};
+    const group_tiles<BR> rows = {(b * a.Hq + hk * group) * a.Sq + seq.q0, a.Sq, seq.Lq, (int)(hk * group)};
     if constexpr (Pol::FLEX) {
-        return list_steps<BR, BC>(a, rows, seq.k0 + j0, keys, group);
+        return list_steps<BR, BC>(a, rows, b, seq.k0 + j0, keys, group);
     } else {
         /* The query tiles whose rows see some of the keys: [t0, t1), contiguous since both ends of a row's key range
          * move right with the row (a tile sees them if its last row's range ends past j0 and its first row's starts

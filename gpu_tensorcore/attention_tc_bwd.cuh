@@ -17,8 +17,8 @@
  * Every product is ladder_mma_warp_tile (common/mma.cuh) over a warp tile of two m16 row blocks by 4 or more
  * n8 column blocks, so that each fragment loaded from shared memory feeds two or more mmas. On an sm_90 GPU,
  * bwd_launch runs the Hopper kernel of the dK/dV pass in place of steps 2 and 3 where it covers the problem
- * (attention_bwd.sm90a.cu: the plain policy, head dims up to 128): dQ by atomics, or in deterministic mode by adds
- * in a fixed order of turns; step 1 and dQ's rounding stay these.
+ * (attention_bwd.sm90a.cu: the plain policy, head dims up to 128): dQ by the copy engine's bulk reductions, in
+ * deterministic mode in a fixed order of turns; step 1 and dQ's rounding stay these.
  *
  * With the hooked policy (memeff): S gains the bias, V meets P f (dropout's factor f, 0 or 1 / (1 - p)), so the
  * stored P tile is P where kept and 0 where dropped (dV = (P f)^T dO: the 1 / (1 - p) multiplies dV's sum once,

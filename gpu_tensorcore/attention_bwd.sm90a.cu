@@ -78,9 +78,10 @@ template <int HD> struct ws_bwd_cfg {
     static constexpr int DS_BAR = 1, FULL_BAR = 2, FREE_BAR = 2 + STAGES, DQ_FULL_BAR = 2 + 2 * STAGES,
                          DQ_FREE_BAR = DQ_FULL_BAR + 1, STAGE_THREADS = 32 + 128 * CONSUMERS,
                          DQ_THREADS = 32 + 128 * CONSUMERS;
-    /* a row of the dQ tile in floats: padded by 8, so that the 8 rows of a warp's column pairs fall on different
-     * banks (the row is 16-byte aligned for the bulk reduction) */
-    static constexpr int DQ_STRIDE = HD + 8;
+    /* a row of the dQ tile in floats: HD, unpadded, so that where D is HD a step's rows lie in one run as they do
+     * in dQ's accumulator, and one bulk reduction adds them all (the consumers' column pairs then meet 4-way bank
+     * conflicts, which cost less than a reduction per row) */
+    static constexpr int DQ_STRIDE = HD;
     static constexpr uint32_t K_BYTES = 2 * BC * HD, Q_BYTES = 2 * BR * HD, DS_BYTES = 2 * BC * BR;
     /* byte offsets from the 1024-byte aligned base: K, V; per stage Q, dO (128-byte swizzled panels), dS^T (a
      * core-matrix tile), lse, Delta; dQ's fp32 tile; the steps' infos; the mbarriers: K and V's "full", each stage's
@@ -163,8 +164,9 @@ __device__ __forceinline__ owned owned_block(bool ordered, int64_t Hkv) {
 
 /*
  * The dQ writer (the producer warpgroup's warp 1). At each step, once the consumers have put the step's dQ into the
- * tile (dQs), its lanes add the tile's rows into dQ's accumulator with the copy engine's bulk reductions (common/
- * tma.cuh), a row each, and it frees the tile as soon as the engine has read it. With ordered adds (@p turns) it
+ * tile (dQs), it adds the tile into dQ's accumulator with the copy engine's bulk reduction (common/tma.cuh): one
+ * for the whole tile, or where D is below the head dim one per row, a row a lane; and it frees the tile as soon as
+ * the engine has read it. With ordered adds (@p turns) it
  * first waits for the block's turn at the query tile, and passes the turn on once its adds are done: the
  * consumers only ever wait for a turn when the writer is a whole step behind.
  */
@@ -183,8 +185,12 @@ __device__ __forceinline__ void write_dq(const args &a, int *turns, int n_steps,
             __syncwarp();
             ladder_fence_proxy_async_global(); /* the adds of the turns before, seen by ours */
         }
-        for (int r = lane; r < in.rows; r += 32)
-            ladder_bulk_reduce_add(a.dq_accum + (in.row0 + r) * a.D, dQs + r * C::DQ_STRIDE, (uint32_t)(4 * a.D));
+        if (a.D == C::DQ_STRIDE) { /* the step's rows are one run, in the tile as in the accumulator */
+            if (lane == 0) ladder_bulk_reduce_add(a.dq_accum + in.row0 * a.D, dQs, (uint32_t)(4 * in.rows * a.D));
+        } else {
+            for (int r = lane; r < in.rows; r += 32)
+                ladder_bulk_reduce_add(a.dq_accum + (in.row0 + r) * a.D, dQs + r * C::DQ_STRIDE, (uint32_t)(4 * a.D));
+        }
         ladder_bulk_commit();
         ladder_bulk_wait_read();
         __syncwarp();

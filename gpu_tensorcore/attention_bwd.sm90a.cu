@@ -38,7 +38,8 @@
  *
  * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): the plain policy; an sm_90
  * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); D a
- * multiple of 4 (dQ's rows whole 16-byte pieces, for the bulk reductions); no packed sequences; q, k, v and dO with inner stride 1 and the other strides multiples of 16 bytes (TMA).
+ * multiple of 4 (dQ's rows whole 16-byte pieces, for the bulk reductions); no packed sequences; q, k, v and dO with
+ * inner stride 1 and the other strides multiples of 16 bytes (TMA).
  * Run it:  build/bin/ladder run flash --rung gpu_tensorcore            (the default on sm_90)
  *          LADDER_TC_PATH=mma build/bin/ladder run flash --rung gpu_tensorcore   (the mma.sync pass, for comparison)
  */
@@ -166,13 +167,14 @@ __device__ __forceinline__ owned owned_block(bool ordered, int64_t Hkv) {
  * The dQ writer (the producer warpgroup's warp 1). At each step, once the consumers have put the step's dQ into the
  * tile (dQs), it adds the tile into dQ's accumulator with the copy engine's bulk reduction (common/tma.cuh): one
  * for the whole tile, or where D is below the head dim one per row, a row a lane; and it frees the tile as soon as
- * the engine has read it. With ordered adds (@p turns) it
- * first waits for the block's turn at the query tile, and passes the turn on once its adds are done: the
- * consumers only ever wait for a turn when the writer is a whole step behind.
+ * the engine has read it. With ordered adds (@p turns) it first waits for the block's turn at the query tile, and
+ * passes the turn on once its adds are done: the consumers only ever wait for a turn when the writer is a whole step
+ * behind.
  */
 template <class C>
 __device__ __forceinline__ void write_dq(const args &a, int *turns, int n_steps, const stage_info *info,
-                                         const float *dQs, int lane, int64_t b, const ladder_attn_seq &seq, int64_t j0) {
+                                         const float *dQs, int lane, int64_t b, const ladder_attn_seq &seq,
+                                         int64_t j0) {
     for (int n = 0; n < n_steps; n++) {
         ladder_named_barrier(C::DQ_FULL_BAR, C::DQ_THREADS); /* the consumers' dQ of step n is in */
         const stage_info &in = info[n % C::INFOS];

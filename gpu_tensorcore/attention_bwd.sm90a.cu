@@ -436,7 +436,8 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
 
 } // namespace
 
-template <class T, int HD> ladder_status bwd_wgmma_dkdv(const args &a, bool deterministic, bool *ran) {
+template <class T, int HD>
+ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum, bool *ran) {
     using C = ws_bwd_cfg<HD>;
     *ran = false;
     bool wgmma = false;
@@ -452,9 +453,14 @@ template <class T, int HD> ladder_status bwd_wgmma_dkdv(const args &a, bool dete
         !ladder_tma_map_16bit(&tk, type, a.k.p, a.B, a.Hkv, a.Sk, a.D, a.k.s, C::BC) ||
         !ladder_tma_map_16bit(&tv, type, a.v.p, a.B, a.Hkv, a.Sk, a.Dv, a.v.s, C::BC))
         return LADDER_OK;
-    /* dQ's accumulator starts at zero (fully masked rows stay so); in deterministic mode, so do the turn counters,
-     * one per query tile */
-    LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(a.B * a.Hq * a.Sq * a.D)));
+    /* dQ's accumulator (the caller's for the atomics, *accum in deterministic mode) starts at zero (fully masked rows
+     * stay so); in deterministic mode, so do the turn counters, one per query tile */
+    const size_t accum_bytes = sizeof(float) * (size_t)(a.B * a.Hq * a.Sq * a.D);
+    if (deterministic) {
+        LADDER_TRY(accum->alloc(accum_bytes));
+        a.dq_accum = (float *)accum->ptr;
+    }
+    LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, accum_bytes));
     ladder_scratch turns;
     if (deterministic) {
         const size_t bytes = sizeof(int) * (size_t)(a.B * a.Hq * ((a.Sq + C::BR - 1) / C::BR));
@@ -469,9 +475,9 @@ template <class T, int HD> ladder_status bwd_wgmma_dkdv(const args &a, bool dete
     return LADDER_OK;
 }
 
-template ladder_status bwd_wgmma_dkdv<__nv_bfloat16, 64>(const args &, bool, bool *);
-template ladder_status bwd_wgmma_dkdv<__half, 64>(const args &, bool, bool *);
-template ladder_status bwd_wgmma_dkdv<__nv_bfloat16, 128>(const args &, bool, bool *);
-template ladder_status bwd_wgmma_dkdv<__half, 128>(const args &, bool, bool *);
+template ladder_status bwd_wgmma_dkdv<__nv_bfloat16, 64>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<__half, 64>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<__nv_bfloat16, 128>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<__half, 128>(args &, bool, ladder_scratch *, bool *);
 
 } // namespace attn_tc

@@ -44,10 +44,10 @@ template <class Pol> ladder_status bwd(args a, bool deterministic, ladder_dtype 
     const int64_t rows = a.B * a.Hq * a.Sq;
     ladder_scratch delta, dq_accum;
     LADDER_TRY(delta.alloc(sizeof(float) * (size_t)rows));
-    /* dQ's fp32 accumulator for the atomics, and for the Hopper pass's ordered adds (the plain policy: its
-     * deterministic mode), or the split deterministic pass's partials */
+    /* dQ's fp32 accumulator for the atomics, or the split deterministic pass's partials (the Hopper pass's ordered
+     * adds in deterministic mode take one of their own: bwd_wgmma_dkdv()) */
     const int64_t splits = Pol::EXTRAS ? a.splits : 1;
-    if (!deterministic || splits > 1 || !Pol::EXTRAS)
+    if (!deterministic || splits > 1)
         LADDER_TRY(dq_accum.alloc(sizeof(float) * (size_t)((deterministic ? splits : 1) * rows * a.D)));
     a.delta = (float *)delta.ptr, a.dq_accum = (float *)dq_accum.ptr;
     return dtype == LADDER_BF16 ? bwd_for<Pol, __nv_bfloat16>(a, deterministic) : bwd_for<Pol, __half>(a, deterministic);

@@ -334,7 +334,7 @@ __device__ __forceinline__ auto key_tiles(const args &a, const ladder_attn_block
 /* Forward launchers, one per compiled (Pol, T, HD, HDV); defined in attention_fwd_*.cu. */
 template <class Pol, class T, int HD, int HDV> ladder_status fwd_launch(const args &a);
 /* Backward launchers (preprocess, dK/dV, dQ); defined in attention_bwd_*.cu. */
-template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const args &a, bool deterministic);
+template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(args a, bool deterministic);
 
 /* flex's passes at head dims (HD, HD), HD 64 or 128, in @p dtype (bf16 or f16), each with the policy flex<mod>: every
  * registered score mod is compiled (ladder_flex_with_mod), in attention_flex_*.cu. The backward is the deterministic

@@ -746,13 +746,14 @@ template <class T> __global__ void attn_bwd_dq_convert_tc_kernel(args a) {
     if (i < a.B * a.Hq * a.Sq * a.D) a.dq[i] = ladder_from_float<T>(a.scale * a.dq_accum[i]);
 }
 
-template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(const args &a, bool deterministic) {
+template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(args a, bool deterministic) {
     using C = bwd_cfg<Pol, HD, HDV>;
     const int64_t rows = a.B * a.Hq * a.Sq;
     LADDER_TRY(ladder_attn_delta<T>(a, a.dout.p, a.dout.s, a.o, a.delta));
     bool hopper = false; /* the plain policy's pass on Hopper, dQ included, where it runs (attention_bwd.sm90a.cu) */
+    ladder_scratch hopper_accum; /* its accumulator in deterministic mode, until dQ's conversion has read it */
     if constexpr (!Pol::EXTRAS && !Pol::FLEX && HD == HDV && HD <= 128)
-        LADDER_TRY((bwd_wgmma_dkdv<T, HD>(a, deterministic, &hopper)));
+        LADDER_TRY((bwd_wgmma_dkdv<T, HD>(a, deterministic, &hopper_accum, &hopper)));
     if (!hopper) {
         /* atomics add into dQ's fp32 accumulator: it starts at zero (fully masked rows stay so) */
         if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(rows * a.D)));

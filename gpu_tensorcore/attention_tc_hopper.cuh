@@ -69,9 +69,11 @@ template <int HD> ladder_status fwd_wgmma_flex(const args &a, int mod, ladder_dt
 /* The backward's dK/dV pass with dQ's adds into a.dq_accum (which it zeroes first; by bulk reductions in any order,
  * or @p deterministic, in a fixed order of turns) on the Hopper kernel, plain policy, at head dims (HD, HD)
  * (attention_bwd.sm90a.cu), where use_wgmma() says Hopper and the kernel covers the problem (no packed sequences, D
- * a multiple of 4, tensors TMA can describe): *ran true. Else nothing is launched, *ran is false, and the caller
- * runs the mma.sync passes. */
-template <class T, int HD> ladder_status bwd_wgmma_dkdv(const args &a, bool deterministic, bool *ran);
+ * a multiple of 4, tensors TMA can describe): *ran true. In deterministic mode the accumulator is allocated into
+ * @p accum, which the caller keeps until dQ's conversion has read it, and a.dq_accum set to it. Else nothing is
+ * launched, *ran is false, and the caller runs the mma.sync passes. */
+template <class T, int HD>
+ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum, bool *ran);
 
 } // namespace attn_tc
 

@@ -79,14 +79,14 @@ __device__ __forceinline__ void issue_pv(float (&o)[HDV / 8][4], uint32_t (&pv)[
  * Idea 3: a producer warpgroup copies, two consumer warpgroups multiply (FlashAttention-3's warp specialization).
  * Ideas 1 and 2 copy with cp.async from the same warps that multiply: every warp spends instructions and registers
  * on addresses, and every key tile ends at a __syncthreads() that both warpgroups must reach. Here a block is three
- * warpgroups. Warpgroup 0, the producer, gives most of its registers away (setmaxnreg.dec) and one of its threads
- * issues every copy as a TMA bulk tensor copy (common/tma.cuh): Q once, then each key tile's K and V into a ring of
- * STAGES buffers, each copy counted on the buffer's "full" mbarrier. Warpgroups 1 and 2, the consumers, take those
- * registers (setmaxnreg.inc) and run idea 2's loop, waiting on mbarriers instead of barriers: V_j's "full" and
- * K_{j+1}'s before they issue S_{j+1} and P_j V_j. Each consumer warp arrives on a buffer's "free"
- * mbarrier once the product that read it is done (a wgmma.wait_group), and the producer waits for all eight
- * arrivals before it copies the tile STAGES on into the buffer. No barrier joins the two consumer warpgroups: each
- * runs as fast as its own products and the copies allow.
+ * warpgroups (two at a head dim of 64: ws_fwd_cfg). Warpgroup 0, the producer, gives most of its registers away
+ * (setmaxnreg.dec) and one of its threads issues every copy as a TMA bulk tensor copy (common/tma.cuh): Q once, then
+ * each key tile's K and V into a ring of STAGES buffers, each copy counted on the buffer's "full" mbarrier. The
+ * others, the consumers, take those registers (setmaxnreg.inc) and run idea 2's loop, waiting on mbarriers instead
+ * of barriers: V_j's "full" and K_{j+1}'s before they issue S_{j+1} and P_j V_j. Each consumer warp arrives on a
+ * buffer's "free" mbarrier once the product that read it is done (a wgmma.wait_group), and the producer waits for
+ * every consumer warp's arrival before it copies the tile STAGES on into the buffer. No barrier joins two consumer
+ * warpgroups: each runs as fast as its own products and the copies allow.
  *
  * The tiles arrive in the 128-byte swizzle that TMA writes and the descriptors name (common/wgmma.cuh), in panels
  * of 64 columns. A ring position n % STAGES holds the n-th key tile of the block; the phase of its barriers that
@@ -97,14 +97,20 @@ __device__ __forceinline__ void issue_pv(float (&o)[HDV / 8][4], uint32_t (&pv)[
  * other strides are multiples of 16 bytes.
  */
 template <int HD, int HDV> struct ws_fwd_cfg {
-    static constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), BR = 64 * CONSUMERS;
+    /* consumer warpgroups a block. At a head dim of 64 a block has one, and two blocks share a multiprocessor: a
+     * block's key tile is half the work it is at 128, so the start of a block (its barriers, Q's copy, the first
+     * S before anything overlaps) and its end (O's stores) weigh twice as much; a second block on the
+     * multiprocessor runs its products through them */
+    static constexpr int CONSUMERS = HD == 64 ? 1 : 2, BLOCKS_PER_SM = 3 - CONSUMERS;
+    static constexpr int THREADS = 128 * (CONSUMERS + 1), BR = 64 * CONSUMERS;
     static constexpr int BC = LADDER_ATTN_TC_FWD_KEYS(HD, HDV);
     static_assert(BC == 64 && (HD == 64 || HD == 128) && (HDV == 64 || HDV == 128), "the products are m64n64 and m64n{HDV}");
     static constexpr int STAGES = 2;
-    /* registers a thread: the launch gives 65536 / 384 (168, rounded down to a multiple of 8); the producer keeps
-     * 24 and the consumers take what it frees: 2 * 128 * 240 + 128 * 24 = 64512. ptxas allocates each side within
+    /* registers a thread: the launch gives 65536 / (THREADS * BLOCKS_PER_SM), rounded down to a multiple of 8 (168
+     * for two consumers, 128 for one); the producer keeps 24 and the consumers take what it frees: 2 * 128 * 240 +
+     * 128 * 24 = 64512 a block, or 128 * 232 + 128 * 24 = 32768 each of two blocks. ptxas allocates each side within
      * its own limit (with 232, flex's rel_bias spilled at a head dim of 128) */
-    static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;
+    static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 2 ? 240 : 232;
     static constexpr uint32_t Q_BYTES = 2 * BR * HD, K_BYTES = 2 * BC * HD, V_BYTES = 2 * BC * HDV;
     /* the tiles (1024-byte aligned: up to 1024 bytes are skipped to get there), then the mbarriers (Q's "full", and
      * per ring position K's and V's "full" and "free"), then each row's key range */
@@ -113,7 +119,7 @@ template <int HD, int HDV> struct ws_fwd_cfg {
 };
 
 template <class Pol, class T, int HD, int HDV>
-__global__ void __launch_bounds__(ws_fwd_cfg<HD, HDV>::THREADS, 1)
+__global__ void __launch_bounds__(ws_fwd_cfg<HD, HDV>::THREADS, ws_fwd_cfg<HD, HDV>::BLOCKS_PER_SM)
     attn_fwd_wgmma_ws_kernel(args a, const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                              const __grid_constant__ CUtensorMap tv) {
     using C = ws_fwd_cfg<HD, HDV>;

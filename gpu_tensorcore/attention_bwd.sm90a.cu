@@ -75,10 +75,10 @@ template <int HD> struct ws_bwd_cfg {
     static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240; /* as the forward's: 2 * 128 * 240 + 128 * 24 */
     /* named barriers (0 is __syncthreads()'s): the consumers' dS^T tiles; per stage "full" and "free" between the
      * producer's warp 0 and the consumers, for what that warp stores into the stage itself; "dQ full" and "dQ free"
-     * between the consumers and the dQ writer, for the dQ tile */
+     * between the consumers and the dQ writer, for the dQ tile. BAR_THREADS meet at each but DS_BAR: a warp of the
+     * producer warpgroup and the consumers */
     static constexpr int DS_BAR = 1, FULL_BAR = 2, FREE_BAR = 2 + STAGES, DQ_FULL_BAR = 2 + 2 * STAGES,
-                         DQ_FREE_BAR = DQ_FULL_BAR + 1, STAGE_THREADS = 32 + 128 * CONSUMERS,
-                         DQ_THREADS = 32 + 128 * CONSUMERS;
+                         DQ_FREE_BAR = DQ_FULL_BAR + 1, BAR_THREADS = 32 + 128 * CONSUMERS;
     /* a row of the dQ tile in floats: HD, unpadded, so that where D is HD a step's rows lie in one run as they do
      * in dQ's accumulator, and one bulk reduction adds them all (the consumers' column pairs then meet 4-way bank
      * conflicts, which cost less than a reduction per row) */
@@ -176,7 +176,7 @@ __device__ __forceinline__ void write_dq(const args &a, int *turns, int n_steps,
                                          const float *dQs, int lane, int64_t b, const ladder_attn_seq &seq,
                                          int64_t j0) {
     for (int n = 0; n < n_steps; n++) {
-        ladder_named_barrier(C::DQ_FULL_BAR, C::DQ_THREADS); /* the consumers' dQ of step n is in */
+        ladder_named_barrier(C::DQ_FULL_BAR, C::BAR_THREADS); /* the consumers' dQ of step n is in */
         const stage_info &in = info[n % C::INFOS];
         int *turn = turns ? turns + (b * a.Hq + in.h) * ((seq.Lq + C::BR - 1) / C::BR) + in.i0 / C::BR : nullptr;
         if (turn) {
@@ -196,7 +196,7 @@ __device__ __forceinline__ void write_dq(const args &a, int *turns, int n_steps,
         ladder_bulk_commit();
         ladder_bulk_wait_read();
         __syncwarp();
-        if (n + 1 < n_steps) ladder_named_barrier_arrive(C::DQ_FREE_BAR, C::DQ_THREADS); /* the tile is read */
+        if (n + 1 < n_steps) ladder_named_barrier_arrive(C::DQ_FREE_BAR, C::BAR_THREADS); /* the tile is read */
         if (turn) {
             ladder_bulk_wait(); /* this lane's adds are done */
             ladder_fence_proxy_async_global();
@@ -254,7 +254,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         for (int n = 0; steps.more(); steps.next(a), n++) {
             const int st = n % ST, slot = n % C::INFOS;
             const qtile q = steps.tile();
-            if (n >= ST) ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS); /* the consumers are done with it */
+            if (n >= ST) ladder_named_barrier(C::FREE_BAR + st, C::BAR_THREADS); /* the consumers are done with it */
             if (lane == 0) {
                 info[slot] = stage_info{q.row0, (int)q.i0, (int)q.rows, steps.masked(), (int)q.h};
                 ladder_mbarrier_expect(&q_full[st], 2 * C::Q_BYTES);
@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
                 Ds[st * BR + r] = in ? a.delta[q.row0 + r] : 0.0f;
             }
             __syncwarp();
-            ladder_named_barrier_arrive(C::FULL_BAR + st, C::STAGE_THREADS); /* lse, Delta, the info are in */
+            ladder_named_barrier_arrive(C::FULL_BAR + st, C::BAR_THREADS); /* lse, Delta, the info are in */
         }
         return;
     }
@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         constexpr int st = decltype(S)::value;
         at_step = at;
         asm volatile("" : "+l"(at_step));
-        ladder_named_barrier(C::FULL_BAR + st, C::STAGE_THREADS); /* the stage's lse, Delta and info */
+        ladder_named_barrier(C::FULL_BAR + st, C::BAR_THREADS); /* the stage's lse, Delta and info */
         ladder_mbarrier_wait(&q_full[st], ph);                    /* its Q and dO */
         const stage_info q = info[n % C::INFOS];
         const float *L2 = L2s + st * BR, *Dl = Ds + st * BR;
@@ -387,9 +387,9 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         ladder_wgmma_commit();
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dq);
-        if (n + ST < n_steps) ladder_named_barrier(C::FREE_BAR + st, C::STAGE_THREADS);
+        if (n + ST < n_steps) ladder_named_barrier(C::FREE_BAR + st, C::BAR_THREADS);
         /* this consumer's part of the step's dQ into the writer's tile, once the writer has read the last one */
-        if (n > 0) ladder_named_barrier(C::DQ_FREE_BAR, C::DQ_THREADS);
+        if (n > 0) ladder_named_barrier(C::DQ_FREE_BAR, C::BAR_THREADS);
         float *dst_q = dQs + (cw * QO + 16 * w + g) * C::DQ_STRIDE + cw * CO + 2 * t;
 #pragma unroll
         for (int h = 0; h < 2; h++)
@@ -397,7 +397,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
             for (int i = 0; i < 8; i++)
                 *(float2 *)(dst_q + 8 * h * C::DQ_STRIDE + 8 * i) = make_float2(dq[i][2 * h], dq[i][2 * h + 1]);
         ladder_fence_proxy_async(); /* before the writer's bulk reductions read it */
-        ladder_named_barrier_arrive(C::DQ_FULL_BAR, C::DQ_THREADS);
+        ladder_named_barrier_arrive(C::DQ_FULL_BAR, C::BAR_THREADS);
     };
     static_assert(ST == 2, "the loop takes the ring's two stages in turn");
     for (int n = 0; n < n_steps; n += 2) { /* steps n (stage 0) and n + 1 (stage 1), of phase (n / 2) % 2 */

@@ -89,10 +89,13 @@ static ladder_status check_problem(const ladder_recurrent_problem *p, const ladd
             return ladder_fail(LADDER_ERR_ARG, "%s is %lld but must be in 1..%lld", sizes[i].name,
                                (long long)sizes[i].value, (long long)sizes[i].hi);
     }
-    /* every rung multiplies by the scale as a float: a double such as 1e39 is finite but its float is not */
-    if (!(fabs(ladder_recurrent_scale(p)) <= FLT_MAX))
-        return ladder_fail(LADDER_ERR_ARG, "scale is %g but must be finite as a float, |scale| <= %g (0 means 1/sqrt(K))",
-                           p->scale, (double)FLT_MAX);
+    /* every rung multiplies by the scale as a float: a double such as 1e39 is finite but its float is not, and one
+     * such as 1e-50 is not 0 but its float is (every output would be 0) */
+    const double scale = fabs(ladder_recurrent_scale(p));
+    if (!(scale <= FLT_MAX && scale >= FLT_MIN))
+        return ladder_fail(LADDER_ERR_ARG,
+                           "scale is %g but must be 0 (1/sqrt(K)) or have |scale| in %g..%g, the range of a float",
+                           p->scale, (double)FLT_MIN, (double)FLT_MAX);
     int64_t bthkv[4] = {p->B, p->T, p->H, p->K > p->V ? p->K : p->V};
     if (ladder_shape_bytes(LADDER_F32, 4, bthkv) < 0)
         return ladder_fail(LADDER_ERR_ARG, "B*T*H*max(K,V) = %lld*%lld*%lld*%lld elements is too large to address",

@@ -78,12 +78,13 @@ Test(recurrent_args, the_fixture_is_valid) {
     teardown(&f);
 }
 
-/* The rungs multiply by the scale as a float: 1e39 is a finite double whose float is infinite (o would be NaN). */
-Test(recurrent_args, a_non_finite_scale) {
+/* The rungs multiply by the scale as a float: 1e39 is a finite double whose float is infinite (o would be NaN), and
+ * 1e-50 a nonzero double whose float is 0 (o would be 0). */
+Test(recurrent_args, a_scale_out_of_a_floats_range) {
     fixture f;
     setup(&f, 2, NULL, 0);
-    const double bad[] = {NAN, INFINITY, -INFINITY, 1e39, -1e39};
-    for (int i = 0; i < 5; i++) {
+    const double bad[] = {NAN, INFINITY, -INFINITY, 1e39, -1e39, 1e-50, -1e-50};
+    for (int i = 0; i < 7; i++) {
         f.p.scale = bad[i];
         expect_failure(&f, LADDER_RUNG_CPU, BOTH, LADDER_ERR_ARG, "scale is");
     }

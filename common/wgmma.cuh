@@ -213,14 +213,16 @@ __device__ __forceinline__ void ladder_wgmma_hold(uint32_t (&a)[4]) {
 }
 
 // clang-format off
+/* The accumulator operands of an m64nN step: N / 2 registers a thread, d[0][0..3], d[1][0..3], ... (ACC) and their
+ * places in the PTX string (DREGS), for N = 32, 64, 128 and 256 */
 #define LADDER_WGMMA_ACC4(d, i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
-#define LADDER_WGMMA_ACC32(d)                                                                                         \
-    LADDER_WGMMA_ACC4(d, 0), LADDER_WGMMA_ACC4(d, 1), LADDER_WGMMA_ACC4(d, 2), LADDER_WGMMA_ACC4(d, 3),                \
-    LADDER_WGMMA_ACC4(d, 4), LADDER_WGMMA_ACC4(d, 5), LADDER_WGMMA_ACC4(d, 6), LADDER_WGMMA_ACC4(d, 7)
-#define LADDER_WGMMA_ACC64(d)                                                                                         \
-    LADDER_WGMMA_ACC32(d), LADDER_WGMMA_ACC4(d, 8), LADDER_WGMMA_ACC4(d, 9), LADDER_WGMMA_ACC4(d, 10),                \
-    LADDER_WGMMA_ACC4(d, 11), LADDER_WGMMA_ACC4(d, 12), LADDER_WGMMA_ACC4(d, 13), LADDER_WGMMA_ACC4(d, 14),            \
-    LADDER_WGMMA_ACC4(d, 15)
+#define LADDER_WGMMA_ACC16(d, i)                                                                                      \
+    LADDER_WGMMA_ACC4(d, i), LADDER_WGMMA_ACC4(d, i + 1), LADDER_WGMMA_ACC4(d, i + 2), LADDER_WGMMA_ACC4(d, i + 3)
+#define LADDER_WGMMA_ACC32(d, i) LADDER_WGMMA_ACC16(d, i), LADDER_WGMMA_ACC16(d, i + 4)
+#define LADDER_WGMMA_ACC64(d, i) LADDER_WGMMA_ACC32(d, i), LADDER_WGMMA_ACC32(d, i + 8)
+#define LADDER_WGMMA_ACC128(d) LADDER_WGMMA_ACC64(d, 0), LADDER_WGMMA_ACC64(d, 16)
+#define LADDER_WGMMA_D16                                                                                              \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define LADDER_WGMMA_D32                                                                                              \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -229,6 +231,15 @@ __device__ __forceinline__ void ladder_wgmma_hold(uint32_t (&a)[4]) {
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                                \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                                \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define LADDER_WGMMA_D128                                                                                             \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                                \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                                \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                                \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                                \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                                \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                    \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 
 /*
  * The PTX, per form and N (TY: bf16 or f16). Operands: the accumulators, then (SS) the A and B descriptors or (RS)
@@ -250,27 +261,46 @@ __device__ __forceinline__ void ladder_wgmma_hold(uint32_t (&a)[4]) {
                  : DOPS                                                                                                \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"((int)accumulate), "n"(B_MN ? 1 : 0)        \
                  : "memory")
+/* one SS (or RS) step for each N the rung multiplies: the operand numbers follow the N / 2 accumulators */
+#define LADDER_WGMMA_SS_N(TY)                                                                                         \
+    if constexpr (N == 32)                                                                                            \
+        LADDER_WGMMA_SS(TY, 32, LADDER_WGMMA_D16, LADDER_WGMMA_ACC16(d, 0), "16", "17", "18", "19", "20");            \
+    else if constexpr (N == 64)                                                                                       \
+        LADDER_WGMMA_SS(TY, 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d, 0), "32", "33", "34", "35", "36");            \
+    else if constexpr (N == 128)                                                                                      \
+        LADDER_WGMMA_SS(TY, 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d, 0), "64", "65", "66", "67", "68");           \
+    else                                                                                                              \
+        LADDER_WGMMA_SS(TY, 256, LADDER_WGMMA_D128, LADDER_WGMMA_ACC128(d), "128", "129", "130", "131", "132")
+#define LADDER_WGMMA_RS_N(TY)                                                                                         \
+    if constexpr (N == 32)                                                                                            \
+        LADDER_WGMMA_RS(TY, 32, LADDER_WGMMA_D16, LADDER_WGMMA_ACC16(d, 0), "{%16, %17, %18, %19}", "20", "21", "22"); \
+    else if constexpr (N == 64)                                                                                       \
+        LADDER_WGMMA_RS(TY, 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d, 0), "{%32, %33, %34, %35}", "36", "37", "38"); \
+    else if constexpr (N == 128)                                                                                      \
+        LADDER_WGMMA_RS(TY, 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d, 0), "{%64, %65, %66, %67}", "68", "69",      \
+                        "70");                                                                                        \
+    else                                                                                                              \
+        LADDER_WGMMA_RS(TY, 256, LADDER_WGMMA_D128, LADDER_WGMMA_ACC128(d), "{%128, %129, %130, %131}", "132", "133", \
+                        "134")
 // clang-format on
 
 /**
- * D (+)= A B, one warpgroup-wide m64nNk16 step (N = 64 or 128) with fp32 accumulators @p d (the layout drawn above),
- * A (64 x 16; K-major, or MN-major with @p A_MN: 8 consecutive m of one k per core-matrix row, as B's MN-major
- * layout with m for n) and B (16 x N; K-major, or MN-major with @p B_MN) both read from shared memory through the
- * descriptors @p a and @p b. @p accumulate false: D = A B, whatever @p d held. Asynchronous: issue it between
- * ladder_wgmma_fence() and ladder_wgmma_commit(), and read @p d after ladder_wgmma_wait(). All 128 threads of the
- * warpgroup call it together.
+ * D (+)= A B, one warpgroup-wide m64nNk16 step (N = 32, 64, 128 or 256) with fp32 accumulators @p d (the layout drawn
+ * above), A (64 x 16; K-major, or MN-major with @p A_MN: 8 consecutive m of one k per core-matrix row, as B's
+ * MN-major layout with m for n) and B (16 x N; K-major, or MN-major with @p B_MN) both read from shared memory
+ * through the descriptors @p a and @p b. @p accumulate false: D = A B, whatever @p d held. Asynchronous: issue it
+ * between ladder_wgmma_fence() and ladder_wgmma_commit(), and read @p d after ladder_wgmma_wait(). All 128 threads
+ * of the warpgroup call it together.
  */
 template <class T, int N, bool B_MN, bool A_MN = false>
 __device__ __forceinline__ void ladder_wgmma_ss(float (&d)[N / 8][4], uint64_t a, uint64_t b, bool accumulate) {
-    static_assert(N == 64 || N == 128, "this rung multiplies 64- and 128-column tiles");
+    static_assert(N == 32 || N == 64 || N == 128 || N == 256, "this rung multiplies 32- to 256-column tiles");
     constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
     static_assert(BF16 || std::is_same<T, __half>::value, "bf16 or fp16 operands");
-    if constexpr (N == 64) {
-        if constexpr (BF16) LADDER_WGMMA_SS("bf16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "32", "33", "34", "35", "36");
-        else LADDER_WGMMA_SS("f16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "32", "33", "34", "35", "36");
+    if constexpr (BF16) {
+        LADDER_WGMMA_SS_N("bf16");
     } else {
-        if constexpr (BF16) LADDER_WGMMA_SS("bf16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "64", "65", "66", "67", "68");
-        else LADDER_WGMMA_SS("f16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "64", "65", "66", "67", "68");
+        LADDER_WGMMA_SS_N("f16");
     }
 }
 
@@ -282,26 +312,28 @@ __device__ __forceinline__ void ladder_wgmma_ss(float (&d)[N / 8][4], uint64_t a
 template <class T, int N, bool B_MN>
 __device__ __forceinline__ void ladder_wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b,
                                                 bool accumulate) {
-    static_assert(N == 64 || N == 128, "this rung multiplies 64- and 128-column tiles");
+    static_assert(N == 32 || N == 64 || N == 128 || N == 256, "this rung multiplies 32- to 256-column tiles");
     constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
     static_assert(BF16 || std::is_same<T, __half>::value, "bf16 or fp16 operands");
-    if constexpr (N == 64) {
-        if constexpr (BF16)
-            LADDER_WGMMA_RS("bf16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "{%32, %33, %34, %35}", "36", "37", "38");
-        else LADDER_WGMMA_RS("f16", 64, LADDER_WGMMA_D32, LADDER_WGMMA_ACC32(d), "{%32, %33, %34, %35}", "36", "37", "38");
+    if constexpr (BF16) {
+        LADDER_WGMMA_RS_N("bf16");
     } else {
-        if constexpr (BF16)
-            LADDER_WGMMA_RS("bf16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "{%64, %65, %66, %67}", "68", "69", "70");
-        else LADDER_WGMMA_RS("f16", 128, LADDER_WGMMA_D64, LADDER_WGMMA_ACC64(d), "{%64, %65, %66, %67}", "68", "69", "70");
+        LADDER_WGMMA_RS_N("f16");
     }
 }
 
+#undef LADDER_WGMMA_SS_N
+#undef LADDER_WGMMA_RS_N
 #undef LADDER_WGMMA_SS
 #undef LADDER_WGMMA_RS
+#undef LADDER_WGMMA_D16
 #undef LADDER_WGMMA_D32
 #undef LADDER_WGMMA_D64
+#undef LADDER_WGMMA_D128
 #undef LADDER_WGMMA_ACC4
+#undef LADDER_WGMMA_ACC16
 #undef LADDER_WGMMA_ACC32
 #undef LADDER_WGMMA_ACC64
+#undef LADDER_WGMMA_ACC128
 
 #endif

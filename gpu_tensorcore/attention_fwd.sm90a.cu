@@ -26,13 +26,14 @@
  * idea 1 waits with 0), over two K and two V buffers with one barrier per key tile; the comment above it says who
  * owns each buffer when. Idea 3, attn_fwd_wgmma_ws_kernel (attention_tc_hopper_fwd.cuh, where memeff and flex take
  * it too), keeps idea 2's loop and changes who copies: a producer warpgroup, by TMA into 128-byte swizzled tiles,
- * signalling mbarriers, for two consumer warpgroups that hold the registers it gave up. All three are compiled, for
- * bf16 and fp16 at (64, 64) and (128, 128) (idea 3 here with flash's plain policy and memeff's hooked one);
- * LADDER_TC_PATH picks one (attention_tc_hopper.cuh).
+ * signalling mbarriers, for consumer warpgroups that hold the registers it gave up. All three are compiled, for
+ * bf16 and fp16 at (64, 64) and (128, 128), and idea 3 at (256, 256) too, with key tiles of 32 there as the mma.sync
+ * kernel's (idea 3 here with flash's plain policy and memeff's hooked one); LADDER_TC_PATH picks one
+ * (attention_tc_hopper.cuh).
  *
  * Preconditions: ideas 1 and 2 plain attention (flash, and memeff without hooks; no split keys), idea 3 also
  * memeff's dropout; bf16 or fp16, D and Dv up to 128 (run at (64,64) or (128,128), padded with zeros as the
- * mma.sync kernels are), an sm_90 GPU.
+ * mma.sync kernels are) or, for idea 3, both in 193..256 (run at (256, 256)), an sm_90 GPU.
  * Run it:  LADDER_TC_PATH=wgmma build/bin/ladder run flash --rung gpu_tensorcore [--dtype fp16]   (idea 3)
  *          LADDER_TC_PATH=wgmma-2 build/bin/ladder run flash --rung gpu_tensorcore               (idea 2)
  *          LADDER_TC_PATH=wgmma-1 build/bin/ladder run flash --rung gpu_tensorcore               (idea 1)
@@ -407,13 +408,6 @@ template <bool PIPE> ladder_status fwd_variant(const args &a, ladder_dtype dtype
     return bf16 ? launch<__nv_bfloat16, 128, 128, PIPE>(a) : launch<__half, 128, 128, PIPE>(a);
 }
 
-/* Idea 3 where it covers @p a, else idea 2. */
-ladder_status fwd_specialized(const args &a, ladder_dtype dtype) {
-    bool ran = false;
-    LADDER_TRY(fwd_ws<plain>(a, dtype, &ran));
-    return ran ? LADDER_OK : fwd_variant<true>(a, dtype);
-}
-
 } // namespace
 
 ladder_status use_wgmma(bool *wgmma) {
@@ -448,17 +442,22 @@ ladder_status fwd_wgmma_memeff(const args &a, bool with_hooks, ladder_dtype dtyp
     bool every = false;
     *ran = false;
     LADDER_TRY(use_every_idea(&every));
-    if (!every || !fwd_wgmma_covers(a)) return LADDER_OK;
+    if (!every) return LADDER_OK;
     return with_hooks ? fwd_ws<hooked>(a, dtype, ran) : fwd_ws<plain>(a, dtype, ran);
 }
 
-ladder_status fwd_wgmma(const args &a, ladder_dtype dtype) {
-    LADDER_TRY(require_sm90("the Hopper forward"));
-    /* the variant LADDER_TC_PATH names (use_wgmma() has refused the values it does not know) */
+ladder_status fwd_wgmma(const args &a, ladder_dtype dtype, bool *ran) {
+    bool wgmma = false;
+    *ran = false;
+    LADDER_TRY(use_wgmma(&wgmma));
+    if (!wgmma) return LADDER_OK;
+    /* the variant LADDER_TC_PATH names (use_wgmma() has refused the values it does not know): idea 3 where it
+     * covers the problem, else idea 2 */
     const int ideas = hopper_ideas(getenv("LADDER_TC_PATH"));
-    if (ideas >= 3) return fwd_specialized(a, dtype);
-    if (ideas == 2) return fwd_variant<true>(a, dtype);
-    return fwd_variant<false>(a, dtype);
+    if (ideas >= 3) LADDER_TRY(fwd_ws<plain>(a, dtype, ran));
+    if (*ran || !fwd_wgmma_covers(a)) return LADDER_OK;
+    *ran = true;
+    return ideas == 1 ? fwd_variant<false>(a, dtype) : fwd_variant<true>(a, dtype);
 }
 
 } // namespace attn_tc

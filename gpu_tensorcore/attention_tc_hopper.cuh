@@ -2,8 +2,9 @@
  * gpu_tensorcore/attention_tc_hopper.cuh: the tensor-core rung's Hopper generation as the launchers see it: which
  * generation runs (LADDER_TC_PATH), and the Hopper kernels' entry points (attention_fwd.sm90a.cu,
  * attention_flex_fwd.sm90a.cu, attention_bwd.sm90a.cu). Host code: it is included by files compiled for every
- * architecture, and names no sm_90a instruction. The Hopper kernels: the forwards of flash (ideas 1 to 3), of memeff
- * without a bias or split keys and of flex (idea 3); the backward's dK/dV pass with dQ's adds (atomic, or ordered in
+ * architecture, and names no sm_90a instruction. The Hopper kernels: the forwards of flash (ideas 1 to 3; idea 3 at a
+ * head dim of 256 too), of memeff without a bias or split keys (idea 3, head dims as flash's) and of flex (idea 3,
+ * head dims up to 128); the backward's dK/dV pass with dQ's adds (atomic, or ordered in
  * deterministic mode) with the plain policy (flash, memeff without hooks), under every value of LADDER_TC_PATH that
  * picks Hopper. Every other backward is the mma.sync one on every GPU.
  *
@@ -11,18 +12,20 @@
  *   auto (or unset, or empty)  on sm_90 devices what wgmma picks (LADDER_TC_WGMMA_DEFAULT), elsewhere the mma.sync
  *                              kernels;
  *   mma                        the mma.sync kernels, on every GPU;
- *   wgmma                      the Hopper kernels wherever they cover the problem (fwd_wgmma_covers()), the mma.sync
+ *   wgmma                      the Hopper kernels wherever they cover the problem (fwd_ws_covers()), the mma.sync
  *                              ones elsewhere, with every Hopper idea written so far (today wgmma-3's kernel); on a
  *                              GPU other than sm_90 every call is refused (LADDER_ERR_UNAVAILABLE), as with the three
  *                              below;
  *   wgmma-1                    the same, with the first idea's kernel alone: wgmma from shared memory, each product
- *                              waited on as soon as it is issued (attn_fwd_wgmma_kernel);
+ *                              waited on as soon as it is issued (attn_fwd_wgmma_kernel), at head dims up to 128
+ *                              (the mma.sync kernels past them);
  *   wgmma-2                    the same, with the second idea's kernel: the softmax of one key tile beside the P V
  *                              of the tile before it (attn_fwd_wgmma_pipe_kernel);
  *   wgmma-3                    the same, with the third idea's kernel: a producer warpgroup copies the tiles by TMA,
  *                              two consumer warpgroups run the second idea's loop on them (attn_fwd_wgmma_ws_kernel),
  *                              where TMA can describe q, k and v (no packed sequences, inner stride 1, the other
- *                              strides multiples of 16 bytes); the second idea's kernel elsewhere; memeff and flex
+ *                              strides multiples of 16 bytes); the second idea's kernel elsewhere (the mma.sync
+ *                              ones past a head dim of 128); memeff and flex
  *                              take the Hopper kernel under auto, wgmma and wgmma-3 only, and the mma.sync ones
  *                              under wgmma-1 and wgmma-2 (those ideas exist for flash alone);
  *   anything else              refused (LADDER_ERR_ARG), the message naming LADDER_TC_PATH and what it takes.
@@ -42,15 +45,21 @@ namespace attn_tc {
  * current device. Fails on a value it does not know, and on a device other than sm_90 when wgmma is forced. */
 ladder_status use_wgmma(bool *wgmma);
 
-/* Whether the Hopper forward covers plain attention @p a (no hooks: the caller's to know): head dims D, Dv up to 128,
- * run at (64, 64) or (128, 128) as pick_head_dims() pads them. Everything else of flash's problem (masks, windows,
- * softcap, GQA, packed sequences, any strides) it takes. */
+/* The head dims the Hopper forwards cover: D and Dv up to 128, run at (64, 64) or (128, 128) as pick_head_dims() pads
+ * them (every idea's kernel); and, with every idea (the kernel of idea 3, fwd_ws), D and Dv both in 193..256, run
+ * at (256, 256), so that each 64-column panel of a tile holds some of the tensor's columns. Everything else of
+ * flash's problem (masks, windows, softcap, GQA, packed sequences, any strides) ideas 1 and 2 take; idea 3 needs
+ * tensors TMA can describe. */
 inline bool fwd_wgmma_covers(const args &a) { return a.D <= 128 && a.Dv <= 128; }
+inline bool fwd_ws_covers(const args &a) {
+    return fwd_wgmma_covers(a) || (a.D > 192 && a.D <= 256 && a.Dv > 192 && a.Dv <= 256);
+}
 
 /* The Hopper forward of plain attention (o and lse, in @p dtype, bf16 or f16), the kernel LADDER_TC_PATH names
- * (wgmma-1, wgmma-2 or wgmma-3; wgmma and auto: the one with every idea); LADDER_ERR_UNAVAILABLE on a device other than
- * sm_90. */
-ladder_status fwd_wgmma(const args &a, ladder_dtype dtype);
+ * (wgmma-1, wgmma-2 or wgmma-3; wgmma and auto: the one with every idea), where use_wgmma() says Hopper and that
+ * kernel covers the problem (idea 3 where TMA cannot describe the tensors: idea 2's, at head dims up to 128): *ran
+ * true. Else nothing is launched, *ran is false, and the caller runs the mma.sync kernels. */
+ladder_status fwd_wgmma(const args &a, ladder_dtype dtype, bool *ran);
 
 /* *yes: this call may run the Hopper kernel with every idea: use_wgmma() says Hopper, and LADDER_TC_PATH asks for
  * every idea (auto or unset, wgmma, wgmma-3). Memeff's and flex's forwards take the Hopper kernel then only (ideas 1
@@ -59,7 +68,7 @@ ladder_status use_every_idea(bool *yes);
 
 /* Memeff's forward on the Hopper kernel with every idea, with the hooked policy (dropout; with_hooks) or the plain
  * one, where LADDER_TC_PATH and the device allow it (use_every_idea()) and the kernel covers the
- * problem (head dims up to 128, no bias, no split keys, tensors TMA can describe): *ran true. Else nothing is
+ * problem (fwd_ws_covers(), no bias, no split keys, tensors TMA can describe): *ran true. Else nothing is
  * launched, *ran is false, and the caller runs the mma.sync kernels. */
 ladder_status fwd_wgmma_memeff(const args &a, bool with_hooks, ladder_dtype dtype, bool *ran);
 

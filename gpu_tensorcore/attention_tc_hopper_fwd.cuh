@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "attention_tc_fwd.cuh"
+#include "attention_tc_hopper.cuh"
 #include "tma.cuh"
 #include "wgmma.cuh"
 
@@ -103,8 +104,8 @@ template <int HD, int HDV> struct ws_fwd_cfg {
      * multiprocessor runs its products through them */
     static constexpr int CONSUMERS = HD == 64 ? 1 : 2, BLOCKS_PER_SM = 3 - CONSUMERS;
     static constexpr int THREADS = 128 * (CONSUMERS + 1), BR = 64 * CONSUMERS;
-    static constexpr int BC = LADDER_ATTN_TC_FWD_KEYS(HD, HDV);
-    static_assert(BC == 64 && (HD == 64 || HD == 128) && (HDV == 64 || HDV == 128), "the products are m64n64 and m64n{HDV}");
+    static constexpr int BC = LADDER_ATTN_TC_FWD_KEYS(HD, HDV); /* 64 keys, or 32 at a head dim of 256 */
+    static_assert(HD == HDV && (HD == 64 || HD == 128 || HD == 256), "the products are m64n{BC} and m64n{HDV}");
     static constexpr int STAGES = 2;
     /* registers a thread: the launch gives 65536 / (THREADS * BLOCKS_PER_SM), rounded down to a multiple of 8 (168
      * for two consumers, 128 for one); the producer keeps 24 and the consumers take what it frees: 2 * 128 * 240 +
@@ -294,16 +295,20 @@ template <class Pol, class T, int HD, int HDV> ladder_status launch_ws(const arg
     return LADDER_OK;
 }
 
-/* Idea 3's forward with policy Pol at the head dims pick_head_dims() gives: *ran false where it does not apply (a
- * bias or split keys, or tensors TMA cannot describe), and nothing is launched then. */
+/* Idea 3's forward with policy Pol (flash's or memeff's) at the head dims pick_head_dims() gives: *ran false where
+ * it does not apply (a bias or split keys; head dims it does not cover, fwd_ws_covers(); tensors TMA cannot
+ * describe), and nothing is launched then. */
 template <class Pol> ladder_status fwd_ws(const args &a, ladder_dtype dtype, bool *ran) {
     *ran = false;
     if constexpr (Pol::EXTRAS)
         if (a.hooks.bias || a.splits > 1) return LADDER_OK; /* the bias tile and the partials: the mma.sync kernel's */
+    if (!fwd_ws_covers(a)) return LADDER_OK;
     const bool bf16 = dtype == LADDER_BF16;
-    if (pick_head_dims(a.D, a.Dv).hd == 64)
-        return bf16 ? launch_ws<Pol, __nv_bfloat16, 64, 64>(a, ran) : launch_ws<Pol, __half, 64, 64>(a, ran);
-    return bf16 ? launch_ws<Pol, __nv_bfloat16, 128, 128>(a, ran) : launch_ws<Pol, __half, 128, 128>(a, ran);
+    switch (pick_head_dims(a.D, a.Dv).hd) {
+    case 64: return bf16 ? launch_ws<Pol, __nv_bfloat16, 64, 64>(a, ran) : launch_ws<Pol, __half, 64, 64>(a, ran);
+    case 128: return bf16 ? launch_ws<Pol, __nv_bfloat16, 128, 128>(a, ran) : launch_ws<Pol, __half, 128, 128>(a, ran);
+    default: return bf16 ? launch_ws<Pol, __nv_bfloat16, 256, 256>(a, ran) : launch_ws<Pol, __half, 256, 256>(a, ran);
+    }
 }
 
 } // namespace

@@ -25,10 +25,9 @@ static attn_tc::args pack(const ladder_flash_problem *p, const ladder_flash_args
 
 extern "C" ladder_status flash_fwd_gpu_tensorcore(const ladder_flash_problem *p, const ladder_flash_args *a) {
     const attn_tc::args n = pack(p, a);
-    bool wgmma = false;
-    LADDER_TRY(attn_tc::use_wgmma(&wgmma));
-    if (wgmma && attn_tc::fwd_wgmma_covers(n)) return attn_tc::fwd_wgmma(n, a->q.dtype);
-    return attn_tc::fwd<attn_tc::plain>(n, a->q.dtype);
+    bool ran = false; /* the Hopper kernels, on an sm_90 GPU where they cover the problem */
+    LADDER_TRY(attn_tc::fwd_wgmma(n, a->q.dtype, &ran));
+    return ran ? LADDER_OK : attn_tc::fwd<attn_tc::plain>(n, a->q.dtype);
 }
 
 extern "C" ladder_status flash_bwd_gpu_tensorcore(const ladder_flash_problem *p, const ladder_flash_args *a) {

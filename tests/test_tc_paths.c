@@ -3,8 +3,9 @@
  * flash at that rung with each Hopper forward (gpu_tensorcore/attention_fwd.sm90a.cu: LADDER_TC_PATH=wgmma-1, the
  * first idea's kernel, wgmma-2, the second's, and wgmma-3, the third's, which takes the second's kernel where TMA
  * cannot describe the tensors) and with LADDER_TC_PATH=mma (the mma.sync kernels), on the same
- * inputs, bf16 and fp16, at both head-dim pairs the Hopper forward is compiled for (64 and 128, and smaller dims
- * padded to them) with each option it takes: causal masks of both alignments, windows, softcap, grouped heads,
+ * inputs, bf16 and fp16, at the head-dim pairs the Hopper forward is compiled for (64 and 128, and smaller dims
+ * padded to them; 256 and dims from 193 padded to it, the third kernel's alone: the first two take the mma.sync
+ * kernels there) with each option it takes: causal masks of both alignments, windows, softcap, grouped heads,
  * packed sequences, strided views, one query row, and key ranges of one, two, three and many tiles (the second and
  * third kernels' loops have a first tile, a last tile and the turns between; the third's ring of two buffers ends on
  * either of them). Then memeff (dropout; no hook) and flex (alibi, rel_bias, softcap, no mod; the causal and window
@@ -54,13 +55,17 @@ enum { NONE = LADDER_CAUSAL_NONE, BR = LADDER_CAUSAL_BOTTOM_RIGHT, TL = LADDER_C
 static struct criterion_test_params path_cases(void) {
     static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
     static const int64_t lq[] = {113, 0, 1, 200}, lk[] = {203, 5, 1, 0};
-    test_case cases[32];
+    test_case cases[40];
     int n = 0;
     for (int d = 0; d < 2; d++) {
         const ladder_dtype dt = dtypes[d];
         cases[n++] = make((pc){2, 6, 2, 300, 517, 64, 64, BR, NO, NO, 0, true}, dt);
         cases[n++] = make((pc){1, 4, 4, 1000, 1000, 128, 128, NONE, NO, NO, 30, false}, dt);
-        if (harness_small()) continue; /* compute-sanitizer: both head dims, once each */
+        cases[n++] = make((pc){1, 4, 2, 200, 300, 256, 256, BR, NO, NO, 0, false}, dt); /* 32-key tiles, GQA */
+        if (harness_small()) continue; /* compute-sanitizer: every head dim, once each */
+        cases[n++] = make((pc){2, 3, 3, 150, 97, 200, 224, TL, 40, 8, 0, false}, dt); /* padded to 256, a window */
+        cases[n++] = make((pc){1, 2, 1, 64, 1000, 256, 256, NONE, NO, NO, 50, false}, dt); /* softcap, many tiles */
+        cases[n++] = make((pc){1, 2, 2, 100, 90, 256, 256, BR, NO, NO, 0, true}, dt); /* no tensor map: mma.sync */
         cases[n++] = make((pc){1, 6, 1, 130, 203, 59, 59, TL, 32, 8, 0, false}, dt);  /* padded to 64, element loads */
         cases[n++] = make((pc){1, 6, 2, 217, 128, 64, 96, NONE, NO, NO, 0, true}, dt); /* Dv != D, on (128, 128) */
         cases[n++] = make((pc){2, 8, 2, 1, 700, 128, 128, BR, NO, NO, 0, false}, dt);  /* one query row, GQA */
@@ -115,6 +120,7 @@ static struct criterion_test_params policy_cases(void) {
         cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, dt);
         if (harness_small()) continue; /* compute-sanitizer: one case of each algorithm and dtype */
         cases[n++] = memeff_case(1, 4, 4, 1000, 1000, 128, 0, 0.0, dt); /* no hook: the plain policy */
+        cases[n++] = memeff_case(1, 4, 2, 300, 517, 256, 1, 0.2, dt);    /* 32-key tiles */
         cases[n++] = flex_case(2, 4, 4, 640, 700, 128, LADDER_FLEX_REL_BIAS, causal | window, 200, dt);
         cases[n++] = flex_case(1, 4, 4, 1000, 1000, 128, LADDER_FLEX_SCORE_NONE, 0, -1, dt);
         cases[n++] = flex_case(1, 2, 1, 129, 333, 64, LADDER_FLEX_SOFTCAP, 0, -1, dt);

@@ -115,8 +115,10 @@ for step in $steps; do
         tee -a "$summary" <"$out/bench/peers-memeff.csv"
         ;;
     peers_flash)
-        # PyTorch's FlashAttention-2 and cuDNN backends at flash's sweep cells, in the same lease (under a minute)
-        python3 tools/gpu/peers_flash.py "$out/bench/peers-flash.csv" >/tmp/logs/peers-flash.log 2>&1
+        # PyTorch's FlashAttention-2 and cuDNN backends at flash's sweep cells, in the same lease (under a minute);
+        # PEERS_FLASH_D: other head dims (e.g. 64,128,256)
+        python3 tools/gpu/peers_flash.py "$out/bench/peers-flash.csv" "${PEERS_FLASH_D:-64,128}" \
+            >/tmp/logs/peers-flash.log 2>&1
         say "peers_flash: exit $?"
         tee -a "$summary" <"$out/bench/peers-flash.csv"
         ;;

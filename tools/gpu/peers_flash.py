@@ -5,7 +5,9 @@ cells of `ladder bench flash`'s sweep (16k tokens a batch, B = 16384/S; hidden 2
 CUDA-event timings with L2 flushed before each, FLOPs counted as ladder counts them (forward 4*B*H*S*S*D, halved
 when causal; backward 2.5x the forward).
 
-    python3 tools/gpu/peers_flash.py OUT.csv
+    python3 tools/gpu/peers_flash.py OUT.csv [HEAD_DIMS]
+
+HEAD_DIMS: the head dims to time, comma-separated (default 64,128, the sweep's; 256 gives H = 8).
 """
 import csv
 import sys
@@ -37,9 +39,10 @@ def case(backend, D, S, causal):
 
 
 def main():
+    head_dims = [int(d) for d in (sys.argv[2] if len(sys.argv) > 2 else "64,128").split(",")]
     rows = [["backend", "shape", "fwd_ms", "bwd_ms", "fwd_tflops", "bwd_tflops", "device"]]
     for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
-        for D in (64, 128):
+        for D in head_dims:
             for S in (1024, 4096, 16384):
                 for causal in (False, True):
                     rows.append(case(backend, D, S, causal))

@@ -97,21 +97,23 @@ __device__ __forceinline__ void issue_pv(float (&o)[HDV / 8][4], uint32_t (&pv)[
  * sequences (a TMA box would read across into the next sequence), and q, k, v whose inner stride is 1 and whose
  * other strides are multiples of 16 bytes.
  */
-template <int HD, int HDV> struct ws_fwd_cfg {
-    /* consumer warpgroups a block. At a head dim of 64 a block has one, and two blocks share a multiprocessor: a
-     * block's key tile is half the work it is at 128, so the start of a block (its barriers, Q's copy, the first
-     * S before anything overlaps) and its end (O's stores) weigh twice as much; a second block on the
-     * multiprocessor runs its products through them */
-    static constexpr int CONSUMERS = HD == 64 ? 1 : 2, BLOCKS_PER_SM = 3 - CONSUMERS;
+template <class Pol, int HD, int HDV> struct ws_fwd_cfg {
+    /* consumer warpgroups a block. At a head dim of 64 a block has one, and three blocks share a multiprocessor
+     * (two with flex's policy, whose score mods need more registers): a block's key tile is half the work it is at
+     * 128, so the start of a block (its barriers, Q's copy, the first S before anything overlaps) and its end (O's
+     * stores) weigh twice as much; the other blocks on the multiprocessor run their products through them */
+    static constexpr int CONSUMERS = HD == 64 ? 1 : 2, BLOCKS_PER_SM = HD == 64 ? (Pol::FLEX ? 2 : 3) : 1;
     static constexpr int THREADS = 128 * (CONSUMERS + 1), BR = 64 * CONSUMERS;
     static constexpr int BC = LADDER_ATTN_TC_FWD_KEYS(HD, HDV); /* 64 keys, or 32 at a head dim of 256 */
     static_assert(HD == HDV && (HD == 64 || HD == 128 || HD == 256), "the products are m64n{BC} and m64n{HDV}");
     static constexpr int STAGES = 2;
     /* registers a thread: the launch gives 65536 / (THREADS * BLOCKS_PER_SM), rounded down to a multiple of 8 (168
-     * for two consumers, 128 for one); the producer keeps 24 and the consumers take what it frees: 2 * 128 * 240 +
-     * 128 * 24 = 64512 a block, or 128 * 232 + 128 * 24 = 32768 each of two blocks. ptxas allocates each side within
-     * its own limit (with 232, flex's rel_bias spilled at a head dim of 128) */
-    static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 2 ? 240 : 232;
+     * for two consumers, 128 or 80 for one); the producer keeps 24 and the consumers take what it frees: 2 * 128 *
+     * 240 + 128 * 24 = 64512 a block, 128 * 232 + 128 * 24 = 32768 each of two blocks, 128 * 136 + 128 * 24 = 20480
+     * each of three. ptxas allocates each side within its own limit (with 232, flex's rel_bias spilled at a head
+     * dim of 128; with 136, three of its score mods at 64) */
+    static constexpr int PRODUCER_REGS = 24,
+                         CONSUMER_REGS = CONSUMERS == 2 ? 240 : BLOCKS_PER_SM == 2 ? 232 : 136;
     static constexpr uint32_t Q_BYTES = 2 * BR * HD, K_BYTES = 2 * BC * HD, V_BYTES = 2 * BC * HDV;
     /* the tiles (1024-byte aligned: up to 1024 bytes are skipped to get there), then the mbarriers (Q's "full", and
      * per ring position K's and V's "full" and "free"), then each row's key range */
@@ -120,10 +122,10 @@ template <int HD, int HDV> struct ws_fwd_cfg {
 };
 
 template <class Pol, class T, int HD, int HDV>
-__global__ void __launch_bounds__(ws_fwd_cfg<HD, HDV>::THREADS, ws_fwd_cfg<HD, HDV>::BLOCKS_PER_SM)
+__global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<Pol, HD, HDV>::BLOCKS_PER_SM)
     attn_fwd_wgmma_ws_kernel(args a, const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                              const __grid_constant__ CUtensorMap tv) {
-    using C = ws_fwd_cfg<HD, HDV>;
+    using C = ws_fwd_cfg<Pol, HD, HDV>;
     constexpr int BR = C::BR, BC = C::BC, ST = C::STAGES;
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint16_t *Qs = (uint16_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -277,7 +279,7 @@ __global__ void __launch_bounds__(ws_fwd_cfg<HD, HDV>::THREADS, ws_fwd_cfg<HD, H
 /* Idea 3's kernel with policy Pol, where TMA can describe q, k and v (*ran then true); else nothing is launched
  * (*ran false). */
 template <class Pol, class T, int HD, int HDV> ladder_status launch_ws(const args &a, bool *ran) {
-    using C = ws_fwd_cfg<HD, HDV>;
+    using C = ws_fwd_cfg<Pol, HD, HDV>;
     *ran = false;
     if (a.cu_q) return LADDER_OK; /* packed sequences: a box would read across a sequence's end */
     const CUtensorMapDataType type =

@@ -126,7 +126,7 @@ static void run_usage(FILE *f, const ladder_algo *only) {
             "  --reps N          bench: timed runs per measurement, median reported (default 20, at least 20)\n"
             "  --warmup N        bench: untimed runs first (default 3)\n"
             "  --cpu-reps N      bench: timed runs of the cpu rung, median reported (default 1: its validated\n"
-            "                    call, no warm-up; above 1: one untimed run first)\n"
+            "                    call, no warm-up; above 1: one untimed run first); a build row runs once\n"
             "  --gemm-tflops X   bench: the measured bf16 GEMM rate, for the FLOP floor (without it the GPU\n"
             "                    rows' %% of GEMM and floor are left empty)\n"
             "\n"

@@ -106,6 +106,32 @@ date, the shape and the commit. An SVG is rewritten only when its bytes
 change. Two markers whose names give one file name, and two rows for one
 point, are errors.
 
+Ideas
+-----
+A third pair of markers shows what each idea of a rung bought, from a
+committed ablation rather than the newest run:
+
+    <!-- ideas:TABLE -->
+    <!-- /ideas:TABLE -->
+
+RESULTS/ideas.csv lists the ideas, in the order that builds the kernel, with
+the header `table,idea,before,after,rows`: TABLE, the idea's name, the
+`ladder bench` CSV (a file of RESULTS, any name) that times the kernel
+without the idea and the one that times it with it, each FILE or
+FILE@COMMIT (the rows whose commit column is COMMIT: variants timed by
+tools/gpu/make-variants.sh name themselves there), and a filter of the rows
+to show, space-separated NAME=VALUE[,VALUE...] pairs over the shape and the
+columns algo, pass, rung and dtype (for example "pass=fwd deterministic=0").
+A row of `before` that fits the filter is matched with the row of `after`
+with the same algo, pass, rung, dtype and shape, and both must come from one
+lease (the same gpu and date; times from different leases are never set
+side by side). The table has a row per idea and matched row: the idea, the
+pass and the shape pairs that differ (where they do), median ms without and
+with the idea as the CSVs hold them (the median of its rounds where a file
+timed a variant in several), and the speed-up (without / with, two decimals
+and an "x"); the line under it names the GPU, the date, the shared
+shape and the files. Every idea must match at least one row.
+
 "Newest" is the date in the file name; on a tie, the later name in sort order.
 With no results file at all, the markers are left as they are and a note goes
 to stderr (exit 0): chapters never show numbers that were not measured.
@@ -146,7 +172,10 @@ KEY = ("algo", "pass", "rung", "dtype", "shape")  # what identifies a row, in th
 FILE_RE = re.compile(r"^(?P<gpu>.+)-(?P<date>\d{4}-\d{2}-\d{2})\.csv$")
 NAME_CHARS = r"[A-Za-z0-9_.:,=+ -]+?"
 # <!-- bench:NAME --> or <!-- bench-chart:NAME:X -->, or the closing one with a '/' before the kind
-MARKER_RE = re.compile(r"^<!-- (?P<close>/?)(?P<kind>bench|bench-chart):(?P<name>" + NAME_CHARS + r") -->[ \t]*$")
+MARKER_RE = re.compile(r"^<!-- (?P<close>/?)(?P<kind>bench|bench-chart|ideas):(?P<name>" + NAME_CHARS + r") -->[ \t]*$")
+IDEAS = "ideas.csv"  # in RESULTS: the ablations the ideas markers show
+IDEAS_HEADER = ["table", "idea", "before", "after", "rows"]
+ROW_KEYS = ("algo", "pass", "rung", "dtype")  # the columns an ideas filter may name beside the shape
 PAIR_RE = re.compile(r"^(?P<k>[A-Za-z_][A-Za-z0-9_]*)=(?P<v>[^\s=,]+(?:,[^\s=,]+)*)$")
 PASSES = ("fwd", "bwd")
 X_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -268,7 +297,7 @@ def read_results(results_dir):
         return []
     found = []
     for name in sorted(os.listdir(results_dir)):
-        if not name.endswith(".csv"):
+        if not name.endswith(".csv") or name == IDEAS:
             continue
         m = FILE_RE.match(name)
         path = os.path.join(results_dir, name)
@@ -568,6 +597,118 @@ def render_chart(rows, name, x, filters, where):
     return chart_svg(rows, x, title, subtitle), alt, caption
 
 
+def read_ideas(results_dir):
+    """{table: [(idea, before, after, filter, where)]} from RESULTS/ideas.csv ({} without one); before and after
+    are (file name, rows)."""
+    path = os.path.join(results_dir, IDEAS)
+    if not os.path.exists(path):
+        return {}
+    tables = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header != IDEAS_HEADER:
+            raise Failure(f"{path}: header is {','.join(header or [])}, expected {','.join(IDEAS_HEADER)}")
+        for lineno, cells in enumerate(reader, start=2):
+            if not cells:
+                continue
+            where = f"{path}:{lineno}"
+            if len(cells) != len(IDEAS_HEADER):
+                raise Failure(f"{where}: {len(cells)} fields, expected {len(IDEAS_HEADER)}")
+            table, idea, before, after, rows = cells
+            filt = []
+            for word in rows.split():
+                m = PAIR_RE.match(word)
+                if not m:
+                    raise Failure(f"{where}: '{word}' in the rows filter is not NAME=VALUE[,VALUE...]")
+                filt.append((m.group("k"), set(m.group("v").split(","))))
+            tables.setdefault(table, []).append(
+                (idea, ablation_rows(results_dir, before, where), ablation_rows(results_dir, after, where), filt,
+                 where))
+    return tables
+
+
+def ablation_rows(results_dir, ref, where):
+    """'FILE' or 'FILE@COMMIT' -> (FILE, its rows, those of COMMIT alone when given)."""
+    name, _, commit = ref.partition("@")
+    path = os.path.join(results_dir, name)
+    if not name or not os.path.isfile(path):
+        raise Failure(f"{where}: '{name}' is not a file of {results_dir}")
+    rows = [r for r in read_csv(path) if not commit or r["commit"] == commit]
+    if not rows:
+        raise Failure(f"{where}: no row of {name} has the commit '{commit}'")
+    return name, rows
+
+
+def fits_filter(row, filt):
+    have = dict(row["_pairs"])
+    return all((row[k] if k in ROW_KEYS else have.get(k)) in values for k, values in filt)
+
+
+def rounds(rows):
+    """{row key: (first row, median ms)}: a file that timed a variant in several rounds has a row per round for
+    one key, and the idea's time is their median (as the CSVs write it when there is one)."""
+    found = {}
+    for r in rows:
+        found.setdefault(tuple(r[k] for k in KEY), []).append(r)
+    out = {}
+    for key, same in found.items():
+        times = sorted(num(r["median_ms"]) for r in same if num(r["median_ms"]) is not None)
+        if len(same) == 1 or not times:
+            out[key] = (same[0], same[0]["median_ms"])
+            continue
+        mid = len(times) // 2
+        median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+        decimals = max(len(r["median_ms"].partition(".")[2]) for r in same)
+        out[key] = (same[0], f"{median:.{decimals}f}")
+    return out
+
+
+def render_ideas(entries):
+    """The Markdown table of one ideas marker and the line under it (no surrounding blank lines)."""
+    matched = []  # (idea, before row, after row, before ms, after ms)
+    files = []
+    for idea, (b_name, b_rows), (a_name, a_rows), filt, where in entries:
+        before, after = rounds(b_rows), rounds(a_rows)
+        found = [key for key in before if fits_filter(before[key][0], filt)]
+        if not found:
+            raise Failure(f"{where}: no row of {b_name} fits the rows filter")
+        for key in found:
+            if key not in after:
+                raise Failure(f"{where}: {a_name} has no row for {' '.join(key)}")
+            r, other = before[key][0], after[key][0]
+            if (r["gpu"], r["date"]) != (other["gpu"], other["date"]):
+                raise Failure(f"{where}: {b_name} ({r['gpu']}, {r['date']}) and {a_name} ({other['gpu']}, "
+                              f"{other['date']}) are not one lease")
+            matched.append((idea, r, other, before[key][1], after[key][1]))
+        files += [b_name, a_name]
+    rows = [m[1] for m in matched]
+    shapes = one_or_list([tuple(r["_pairs"]) for r in rows])
+    common = [p for p in shapes[0] if all(p in s for s in shapes)]
+    varying = [k for k in one_or_list(k for s in shapes for k, _ in s) if k not in dict(common)]
+    with_pass = len(one_or_list(r["pass"] for r in rows)) > 1
+    head = ["idea"] + (["pass"] if with_pass else []) + (["shape"] if varying else [])
+    n_text = len(head)
+    head += ["without, ms", "with, ms", "speed-up"]
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join("---" if i < n_text else "--:" for i in range(len(head))) + "|"]
+    for idea, b, a, b_ms, a_ms in matched:
+        have = dict(b["_pairs"])
+        cells = [idea] + ([b["pass"]] if with_pass else [])
+        if varying:
+            cells.append(" ".join(f"{k}={have[k]}" for k in varying if k in have))
+        speed = num(b_ms) / num(a_ms) if num(b_ms) and num(a_ms) else None
+        cells += [b_ms or "-", a_ms or "-", "-" if speed is None else f"{speed:.2f}x"]
+        lines.append("| " + " | ".join(cells) + " |")
+    gpus = ", ".join(one_or_list(r["gpu"] for r in rows))
+    dates = ", ".join(one_or_list(r["date"] for r in rows))
+    at = ", ".join(f"{k}={v}" for k, v in common) or "the shapes in the table"
+    lines.append("")
+    lines.append(f"Measured on {gpus} on {dates} at {at}; each idea timed without and with it in one lease "
+                 f"({', '.join(one_or_list(files))}).")
+    return lines
+
+
 def splice(path, results, figures, stats):
     """Fill the markers of one chapter; charts go to stats["figures"] as {file name: (marker, svg)}."""
     with open(path, encoding="utf-8") as f:
@@ -589,6 +730,17 @@ def splice(path, results, figures, stats):
         if not end or not end.group("close") or end.group("kind") != kind or end.group("name") != name:
             raise Failure(f"{path}:{i + 1}: <!-- {kind}:{name} --> is not followed by <!-- /{kind}:{name} -->")
         where = f"{path}:{i + 1}"
+        old = lines[i + 1:close]
+        if kind == "ideas":
+            entries = stats["ideas"].get(name)
+            if entries is None:
+                raise Failure(f"{where}: ideas:{name} has no row in {IDEAS}")
+            new = [""] + render_ideas(entries) + [""]
+            stats["tables"] += 1
+            changed |= new != old
+            out += [line] + new + [lines[close]]
+            i = close + 1
+            continue
         try:
             if kind == "bench":
                 x, filters = None, parse_name(name)
@@ -596,7 +748,6 @@ def splice(path, results, figures, stats):
                 _, x, filters = parse_chart_name(name)
         except ValueError as e:
             raise Failure(f"{where}: {e}") from None
-        old = lines[i + 1:close]
         new = old
         if x is None:
             source = next((r for r in reversed(results) if select(r[3], *filters)), None)
@@ -650,13 +801,15 @@ def main(argv):
     results_dir, chapters_dir = argv[1], argv[2]
     try:
         results = read_results(results_dir)
+        ideas = read_ideas(results_dir)
         chapters = sorted(os.path.join(root, f) for root, _, files in os.walk(chapters_dir)
                           for f in files if f.endswith(".md"))
         if not results:
             note(f"no <gpu>-<date>.csv in {results_dir}: the bench markers in {chapters_dir} are left untouched")
             return 0
         figures = os.path.join(chapters_dir, FIGURES)
-        stats = {"tables": 0, "charts": 0, "figures": {}, "sources": set(), "missing": [], "written": []}
+        stats = {"tables": 0, "charts": 0, "figures": {}, "sources": set(), "missing": [], "written": [],
+                 "ideas": ideas}
         for path in chapters:
             splice(path, results, figures, stats)
         write_figures(figures, stats)

@@ -13,7 +13,7 @@ example "0.523 ms", "85%", "2991 GB/s", "780 TFLOP/s", "1.6 GHz":
 unit and are not figures). Each figure in a checked file must be either
 
 - inside a spliced benchmark block, between `<!-- bench:NAME -->` and
-  `<!-- /bench:NAME -->` (or the bench-chart pair), which
+  `<!-- /bench:NAME -->` (or the bench-chart or ideas pair), which
   tools/bench_tables.py fills from the committed results, or
 - a number that appears, written the same way, in a committed file under
   RESULTS (docs/results/): a CSV, a `ladder bench` report, a run record or a
@@ -49,7 +49,7 @@ FIGURE_RE = re.compile(NUMBER + r"\s?(" + "|".join(re.escape(u) for u in UNITS) 
 TOKEN_RE = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\d])")
 # a number chained to the figure after it: "0.152 to " in "from 0.152 to 0.127 ms"
 CHAIN_RE = re.compile(NUMBER + r"\s*(?:to|and|or|against|→|->)\s*$")
-MARKER_RE = re.compile(r"^<!-- (/?)(bench|bench-chart):(.+?) -->\s*$")
+MARKER_RE = re.compile(r"^<!-- (/?)(bench|bench-chart|ideas):(.+?) -->\s*$")
 RESULT_EXTS = (".md", ".csv", ".txt")
 
 

@@ -75,6 +75,22 @@ def read(path):
         return f.read()
 
 
+def variant_row(commit, pas, causal, ms, date="2026-06-01"):
+    """One row of a variants CSV: the variant names itself in the commit column."""
+    return (f"GPU V,{date},{commit},flash,{pas},gpu_tensorcore,bf16,B=4 S=4096 D=128 causal={causal},{ms},1,2,3.0,"
+            "4.0,3000.0,780.0,0.1,0.5,0.3,\n")
+
+
+# Two variants timed in one lease, and a third file from another day.
+VARIANTS = NEW_HEAD + "".join(variant_row(c, p, k, ms) for c, p, k, ms in (
+    ("old", "fwd", 0, "2.0000"), ("old", "fwd", 1, "1.2000"), ("old", "bwd", 0, "5.0000"),
+    ("new", "fwd", 0, "1.0000"), ("new", "fwd", 1, "0.8000"), ("new", "bwd", 0, "5.0000"),
+    ("new", "fwd", 1, "0.7000")))  # a second round of one row: the median of the two, 0.7500
+LATER = NEW_HEAD + variant_row("newer", "fwd", 0, "0.5000", date="2026-06-02") + variant_row(
+    "newer", "fwd", 1, "0.4000", date="2026-06-02")
+IDEAS_HEAD = "table,idea,before,after,rows\n"
+
+
 class BenchTablesTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -354,6 +370,50 @@ class BenchTablesTest(unittest.TestCase):
         write(os.path.join(self.chapters, "c.md"), "<!-- bench:dynconv -->\n")
         write(os.path.join(self.results, "gpuy-2026-02-01.csv"), NEW)
         self.assertEqual(self.run_tool()[0], 1)
+
+
+    def splice_ideas(self, table, ideas):
+        write(os.path.join(self.results, "ideas.csv"), IDEAS_HEAD + ideas)
+        path = os.path.join(self.chapters, "c.md")
+        write(path, f"before\n<!-- ideas:{table} -->\nstale\n<!-- /ideas:{table} -->\nafter\n")
+        code, err = self.run_tool()
+        return code, err, read(path)
+
+    def test_ideas_table_sets_each_idea_against_the_run_without_it(self):
+        write(os.path.join(self.results, "gpuv-2026-06-01.csv"), VARIANTS)
+        code, err, text = self.splice_ideas(
+            "t", "t,the new loop,gpuv-2026-06-01.csv@old,gpuv-2026-06-01.csv@new,pass=fwd\n")
+        self.assertEqual(code, 0, err)
+        self.assertIn("| idea | shape | without, ms | with, ms | speed-up |", text)
+        self.assertIn("| the new loop | causal=0 | 2.0000 | 1.0000 | 2.00x |", text)
+        self.assertIn("| the new loop | causal=1 | 1.2000 | 0.7500 | 1.60x |", text)
+        self.assertNotIn("stale", text)
+        self.assertNotIn("5.0000", text)  # the backward rows do not fit the filter
+        self.assertIn("Measured on GPU V on 2026-06-01 at B=4, S=4096, D=128; each idea timed without and with it "
+                      "in one lease (gpuv-2026-06-01.csv).", text)
+        # the variants file is not a <gpu>-<date> run of its own for the bench markers, and ideas.csv is no run
+        self.assertNotIn("ideas.csv: ignored", err)
+
+    def test_ideas_from_two_leases_are_refused(self):
+        write(os.path.join(self.results, "gpuv-2026-06-01.csv"), VARIANTS)
+        write(os.path.join(self.results, "later.csv"), LATER)
+        code, err, text = self.splice_ideas("t", "t,later,gpuv-2026-06-01.csv@new,later.csv,pass=fwd\n")
+        self.assertEqual(code, 1)
+        self.assertIn("are not one lease", err)
+        self.assertIn("stale", text)
+
+    def test_an_idea_must_match_rows(self):
+        write(os.path.join(self.results, "gpuv-2026-06-01.csv"), VARIANTS)
+        for ideas, why in (("t,x,gpuv-2026-06-01.csv@old,gpuv-2026-06-01.csv@new,pass=fwd causal=7\n", "fits"),
+                           ("t,x,gpuv-2026-06-01.csv@gone,gpuv-2026-06-01.csv@new,pass=fwd\n", "commit 'gone'"),
+                           ("t,x,missing.csv,gpuv-2026-06-01.csv@new,\n", "is not a file"),
+                           ("t,x,gpuv-2026-06-01.csv@old,gpuv-2026-06-01.csv@new,pass\n", "NAME=VALUE")):
+            code, err, _ = self.splice_ideas("t", ideas)
+            self.assertEqual(code, 1, ideas)
+            self.assertIn(why, err)
+        code, err, _ = self.splice_ideas("other", "t,x,gpuv-2026-06-01.csv@old,gpuv-2026-06-01.csv@new,\n")
+        self.assertEqual(code, 1)
+        self.assertIn("ideas:other has no row in ideas.csv", err)
 
 
 if __name__ == "__main__":

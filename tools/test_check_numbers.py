@@ -75,9 +75,10 @@ class CheckNumbersTest(unittest.TestCase):
     def test_spliced_blocks_are_skipped(self):
         text = ("<!-- bench:dynconv:fwd -->\n| 0.111 ms | 12% |\n<!-- /bench:dynconv:fwd -->\n"
                 "<!-- bench-chart:dynconv:::B=2:W -->\n0.222 ms\n<!-- /bench-chart:dynconv:::B=2:W -->\n"
+                "<!-- ideas:flash-hopper -->\n| 0.444 ms | 1.50x |\n<!-- /ideas:flash-hopper -->\n"
                 "after: 0.333 ms\n")
         path = self.chapter(text)
-        self.assertEqual([(n, d) for n, _, d, _, _ in cn.figures(path)], [(7, "0.333")])
+        self.assertEqual([(n, d) for n, _, d, _, _ in cn.figures(path)], [(10, "0.333")])
 
     def test_traced_with_its_unit_or_in_a_table(self):
         path = self.chapter("4.562 ms\n3.256 ms\n80%\n13 µs\n0.25 GB/s\n7.5 ms\n80 ms\n4.562%\n96.0%\n")

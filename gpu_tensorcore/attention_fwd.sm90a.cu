@@ -389,7 +389,7 @@ ladder_status require_sm90(const char *why) {
  * How many of the Hopper ideas the forward that LADDER_TC_PATH names runs with: wgmma-1 one (wgmma from shared
  * memory, each product waited on at once: attn_fwd_wgmma_kernel), wgmma-2 two (and the softmax of one key tile
  * beside the products of the next: attn_fwd_wgmma_pipe_kernel), wgmma-3 three (and a producer warpgroup copying by
- * TMA for two consumers: attn_fwd_wgmma_ws_kernel); wgmma, and auto (or unset, or empty) where it picks
+ * TMA for its consumers: attn_fwd_wgmma_ws_kernel); wgmma, and auto (or unset, or empty) where it picks
  * the Hopper kernels, every idea written so far (HOPPER_IDEAS); 0 for mma and for a value it does not know.
  */
 constexpr int HOPPER_IDEAS = 3;

@@ -22,7 +22,7 @@
  *   wgmma-2                    the same, with the second idea's kernel: the softmax of one key tile beside the P V
  *                              of the tile before it (attn_fwd_wgmma_pipe_kernel);
  *   wgmma-3                    the same, with the third idea's kernel: a producer warpgroup copies the tiles by TMA,
- *                              two consumer warpgroups run the second idea's loop on them (attn_fwd_wgmma_ws_kernel),
+ *                              consumer warpgroups run the second idea's loop on them (attn_fwd_wgmma_ws_kernel),
  *                              where TMA can describe q, k and v (no packed sequences, inner stride 1, the other
  *                              strides multiples of 16 bytes); the second idea's kernel elsewhere (the mma.sync
  *                              ones past a head dim of 128); memeff and flex

@@ -77,7 +77,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[HDV / 8][4], uint32_t (&pv)[
 }
 
 /*
- * Idea 3: a producer warpgroup copies, two consumer warpgroups multiply (FlashAttention-3's warp specialization).
+ * Idea 3: a producer warpgroup copies, consumer warpgroups multiply (FlashAttention-3's warp specialization).
  * Ideas 1 and 2 copy with cp.async from the same warps that multiply: every warp spends instructions and registers
  * on addresses, and every key tile ends at a __syncthreads() that both warpgroups must reach. Here a block is three
  * warpgroups (two at a head dim of 64: ws_fwd_cfg). Warpgroup 0, the producer, gives most of its registers away

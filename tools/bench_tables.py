@@ -363,11 +363,17 @@ def cell(row, col, decimals, suffix):
     return given if given is not None else fmt(row[col], decimals, suffix)
 
 
-def render(rows, with_pass):
-    """The Markdown table and the line under it (no surrounding blank lines)."""
+def shape_split(rows):
+    """(the rows' distinct shapes, the pairs all of them share, the names whose values differ between them)."""
     shapes = one_or_list([tuple(r["_pairs"]) for r in rows])
     common = [p for p in shapes[0] if all(p in s for s in shapes)]
     varying = [k for k in one_or_list(k for s in shapes for k, _ in s) if k not in dict(common)]
+    return shapes, common, varying
+
+
+def render(rows, with_pass):
+    """The Markdown table and the line under it (no surrounding blank lines)."""
+    shapes, common, varying = shape_split(rows)
 
     cols = [c for c in COLUMNS if c[4] or any(num(r[c[0]]) is not None for r in rows)]
     head = (["pass"] if with_pass else []) + ["rung", "dtype"] + (["shape"] if len(shapes) > 1 else [])
@@ -683,9 +689,7 @@ def render_ideas(entries):
             matched.append((idea, r, other, before[key][1], after[key][1]))
         files += [b_name, a_name]
     rows = [m[1] for m in matched]
-    shapes = one_or_list([tuple(r["_pairs"]) for r in rows])
-    common = [p for p in shapes[0] if all(p in s for s in shapes)]
-    varying = [k for k in one_or_list(k for s in shapes for k, _ in s) if k not in dict(common)]
+    _, common, varying = shape_split(rows)
     with_pass = len(one_or_list(r["pass"] for r in rows)) > 1
     head = ["idea"] + (["pass"] if with_pass else []) + (["shape"] if varying else [])
     n_text = len(head)

@@ -79,6 +79,13 @@ inline bool ladder_tma_map_16bit(CUtensorMap *map, CUtensorMapDataType type, con
 __device__ __forceinline__ uint32_t ladder_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 /**
+ * Element (row @p r, column @p x < 64) of a box that TMA wrote in the 128-byte swizzle (ladder_tma_map_16bit()), as
+ * an index of 16-bit elements from the box's start: row r is 128 bytes, its 16-byte pieces permuted by r % 8. Read a
+ * piece at a time by lanes of different r % 8, a box meets no bank conflict.
+ */
+__device__ __forceinline__ int ladder_sw128_index(int r, int x) { return r * 64 + (((x / 8) ^ (r % 8)) * 8) + x % 8; }
+
+/**
  * mbarrier.init: the barrier @p bar expects @p count arrivals a phase. One thread initialises every barrier of the
  * block, then ladder_mbarrier_init_fence() and a __syncthreads() make them visible to the other threads and to the
  * copy engine.

@@ -1,13 +1,13 @@
 /*
  * gpu_tensorcore/attention_bwd.sm90a.cu: the dK/dV pass of the backward, with dQ's adds, on Hopper's warpgroup
- * matrix instructions, for the plain policy (flash, and memeff without hooks), compiled for sm_90a alone. The rest of
- * the backward (the Delta preprocess, the rounding of dQ's accumulator) is the mma.sync one (attention_tc_bwd.cuh,
- * whose bwd_launch calls bwd_wgmma_dkdv() here first).
+ * matrix instructions, for the plain policy (flash, and memeff without hooks) and the hooked one (memeff's bias, its
+ * gradient and dropout), compiled for sm_90a alone. The rest of the backward (the Delta preprocess, the rounding
+ * of dQ's accumulator) is the mma.sync one (attention_tc_bwd.cuh, whose bwd_launch calls bwd_wgmma_dkdv() here
+ * first).
  *
  * What changed since the mma.sync dK/dV pass, the forward's idea 3 applied to its loop:
- *   - A block is three warpgroups: a producer that copies and adds dQ (setmaxnreg 24) and two consumers that
- *     multiply (240).
- *     The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query tiles of the
+ *   - A block is three warpgroups: a producer that copies and adds dQ (setmaxnreg 24, 32 with the hooks) and two
+ *     consumers that multiply (240). The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query tiles of the
  *     heads of its group as before (kv_steps: the same steps, masked where they were).
  *   - The producer's thread 0 copies K and V once and then, per step, Q and dO into a ring of two stages by TMA
  *     (128-byte swizzled panels), counting their bytes on the stage's mbarrier; its warp's 32 lanes put the step's
@@ -21,9 +21,9 @@
  *     and dS^T are born in registers in the A-fragment layout, and dV += P^T dO and dK += dS^T Q take them from
  *     there (the RS form), with dO and Q read MN-major from their tiles: no P or dS tile in shared memory for them.
  *   - dQ = dS K needs all 128 keys of a query row: each consumer writes its dS^T into a core-matrix tile of shared
- *     memory (two, one per stage), the two consumers meet at a named barrier, and each multiplies 64 of the output
- *     (the 64 dQ columns of its half at a head dim of 128, its 64 query rows at 64, where a step has 128 rows) with
- *     dS as an MN-major A (the transpose flag of A) and K as an MN-major B.
+ *     memory (two, one per stage), the two consumers meet at a named barrier, and each multiplies its part of the
+ *     output (with 64 rows a step, every row and its half of the columns; with 128, at a head dim of 64 without
+ *     hooks, its 64 rows) with dS as an MN-major A (the transpose flag of A) and K as an MN-major B.
  *   - The consumers put the step's dQ into an fp32 tile of shared memory, and the producer warpgroup's warp 1, the
  *     dQ writer, adds the tile into dQ's fp32 accumulator with the copy engine's bulk reductions (write_dq()), while
  *     the consumers go on to the next step.
@@ -36,10 +36,19 @@
  * slope when capped; masked steps test each element against the row's key interval (seen from the key tile as an
  * offset from the diagonal, window_left and right, and the keys past the sequence's end).
  *
- * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): the plain policy; an sm_90
+ * With the hooked policy (p_and_ds_transposed_hooked()): the producer copies the step's bias tile by TMA with Q and
+ * dO (two 64-key panels, one a consumer, in the 128-byte swizzle), and a consumer reads its elements from there; each
+ * consumer warp draws dropout's bits for its 16 keys before the step's products (kept_part(): one Philox block a
+ * lane, traded by shuffles); and dS before the softcap's slope, the bias's gradient, replaces the bias in the tile,
+ * from where the warp stores its rows 16 bytes at a time (sink_part()) while dV's and dK's products run. A step has
+ * 64 query rows at both head dims.
+ *
+ * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): the plain or hooked policy; an sm_90
  * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); D a
  * multiple of 4 (dQ's rows whole 16-byte pieces, for the bulk reductions); no packed sequences; q, k, v and dO with
- * inner stride 1 and the other strides multiples of 16 bytes (TMA).
+ * inner stride 1 and the other strides multiples of 16 bytes (TMA); with the hooks, a bias TMA can describe (broadcast
+ * over batch rows and heads at most), its gradient in its own storage with 16-byte aligned rows (not the fp32
+ * scratch of a broadcast bias's gradient), and dropout's draws starting on multiples of four (Sk and the offset).
  * Run it:  build/bin/ladder run flash --rung gpu_tensorcore            (the default on sm_90)
  *          LADDER_TC_PATH=mma build/bin/ladder run flash --rung gpu_tensorcore   (the mma.sync pass, for comparison)
  */
@@ -63,16 +72,23 @@ struct stage_info {
     int i0, rows, masked, h;
 };
 
-template <int HD> struct ws_bwd_cfg {
+template <class Pol, int HD> struct ws_bwd_cfg {
     static constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1);
-    static constexpr int BC = 64 * CONSUMERS;      /* keys per block: 64 per consumer (the rows of its products) */
-    static constexpr int BR = HD == 64 ? 128 : 64; /* query rows per step: S^T is m64 n{BR}, 32 or 64 registers */
+    static constexpr int BC = 64 * CONSUMERS; /* keys per block: 64 per consumer (the rows of its products) */
+    /* query rows per step: S^T is m64 n{BR}, 32 or 64 registers; 64 with the hooks, whose per-element work needs
+     * registers beside S^T and dP^T */
+    static constexpr int BR = HD == 64 && !Pol::EXTRAS ? 128 : 64;
     static_assert(HD == 64 || HD == 128, "the products are m64n64 and m64n128");
+    /* dQ's part of each consumer: with 128 rows a step, its 64 rows (QO = 64 a consumer), every column; with 64,
+     * every row and its half of the columns (CO = HD / 2 a consumer) */
+    static constexpr int QO = BR == 128 ? 64 : 0, CO = BR == 128 ? 0 : HD / 2, DQ_N = BR == 128 ? HD : HD / 2;
     static constexpr int STAGES = 2;
     /* the step infos' ring: the dQ writer reads a step's info after the consumers have freed its stage, and the
      * producer writes the slot again four steps later, when the writer is done with it */
     static constexpr int INFOS = 4;
-    static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240; /* as the forward's: 2 * 128 * 240 + 128 * 24 */
+    /* as the forward's: 2 * 128 * 240 + 128 * 24; with the hooks the producer keeps 32 (its bias copies spilled
+     * in 24), all 65536 of the multiprocessor's registers */
+    static constexpr int PRODUCER_REGS = Pol::EXTRAS ? 32 : 24, CONSUMER_REGS = 240;
     /* named barriers (0 is __syncthreads()'s): the consumers' dS^T tiles; per stage "full" and "free" between the
      * producer's warp 0 and the consumers, for what that warp stores into the stage itself; "dQ full" and "dQ free"
      * between the consumers and the dQ writer, for the dQ tile. BAR_THREADS meet at each but DS_BAR: a warp of the
@@ -83,15 +99,18 @@ template <int HD> struct ws_bwd_cfg {
      * in dQ's accumulator, and one bulk reduction adds them all (the consumers' column pairs then meet 4-way bank
      * conflicts, which cost less than a reduction per row) */
     static constexpr int DQ_STRIDE = HD;
+    /* the hooks' bias tile of a stage: the step's BR queries by the block's keys, two panels of 64 keys (a
+     * consumer's) in the 128-byte swizzle, copied by TMA with Q and dO */
+    static constexpr uint32_t BIAS_BYTES = Pol::EXTRAS ? 2 * BR * BC : 0;
     static constexpr uint32_t K_BYTES = 2 * BC * HD, Q_BYTES = 2 * BR * HD, DS_BYTES = 2 * BC * BR;
     /* byte offsets from the 1024-byte aligned base: K, V; per stage Q, dO (128-byte swizzled panels), dS^T (a
-     * core-matrix tile), lse, Delta; dQ's fp32 tile; the steps' infos; the mbarriers: K and V's "full", each stage's
-     * "full" (the bytes of its Q and dO) */
+     * core-matrix tile), the bias tile; per stage lse, Delta; dQ's fp32 tile; the steps' infos; the mbarriers: K
+     * and V's "full", each stage's "full" (the bytes of its Q and dO) */
     static constexpr uint32_t V_AT = K_BYTES, Q_AT = 2 * K_BYTES, DO_AT = Q_AT + STAGES * Q_BYTES,
-                              DS_AT = DO_AT + STAGES * Q_BYTES, L2_AT = DS_AT + STAGES * DS_BYTES,
-                              D_AT = L2_AT + STAGES * BR * 4, DQ_AT = D_AT + STAGES * BR * 4,
-                              INFO_AT = DQ_AT + BR * DQ_STRIDE * 4, BAR_AT = INFO_AT + INFOS * sizeof(stage_info),
-                              END = BAR_AT + 8 * (1 + STAGES);
+                              DS_AT = DO_AT + STAGES * Q_BYTES, BIAS_AT = DS_AT + STAGES * DS_BYTES,
+                              L2_AT = BIAS_AT + STAGES * BIAS_BYTES, D_AT = L2_AT + STAGES * BR * 4,
+                              DQ_AT = D_AT + STAGES * BR * 4, INFO_AT = DQ_AT + BR * DQ_STRIDE * 4,
+                              BAR_AT = INFO_AT + INFOS * sizeof(stage_info), END = BAR_AT + 8 * (1 + STAGES);
     static constexpr size_t SMEM = 1024 + END;
 };
 
@@ -137,6 +156,102 @@ __device__ __forceinline__ void p_and_ds_transposed(const args &a, float (&sc)[B
             float dS = P * (dp[i][c] - (e ? de.y : de.x));
             if (CAPPED) dS *= ladder_attn_softcap_grad(x, a.softcap);
             sc[i][c] = P, dp[i][c] = dS;
+        }
+    }
+}
+
+/*
+ * The hooks (memeff), for one consumer warp: its part of a step is the step's queries (BR of them, from position q0
+ * along Sq, rows real) by the warp's 16 keys (from position key0 along Sk, keys of them real: fewer than 16, or
+ * none, in a sequence's last key tile), of query head h, batch row b.
+ */
+struct warp_part {
+    int64_t b, h, q0, key0;
+    int rows, keys;
+};
+
+/*
+ * The bias's gradient of a warp's part, which p_and_ds_transposed_hooked() left in the bias tile in place of the
+ * bias, into @p d (storage of T, rows 16-byte aligned: the launcher checks it), 16 bytes a store, the real rows and
+ * keys only: rows r of the part, keys 16 w .. 16 w + 15 of the consumer's panel @p Bp.
+ */
+template <int BR>
+__device__ __forceinline__ void sink_part(const ladder_attn_ds_sink &d, const uint16_t *Bp, int w, const warp_part &p,
+                                          int lane) {
+    uint16_t *base = (uint16_t *)d.p + p.b * d.s[0] + p.h * d.s[1] + p.q0 * d.s[2] + p.key0;
+    for (int x = lane; x < 2 * BR; x += 32) {
+        const int r = x / 2, c = 8 * (x % 2), n = p.keys - c; /* the piece's real keys */
+        if (r >= p.rows || n <= 0) continue;
+        const uint16_t *src = Bp + ladder_sw128_index(r, 16 * w + c);
+        uint16_t *dst = base + r * d.s[2] + c;
+        if (n >= 8) *(uint4 *)dst = *(const uint4 *)src;
+        else
+            for (int e = 0; e < n; e++) dst[e] = src[e];
+    }
+}
+
+/*
+ * Dropout's kept bits of a warp's part, for this lane's elements (p_and_ds_transposed's: keys g, g + 8 of the
+ * warp's 16, queries 8 i + 2 t, + 1): bit 4 i + c for element c of row block i. The 8 queries of a row block by the
+ * 16 keys draw 32 Philox blocks of four consecutive outputs (the keys' counters start on a multiple of four: the
+ * launcher checks it), one a lane: lane L the block of query 8 i + 2 (L % 4) + (L / 4) % 2 and keys 4 (L / 8) ..
+ * + 3, and four shuffles bring each lane its own bits. Every bit is set without dropout.
+ */
+template <int BR>
+__device__ __forceinline__ uint32_t kept_part(const ladder_attn_hooks &k, const args &a, const warp_part &w, int lane) {
+    static_assert(BR <= 64, "a lane's bits fit one word");
+    if (k.dropout_p <= 0.0f) return ~0u;
+    const int g = lane / 4, t = lane % 4;
+    uint32_t kept = 0;
+#pragma unroll 1 /* unrolled, the Philox rounds of the row blocks interleave and spill */
+    for (int i = 0; i < BR / 8; i++) {
+        const int64_t query = w.q0 + 8 * i + 2 * (lane % 4) + (lane / 4) % 2, key = w.key0 + 4 * (lane / 8);
+        const ladder_philox4 x = ladder_philox_block(k.seed, ladder_dropout_counter(k.offset, w.b, w.h, query, key,
+                                                                                     a.Hq, a.Sq, a.Sk) / 4);
+        uint32_t drawn = 0; /* bit u: output u of the block, kept */
+#pragma unroll
+        for (int u = 0; u < 4; u++) drawn |= (uint32_t)(x.w[u] >= k.keep_min) << u;
+#pragma unroll
+        for (int c = 0; c < 4; c++) { /* key g + 8 (c / 2): block g / 4 + 2 (c / 2); query 2 t + c % 2 */
+            const int from = 8 * (g / 4 + 2 * (c / 2)) + 4 * (c % 2) + t;
+            kept |= ((__shfl_sync(0xffffffffu, drawn, from) >> (g % 4)) & 1u) << (4 * i + c);
+        }
+    }
+    return kept;
+}
+
+/*
+ * p_and_ds_transposed with the hooks, as p_and_ds_hooked (attention_tc_bwd.cuh) forms them: S gains the bias (from
+ * the consumer's panel @p Bp of the step's bias tile, when there is one), P is kept or dropped by the bits of
+ * kept_part(); the stored P^T is P where kept and 0 where dropped (dV's 1 / (1 - p) is applied once, to the sum),
+ * dS = P (dP f - Delta) with f dropout's factor, and with @p sink dS before the softcap's slope, the bias's
+ * gradient, replaces the bias in the tile (sink_part() stores it). Key g of the warp's part is key k_row of the
+ * block's tile and key 16 w + g of the panel.
+ */
+template <class T, int BR, bool MASKED, bool CAPPED>
+__device__ __forceinline__ void p_and_ds_transposed_hooked(const args &a, float (&sc)[BR / 8][4],
+                                                           float (&dp)[BR / 8][4], const float *L2, const float *Dl,
+                                                           float sl2, const diag_window &win, int i0, int k_row,
+                                                           uint16_t *Bp, bool biased, bool sink, uint32_t kept, int w,
+                                                           int lane) {
+    const ladder_attn_hooks &hk = a.hooks;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < BR / 8; i++) {
+        const float2 l2 = *(const float2 *)(L2 + 8 * i + 2 * t), de = *(const float2 *)(Dl + 8 * i + 2 * t);
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int e = c & 1, r = 8 * i + 2 * t + e, at = ladder_sw128_index(r, 16 * w + g + 8 * (c / 2));
+            float x = sc[i][c];
+            if (CAPPED) x = ladder_attn_softcap(a.scale * x, a.softcap);
+            const float bias = biased ? ladder_to_float<T>(Bp[at]) : 0.0f;
+            float P = ladder_ex2_ftz(fmaf(x, sl2, fmaf(bias, LADDER_LOG2E, -(e ? l2.y : l2.x))));
+            if (MASKED && !win.sees(i0, r, k_row + 8 * (c / 2))) P = 0.0f;
+            const bool keep = (kept >> (4 * i + c)) & 1u;
+            const float sunk = P * (dp[i][c] * (keep ? hk.keep_scale : 0.0f) - (e ? de.y : de.x));
+            sc[i][c] = keep ? P : 0.0f;
+            dp[i][c] = CAPPED ? sunk * ladder_attn_softcap_grad(x, a.softcap) : sunk;
+            if (sink) Bp[at] = ladder_from_float<T>(sunk);
         }
     }
 }
@@ -207,17 +322,18 @@ __device__ __forceinline__ void write_dq(const args &a, int *turns, int n_steps,
     ladder_bulk_wait();
 }
 
-template <class T, int HD>
-__global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
+template <class Pol, class T, int HD>
+__global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
     attn_bwd_wgmma_ws_kernel(args a, int *turns, const __grid_constant__ CUtensorMap tq,
                              const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
-                             const __grid_constant__ CUtensorMap tdo) {
-    using C = ws_bwd_cfg<HD>;
+                             const __grid_constant__ CUtensorMap tdo, const __grid_constant__ CUtensorMap tb) {
+    using C = ws_bwd_cfg<Pol, HD>;
     constexpr int BR = C::BR, BC = C::BC, ST = C::STAGES;
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint8_t *base = smem_raw + ((1024 - ladder_smem_addr(smem_raw) % 1024) % 1024);
     uint16_t *Ks = (uint16_t *)base, *Vs = (uint16_t *)(base + C::V_AT), *Qs = (uint16_t *)(base + C::Q_AT),
-             *dOs = (uint16_t *)(base + C::DO_AT), *dSs = (uint16_t *)(base + C::DS_AT);
+             *dOs = (uint16_t *)(base + C::DO_AT), *dSs = (uint16_t *)(base + C::DS_AT),
+             *Bs = (uint16_t *)(base + C::BIAS_AT);
     float *L2s = (float *)(base + C::L2_AT), *Ds = (float *)(base + C::D_AT); /* stage s: + s * BR */
     float *dQs = (float *)(base + C::DQ_AT);
     stage_info *info = (stage_info *)(base + C::INFO_AT);
@@ -228,7 +344,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     const int64_t hk = own.hk, b = own.b;
     const ladder_attn_seq seq = ladder_attn_sequence(a.cu_q, a.cu_k, s, a.Sq, a.Sk);
     const int64_t keys = seq.Lk - j0 < BC ? seq.Lk - j0 : BC;
-    auto steps = kv_steps<plain, BR, BC>(a, seq, b, hk, (int)(a.Hq / a.Hkv), j0, keys);
+    auto steps = kv_steps<Pol, BR, BC>(a, seq, b, hk, (int)(a.Hq / a.Hkv), j0, keys);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wg = warp / 4;
     if (threadIdx.x == 0) {
         ladder_mbarrier_init(kv_full, 1);
@@ -257,12 +373,18 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
             if (n >= ST) ladder_named_barrier(C::FREE_BAR + st, C::BAR_THREADS); /* the consumers are done with it */
             if (lane == 0) {
                 info[slot] = stage_info{q.row0, (int)q.i0, (int)q.rows, steps.masked(), (int)q.h};
-                ladder_mbarrier_expect(&q_full[st], 2 * C::Q_BYTES);
+                const bool biased = Pol::EXTRAS && a.hooks.bias;
+                ladder_mbarrier_expect(&q_full[st], 2 * C::Q_BYTES + (biased ? C::BIAS_BYTES : 0));
                 const int row = (int)(seq.q0 + q.i0);
                 for (int c = 0; c < HD; c += 64) {
                     ladder_tma_load(Qs + st * BR * HD + c * BR, &tq, &q_full[st], c, row, (int)q.h, (int)b);
                     ladder_tma_load(dOs + st * BR * HD + c * BR, &tdo, &q_full[st], c, row, (int)q.h, (int)b);
                 }
+                /* the bias's map has one head, or one batch row, where it is broadcast over them */
+                if (biased)
+                    for (int c = 0; c < BC; c += 64)
+                        ladder_tma_load(Bs + st * (C::BIAS_BYTES / 2) + c * BR, &tb, &q_full[st], (int)(seq.k0 + j0) + c,
+                                        row, a.bias.s[1] ? (int)q.h : 0, a.bias.s[0] ? (int)b : 0);
             }
             for (int r = lane; r < BR; r += 32) {
                 const bool in = r < q.rows;
@@ -282,13 +404,19 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
     const bool capped = a.softcap > 0.0f;
     const float sl2 = (capped ? 1.0f : a.scale) * LADDER_LOG2E; /* S = sl2 / log2(e) * x, x q.k or the capped S */
     const diag_window win(a.mask, j0, seq.Lq, seq.Lk, keys);
-    /* dQ's part of this consumer: rows qo.., columns co.. (64 each) */
-    constexpr int QO = HD == 128 ? 0 : 64, CO = HD == 128 ? 64 : 0; /* times cw */
+    /* dQ's part of this consumer: rows cw QO.., columns cw CO.. */
+    constexpr int QO = C::QO, CO = C::CO;
+    /* the hooks: is there a bias, does dS go to its gradient; this warp's part of a step (warp_part) */
+    const bool biased = Pol::EXTRAS && a.hooks.bias, sink = Pol::EXTRAS && a.hooks.dbias.p;
+    auto part_of = [&](const stage_info &q) {
+        return warp_part{b, q.h, seq.q0 + q.i0, seq.k0 + j0 + kw + 16 * w, q.rows, (int)keys - (kw + 16 * w)};
+    };
     /* Every operand's descriptor is the base's address plus its byte offset / 16 plus its fields, constants but for
      * the base (ladder_wgmma_desc_fields()): K and V as A (K-major, this consumer's rows of 128-row panels, their k16
      * step kk 32 bytes right in panel kk / 4); Q and dO as B, K-major for S^T and dP^T (BR-row panels), MN-major
      * for dV and dK (a k16 step 16 rows, 2048 bytes, down); dS^T as dQ's A (MN-major, from query qo; a k16 step 16
-     * keys, two rows of core matrices, down); K as dQ's B (MN-major, panel co / 64). */
+     * keys, two rows of core matrices, down); K as dQ's B (MN-major, column co: panel co / 64, co % 64 columns
+     * into its rows). */
     const uint64_t at = ladder_wgmma_desc_address(base);
     constexpr uint64_t SW_K = ladder_wgmma_desc_fields(16, 1024, 1), SW_MN_Q = ladder_wgmma_desc_fields(BR * 128, 1024, 1),
                        SW_MN_K = ladder_wgmma_desc_fields(BC * 128, 1024, 1), CM_MN = ladder_wgmma_desc_fields(BR * 16, 128, 0);
@@ -315,6 +443,10 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         ladder_mbarrier_wait(&q_full[st], ph);                    /* its Q and dO */
         const stage_info q = info[n % C::INFOS];
         const float *L2 = L2s + st * BR, *Dl = Ds + st * BR;
+        /* dropout's bits, drawn before the products: beside S^T and dP^T, the Philox rounds spilled */
+        uint32_t kept = 0;
+        if constexpr (Pol::EXTRAS) kept = kept_part<BR>(a.hooks, a, part_of(q), lane);
+        uint16_t *Bp = Bs + st * (C::BIAS_BYTES / 2) + cw * 64 * BR; /* this consumer's panel of the bias tile */
         float sc[BR / 8][4], dp[BR / 8][4]; /* S^T and dP^T: keys k_row (+8), queries 8 i + 2 t (+1) */
         ladder_wgmma_fence();
 #pragma unroll
@@ -331,7 +463,15 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         ladder_wgmma_hold(dp);
 
         /* P^T and dS^T, in place of S^T and dP^T: a copy of the loop per case, behind uniform branches */
-        if (q.masked) {
+        if constexpr (Pol::EXTRAS) {
+            if (q.masked) {
+                if (capped) p_and_ds_transposed_hooked<T, BR, true, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, Bp, biased, sink, kept, w, lane);
+                else p_and_ds_transposed_hooked<T, BR, true, false>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, Bp, biased, sink, kept, w, lane);
+            } else {
+                if (capped) p_and_ds_transposed_hooked<T, BR, false, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, Bp, biased, sink, kept, w, lane);
+                else p_and_ds_transposed_hooked<T, BR, false, false>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, Bp, biased, sink, kept, w, lane);
+            }
+        } else if (q.masked) {
             if (capped) p_and_ds_transposed<BR, true, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
             else p_and_ds_transposed<BR, true, false>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, t);
         } else {
@@ -371,19 +511,25 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         for (int kb = 0; kb < BR / 16; kb++)
             ladder_wgmma_rs<T, HD, true>(dk, da[kb], desc(C::Q_AT + st * C::Q_BYTES + kb * 2048, SW_MN_Q), true);
         ladder_wgmma_commit();
+        if (sink) { /* while dV's and dK's products run: the bias's gradient out of the tile */
+            __syncwarp();
+            sink_part<BR>(a.hooks.dbias, Bp, w, part_of(q), lane);
+        }
+        if (biased) ladder_fence_proxy_async(); /* the tile read (and written) before TMA fills it again */
 
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dv);
         ladder_wgmma_hold(dk);
 
         /* dQ = dS K, once P^T's and dS^T's registers are free: rows qo + 16 w + g (+8), columns co + 8 i + 2 t (+1) */
-        float dq[8][4];
+        float dq[C::DQ_N / 8][4];
         ladder_named_barrier(C::DS_BAR, 128 * C::CONSUMERS); /* both halves of dS^T are in */
         ladder_wgmma_fence();
+        constexpr uint32_t K_COL = (CO / 64) * BC * 128 + (CO % 64) * 2; /* K's column CO, times cw */
 #pragma unroll
         for (int kb = 0; kb < BC / 16; kb++)
-            ladder_wgmma_ss<T, 64, true, true>(dq, desc(C::DS_AT + st * C::DS_BYTES + cw * QO * 16 + kb * 32 * BR, CM_MN),
-                                               desc(cw * CO * BC * 2 + kb * 2048, SW_MN_K), kb > 0);
+            ladder_wgmma_ss<T, C::DQ_N, true, true>(dq, desc(C::DS_AT + st * C::DS_BYTES + cw * QO * 16 + kb * 32 * BR, CM_MN),
+                                                    desc(cw * K_COL + kb * 2048, SW_MN_K), kb > 0);
         ladder_wgmma_commit();
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dq);
@@ -394,7 +540,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
 #pragma unroll
         for (int h = 0; h < 2; h++)
 #pragma unroll
-            for (int i = 0; i < 8; i++)
+            for (int i = 0; i < C::DQ_N / 8; i++)
                 *(float2 *)(dst_q + 8 * h * C::DQ_STRIDE + 8 * i) = make_float2(dq[i][2 * h], dq[i][2 * h + 1]);
         ladder_fence_proxy_async(); /* before the writer's bulk reductions read it */
         ladder_named_barrier_arrive(C::DQ_FULL_BAR, C::BAR_THREADS);
@@ -408,6 +554,8 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
 
     /* dK = scale * sum dS^T Q and dV, rounded to T: keys k_row (+8), columns 8 i + 2 t (+1) */
     const int64_t key0 = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0; /* the tile's first key, as a row of dK and dV */
+    /* dropout's 1 / (1 - p), which the stored P^T left out */
+    const float vs = Pol::EXTRAS && a.hooks.dropout_p > 0.0f ? a.hooks.keep_scale : 1.0f;
     if (keys == BC && a.D == HD && a.Dv == HD && (((uintptr_t)a.dk | (uintptr_t)a.dv) & 3) == 0) {
         uint16_t *dk0 = a.dk + (key0 + k_row) * HD + 2 * t, *dv0 = a.dv + (key0 + k_row) * HD + 2 * t;
 #pragma unroll
@@ -416,7 +564,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
             for (int i = 0; i < HD / 8; i++) {
                 *(uint32_t *)(dk0 + 8 * h * HD + 8 * i) =
                     ladder_pack2_float<T>(a.scale * dk[i][2 * h], a.scale * dk[i][2 * h + 1]);
-                *(uint32_t *)(dv0 + 8 * h * HD + 8 * i) = ladder_pack2_float<T>(dv[i][2 * h], dv[i][2 * h + 1]);
+                *(uint32_t *)(dv0 + 8 * h * HD + 8 * i) = ladder_pack2_float<T>(vs * dv[i][2 * h], vs * dv[i][2 * h + 1]);
             }
         return;
     }
@@ -429,22 +577,24 @@ __global__ void __launch_bounds__(ws_bwd_cfg<HD>::THREADS, 1)
         for (int i = 0; i < HD / 8; i++) {
             const int col = 8 * i + 2 * t + (c & 1);
             if (col < a.D) a.dk[row * a.D + col] = ladder_from_float<T>(a.scale * dk[i][c]);
-            if (col < a.Dv) a.dv[row * a.Dv + col] = ladder_from_float<T>(dv[i][c]);
+            if (col < a.Dv) a.dv[row * a.Dv + col] = ladder_from_float<T>(vs * dv[i][c]);
         }
     }
 }
 
 } // namespace
 
-template <class T, int HD>
+template <class Pol, class T, int HD>
 ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum, bool *ran) {
-    using C = ws_bwd_cfg<HD>;
+    using C = ws_bwd_cfg<Pol, HD>;
     *ran = false;
     bool wgmma = false;
     LADDER_TRY(use_wgmma(&wgmma));
     /* packed sequences: a box would read across a sequence's end; dQ's rows must be whole 16-byte pieces for the
      * writer's bulk reductions */
     if (!wgmma || a.cu_q || a.D % 4 != 0) return LADDER_OK;
+    /* dropout: each row's draws start on a multiple of four (kept_part()) */
+    if (Pol::EXTRAS && a.hooks.dropout_p > 0.0f && (a.Sk % 4 != 0 || a.hooks.offset % 4 != 0)) return LADDER_OK;
     const CUtensorMapDataType type =
         std::is_same<T, __nv_bfloat16>::value ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     CUtensorMap tq, tk, tv, tdo;
@@ -453,6 +603,19 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
         !ladder_tma_map_16bit(&tk, type, a.k.p, a.B, a.Hkv, a.Sk, a.D, a.k.s, C::BC) ||
         !ladder_tma_map_16bit(&tv, type, a.v.p, a.B, a.Hkv, a.Sk, a.Dv, a.v.s, C::BC))
         return LADDER_OK;
+    /* the hooks: a bias TMA can describe, broadcast over batch rows and heads at most (one of them in its map);
+     * its gradient, where asked for, in the bias's own storage with 16-byte aligned rows (sink_part()) */
+    CUtensorMap tb = {};
+    if (Pol::EXTRAS && a.hooks.bias) {
+        const ladder_attn_ds_sink &d = a.hooks.dbias;
+        if ((a.bias.s[2] == 0 && a.Sq > 1) ||
+            !ladder_tma_map_16bit(&tb, type, a.bias.p, a.bias.s[0] ? a.B : 1, a.bias.s[1] ? a.Hq : 1, a.Sq, a.Sk,
+                                  a.bias.s, C::BR))
+            return LADDER_OK;
+        if (d.p && (d.f32 || d.s[3] != 1 || d.s[2] % 8 != 0 || d.s[1] % 8 != 0 || d.s[0] % 8 != 0 ||
+                    (uintptr_t)d.p % 16 != 0))
+            return LADDER_OK;
+    }
     /* dQ's accumulator (the caller's for the atomics, *accum in deterministic mode) starts at zero (fully masked rows
      * stay so); in deterministic mode, so do the turn counters, one per query tile */
     const size_t accum_bytes = sizeof(float) * (size_t)(a.B * a.Hq * a.Sq * a.D);
@@ -468,16 +631,20 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
         LADDER_CUDA_TRY(cudaMemsetAsync(turns.ptr, 0, bytes));
     }
     const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sk, C::BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
-    LADDER_TRY(ladder_allow_smem(attn_bwd_wgmma_ws_kernel<T, HD>, C::SMEM));
-    attn_bwd_wgmma_ws_kernel<T, HD><<<grid, C::THREADS, C::SMEM>>>(a, (int *)turns.ptr, tq, tk, tv, tdo);
+    LADDER_TRY(ladder_allow_smem(attn_bwd_wgmma_ws_kernel<Pol, T, HD>, C::SMEM));
+    attn_bwd_wgmma_ws_kernel<Pol, T, HD><<<grid, C::THREADS, C::SMEM>>>(a, (int *)turns.ptr, tq, tk, tv, tdo, tb);
     LADDER_LAUNCH_CHECK("attn_bwd_wgmma_ws_kernel");
     *ran = true;
     return LADDER_OK;
 }
 
-template ladder_status bwd_wgmma_dkdv<__nv_bfloat16, 64>(args &, bool, ladder_scratch *, bool *);
-template ladder_status bwd_wgmma_dkdv<__half, 64>(args &, bool, ladder_scratch *, bool *);
-template ladder_status bwd_wgmma_dkdv<__nv_bfloat16, 128>(args &, bool, ladder_scratch *, bool *);
-template ladder_status bwd_wgmma_dkdv<__half, 128>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<plain, __nv_bfloat16, 64>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<plain, __half, 64>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<plain, __nv_bfloat16, 128>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<plain, __half, 128>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<hooked, __nv_bfloat16, 64>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<hooked, __half, 64>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<hooked, __nv_bfloat16, 128>(args &, bool, ladder_scratch *, bool *);
+template ladder_status bwd_wgmma_dkdv<hooked, __half, 128>(args &, bool, ladder_scratch *, bool *);
 
 } // namespace attn_tc

@@ -17,7 +17,7 @@
  * Every product is ladder_mma_warp_tile (common/mma.cuh) over a warp tile of two m16 row blocks by 4 or more
  * n8 column blocks, so that each fragment loaded from shared memory feeds two or more mmas. On an sm_90 GPU,
  * bwd_launch runs the Hopper kernel of the dK/dV pass in place of steps 2 and 3 where it covers the problem
- * (attention_bwd.sm90a.cu: the plain policy, head dims up to 128): dQ by the copy engine's bulk reductions, in
+ * (attention_bwd.sm90a.cu: the plain and hooked policies, head dims up to 128): dQ by the copy engine's bulk reductions, in
  * deterministic mode in a fixed order of turns; step 1 and dQ's rounding stay these.
  *
  * With the hooked policy (memeff): S gains the bias, V meets P f (dropout's factor f, 0 or 1 / (1 - p)), so the
@@ -752,8 +752,8 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(args a, 
     LADDER_TRY(ladder_attn_delta<T>(a, a.dout.p, a.dout.s, a.o, a.delta));
     bool hopper = false; /* the plain policy's pass on Hopper, dQ included, where it runs (attention_bwd.sm90a.cu) */
     ladder_scratch hopper_accum; /* its accumulator in deterministic mode, until dQ's conversion has read it */
-    if constexpr (!Pol::EXTRAS && !Pol::FLEX && HD == HDV && HD <= 128)
-        LADDER_TRY((bwd_wgmma_dkdv<T, HD>(a, deterministic, &hopper_accum, &hopper)));
+    if constexpr (!Pol::FLEX && HD == HDV && HD <= 128)
+        LADDER_TRY((bwd_wgmma_dkdv<Pol, T, HD>(a, deterministic, &hopper_accum, &hopper)));
     if (!hopper) {
         /* atomics add into dQ's fp32 accumulator: it starts at zero (fully masked rows stay so) */
         if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(rows * a.D)));

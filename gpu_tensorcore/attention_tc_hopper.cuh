@@ -3,10 +3,11 @@
  * generation runs (LADDER_TC_PATH), and the Hopper kernels' entry points (attention_fwd.sm90a.cu,
  * attention_flex_fwd.sm90a.cu, attention_bwd.sm90a.cu). Host code: it is included by files compiled for every
  * architecture, and names no sm_90a instruction. The Hopper kernels: the forwards of flash (ideas 1 to 3; idea 3 at a
- * head dim of 256 too), of memeff without a bias or split keys (idea 3, head dims as flash's) and of flex (idea 3,
- * head dims up to 128); the backward's dK/dV pass with dQ's adds (atomic, or ordered in
- * deterministic mode) with the plain policy (flash, memeff without hooks), under every value of LADDER_TC_PATH that
- * picks Hopper. Every other backward is the mma.sync one on every GPU.
+ * head dim of 256 too), of memeff without split keys (idea 3, head dims as flash's; with a bias, up to 128) and of
+ * flex (idea 3, head dims up to 128); the backward's dK/dV pass with dQ's adds (atomic, or ordered in deterministic
+ * mode) with the plain policy (flash, memeff without hooks) and the hooked one (memeff's bias, its gradient and
+ * dropout), head dims up to 128, under every value of LADDER_TC_PATH that picks Hopper. Every other backward is the
+ * mma.sync one on every GPU.
  *
  * LADDER_TC_PATH, read at every call (so that a test can run both generations in one process):
  *   auto (or unset, or empty)  on sm_90 devices what wgmma picks (LADDER_TC_WGMMA_DEFAULT), elsewhere the mma.sync
@@ -66,22 +67,23 @@ ladder_status fwd_wgmma(const args &a, ladder_dtype dtype, bool *ran);
  * and 2 alone exist for flash). */
 ladder_status use_every_idea(bool *yes);
 
-/* Memeff's forward on the Hopper kernel with every idea, with the hooked policy (dropout; with_hooks) or the plain
- * one, where LADDER_TC_PATH and the device allow it (use_every_idea()) and the kernel covers the
- * problem (fwd_ws_covers(), no bias, no split keys, tensors TMA can describe): *ran true. Else nothing is
- * launched, *ran is false, and the caller runs the mma.sync kernels. */
+/* Memeff's forward on the Hopper kernel with every idea, with the hooked policy (dropout, a bias; with_hooks) or the
+ * plain one, where LADDER_TC_PATH and the device allow it (use_every_idea()) and the kernel covers the problem
+ * (fwd_ws_covers(), no split keys, tensors TMA can describe; a bias at head dims up to 128, broadcast over batch rows
+ * and heads at most): *ran true. Else nothing is launched, *ran is false, and the caller runs the mma.sync kernels. */
 ladder_status fwd_wgmma_memeff(const args &a, bool with_hooks, ladder_dtype dtype, bool *ran);
 
 /* The same for flex's forward with score mod @p mod at head dims (HD, HD) (attention_flex_fwd.sm90a.cu). */
 template <int HD> ladder_status fwd_wgmma_flex(const args &a, int mod, ladder_dtype dtype, bool *ran);
 
 /* The backward's dK/dV pass with dQ's adds into a.dq_accum (which it zeroes first; by bulk reductions in any order,
- * or @p deterministic, in a fixed order of turns) on the Hopper kernel, plain policy, at head dims (HD, HD)
- * (attention_bwd.sm90a.cu), where use_wgmma() says Hopper and the kernel covers the problem (no packed sequences, D
- * a multiple of 4, tensors TMA can describe): *ran true. In deterministic mode the accumulator is allocated into
+ * or @p deterministic, in a fixed order of turns) on the Hopper kernel, policy Pol (plain or hooked), at head dims
+ * (HD, HD) (attention_bwd.sm90a.cu), where use_wgmma() says Hopper and the kernel covers the problem (no packed
+ * sequences, D a multiple of 4, tensors TMA can describe; with the hooks, dropout's draws starting on multiples of
+ * four, a bias broadcast over batch rows and heads at most, its gradient in its own storage): *ran true. In deterministic mode the accumulator is allocated into
  * @p accum, which the caller keeps until dQ's conversion has read it, and a.dq_accum set to it. Else nothing is
  * launched, *ran is false, and the caller runs the mma.sync passes. */
-template <class T, int HD>
+template <class Pol, class T, int HD>
 ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum, bool *ran);
 
 } // namespace attn_tc

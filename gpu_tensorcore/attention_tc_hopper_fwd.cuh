@@ -1,8 +1,9 @@
 /*
  * gpu_tensorcore/attention_tc_hopper_fwd.cuh: what the Hopper forwards share (sm_90a files only): where a block
  * stands before its first key tile (place_block), and idea 3's kernel, attn_fwd_wgmma_ws_kernel, for every policy of
- * the family it takes: flash's plain one (attention_fwd.sm90a.cu), memeff's hooked one without a bias and without
- * split keys (dropout runs in the consumers' softmax; the same file), and flex's, every score mod
+ * the family it takes: flash's plain one (attention_fwd.sm90a.cu), memeff's hooked one without split keys (dropout
+ * runs in the consumers' softmax, and a bias tile rides with each K tile, at head dims up to 128; the same file), and
+ * flex's, every score mod
  * (attention_flex_fwd.sm90a.cu). Ideas 1 and 2 are flash's alone, in attention_fwd.sm90a.cu.
  */
 #ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_FWD_CUH
@@ -77,6 +78,25 @@ __device__ __forceinline__ void issue_pv(float (&o)[HDV / 8][4], uint32_t (&pv)[
 }
 
 /*
+ * The bias hook on the Hopper forward: S += bias for the lane's elements (rows w0 + g (+ 8), keys nb*8 + 2t (+ 1)),
+ * from the key tile's bias tile that TMA copied beside K (BR rows by 64 keys, in the 128-byte swizzle: a key pair a
+ * 32-bit read, the 8 rows of a warp's read in 8 different 16-byte pieces of their rows).
+ */
+template <class T, int BC>
+__device__ __forceinline__ void swizzled_bias_scores(float (&s)[BC / 8][4], const uint16_t *bias, int w0, int lane) {
+    static_assert(BC == 64, "a key tile is one box of 64 keys");
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int nb = 0; nb < BC / 8; nb++)
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const uint32_t w = *(const uint32_t *)(bias + ladder_sw128_index(w0 + g + 8 * k, nb * 8 + 2 * t));
+            s[nb][2 * k] += ladder_to_float<T>((uint16_t)w);
+            s[nb][2 * k + 1] += ladder_to_float<T>((uint16_t)(w >> 16));
+        }
+}
+
+/*
  * Idea 3: a producer warpgroup copies, consumer warpgroups multiply (FlashAttention-3's warp specialization).
  * Ideas 1 and 2 copy with cp.async from the same warps that multiply: every warp spends instructions and registers
  * on addresses, and every key tile ends at a __syncthreads() that both warpgroups must reach. Here a block is three
@@ -112,25 +132,29 @@ template <class Pol, int HD, int HDV> struct ws_fwd_cfg {
      * 240 + 128 * 24 = 64512 a block, 128 * 232 + 128 * 24 = 32768 each of two blocks, 128 * 136 + 128 * 24 = 20480
      * each of three. ptxas allocates each side within its own limit (with 232, flex's rel_bias spilled at a head
      * dim of 128; with 136, three of its score mods at 64) */
-    static constexpr int PRODUCER_REGS = 24,
+    static constexpr int PRODUCER_REGS = Pol::EXTRAS ? 32 : 24, /* 32: the hooks' bias copies spilled in 24 */
                          CONSUMER_REGS = CONSUMERS == 2 ? 240 : BLOCKS_PER_SM == 2 ? 232 : 136;
-    static constexpr uint32_t Q_BYTES = 2 * BR * HD, K_BYTES = 2 * BC * HD, V_BYTES = 2 * BC * HDV;
+    /* with the hooks, each ring position's K tile has a bias tile beside it: the block's rows by the tile's 64 keys,
+     * one TMA box (so the hooks' bias runs at head dims up to 128, where a key tile is 64 keys) */
+    static constexpr uint32_t Q_BYTES = 2 * BR * HD, K_BYTES = 2 * BC * HD, V_BYTES = 2 * BC * HDV,
+                              BIAS_BYTES = Pol::EXTRAS && BC == 64 ? 2 * BR * BC : 0;
     /* the tiles (1024-byte aligned: up to 1024 bytes are skipped to get there), then the mbarriers (Q's "full", and
      * per ring position K's and V's "full" and "free"), then each row's key range */
-    static constexpr size_t SMEM = 1024 + Q_BYTES + STAGES * (K_BYTES + V_BYTES) + sizeof(uint64_t) * (1 + 4 * STAGES) +
-                                   sizeof(int64_t) * 2 * BR;
+    static constexpr size_t SMEM = 1024 + Q_BYTES + STAGES * (K_BYTES + V_BYTES + BIAS_BYTES) +
+                                   sizeof(uint64_t) * (1 + 4 * STAGES) + sizeof(int64_t) * 2 * BR;
 };
 
 template <class Pol, class T, int HD, int HDV>
 __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<Pol, HD, HDV>::BLOCKS_PER_SM)
     attn_fwd_wgmma_ws_kernel(args a, const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-                             const __grid_constant__ CUtensorMap tv) {
+                             const __grid_constant__ CUtensorMap tv, const __grid_constant__ CUtensorMap tb) {
     using C = ws_fwd_cfg<Pol, HD, HDV>;
     constexpr int BR = C::BR, BC = C::BC, ST = C::STAGES;
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint16_t *Qs = (uint16_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint16_t *Ks = Qs + BR * HD, *Vs = Ks + ST * BC * HD; /* ring position s: Ks + s * BC * HD, Vs + s * BC * HDV */
-    uint64_t *q_full = (uint64_t *)(Vs + ST * BC * HDV), *k_full = q_full + 1, *k_free = k_full + ST,
+    uint16_t *Bs = Vs + ST * BC * HDV; /* the hooks' bias: ring position s at Bs + s * BR * BC */
+    uint64_t *q_full = (uint64_t *)(Bs + ST * (C::BIAS_BYTES / 2)), *k_full = q_full + 1, *k_free = k_full + ST,
              *v_full = k_free + ST, *v_free = v_full + ST;
     int64_t *range = (int64_t *)(v_free + ST);
     block_place p;
@@ -148,6 +172,7 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     const int64_t khi = p.span.hi;
     auto tiles = key_tiles<Pol, BC>(a, p.span, p.b, p.h, p.i0, p.span.lo / BC * BC, khi); /* flex: the block lists' */
     const int64_t jbeg = tiles.at;
+    const bool biased = Pol::EXTRAS && a.hooks.bias; /* fwd_ws() takes a bias only where BIAS_BYTES holds its tile */
 
     if (wg == 0) { /* the producer: one thread issues every copy, in the order the consumers read them */
         ladder_setmaxnreg_dec<C::PRODUCER_REGS>();
@@ -158,9 +183,13 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
             const int s = (int)(n % ST);
             const uint32_t parity = (uint32_t)(n / ST - 1) & 1; /* of the phase tile n - ST's readers complete */
             if (n >= ST) ladder_mbarrier_wait(&k_free[s], parity);
-            ladder_mbarrier_expect(&k_full[s], C::K_BYTES);
+            ladder_mbarrier_expect(&k_full[s], C::K_BYTES + (biased ? C::BIAS_BYTES : 0));
             for (int c = 0; c < HD; c += 64)
                 ladder_tma_load(Ks + s * BC * HD + c * BC, &tk, &k_full[s], c, (int)j0, (int)p.hk, (int)p.b);
+            /* the bias's map has one head, or one batch row, where it is broadcast over them */
+            if (biased)
+                ladder_tma_load(Bs + s * BR * BC, &tb, &k_full[s], (int)j0, (int)p.i0, a.bias.s[1] ? (int)p.h : 0,
+                                a.bias.s[0] ? (int)p.b : 0);
             if (n >= ST) ladder_mbarrier_wait(&v_free[s], parity);
             ladder_mbarrier_expect(&v_full[s], C::V_BYTES);
             for (int c = 0; c < HDV; c += 64)
@@ -172,8 +201,8 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     /* a consumer: warpgroup wg owns rows 64 (wg - 1) .. of the block; its warp w0 / 16 rows w0 .. w0 + 15 */
     ladder_setmaxnreg_inc<C::CONSUMER_REGS>();
     const int w0 = (warp - 4) * 16;
-    /* S in natural units when something must be applied to it (softcap, a score mod), else the raw q.k */
-    const bool exact = a.softcap > 0.0f || Pol::FLEX;
+    /* S in natural units when something must be applied to it (softcap, a bias, a score mod), else the raw q.k */
+    const bool exact = a.softcap > 0.0f || biased || Pol::FLEX;
     const bool dropout = Pol::EXTRAS && a.hooks.dropout_p > 0.0f;
     const float unit = exact ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
     const int64_t q0 = p.seq.q0 + p.i0, k0 = p.seq.k0; /* the block's first row and its sequence's first key */
@@ -196,10 +225,13 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     auto issue_pv = [&](int s) { attn_tc::issue_pv<T, BC, HDV>(o[0], pv[0], dv + s * V_TILE, V_STEP); };
     /* the softmax of the S in sc, of the key tile at j0 that tiles stands on, with the policy's hooks: the score
      * mod or softcap, the masks (the mask mods in a partial block-mask tile), dropout on the new P in pa */
-    auto softmax_of = [&](int64_t j0, const decltype(tiles) &at, uint32_t(&pa)[1][BC / 16][4], float(&alpha)[1][2]) {
+    auto softmax_of = [&](int64_t j0, const decltype(tiles) &at, const uint16_t *bias, uint32_t(&pa)[1][BC / 16][4],
+                          float(&alpha)[1][2]) {
         const int keys = (int)(p.seq.Lk - j0 < BC ? p.seq.Lk - j0 : BC);
         if constexpr (Pol::FLEX) flex_scores<Pol::MOD, 1, BC>(a, sc, p.b, p.h, q0, w0, (int)p.rows, k0 + j0, keys, lane);
         else if (exact) softcap_scores<1, BC>(a, sc); /* scale * x, softcapped */
+        if constexpr (Pol::EXTRAS && BC == 64)
+            if (biased) swizzled_bias_scores<T, BC>(sc[0], bias, w0, lane);
         if (!at.full()) mask_scores<1, BC>(sc, range, w0, j0, lane);
         if constexpr (Pol::FLEX)
             if (at.mods()) flex_mask_scores<1, BC>(a, sc, p.b, p.h, q0, w0, (int)p.rows, k0 + j0, keys, lane);
@@ -218,9 +250,10 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
         issue_s(0);
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(sc[0]);
-        release(&k_free[0]);
+        if (!biased) release(&k_free[0]);
         float alpha[1][2];
-        softmax_of(jbeg, tiles, pv, alpha); /* O is still 0: no rescale */
+        softmax_of(jbeg, tiles, Bs, pv, alpha); /* O is still 0: no rescale */
+        if (biased) release(&k_free[0]); /* the bias tile beside K, read by the softmax */
     }
     /* A turn: P_n V_n and S_{n+1} for the tile at key @p next, with tile n at ring position S (a constant: ring
      * positions that ptxas cannot see as constants here make it serialize the products, C7513), the parity of its
@@ -233,10 +266,11 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
         issue_pv(s);                            /* O += P_n V_n */
         ladder_wgmma_wait<1>(); /* S_{n+1} (the older group); P_n V_n runs on */
         ladder_wgmma_hold(sc[0]);
-        release(&k_free[s1]);
+        if (!biased) release(&k_free[s1]);
         uint32_t pa[1][BC / 16][4];
         float alpha[1][2];
-        const bool grew = softmax_of(next, tiles, pa, alpha);
+        const bool grew = softmax_of(next, tiles, Bs + s1 * BR * BC, pa, alpha);
+        if (biased) release(&k_free[s1]);
         ladder_wgmma_wait<0>(); /* P_n V_n: O and pv are free, and so is V_n's buffer */
         ladder_wgmma_hold(o[0]);
 #pragma unroll
@@ -284,26 +318,33 @@ template <class Pol, class T, int HD, int HDV> ladder_status launch_ws(const arg
     if (a.cu_q) return LADDER_OK; /* packed sequences: a box would read across a sequence's end */
     const CUtensorMapDataType type =
         std::is_same<T, __nv_bfloat16>::value ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    CUtensorMap tq, tk, tv;
+    CUtensorMap tq, tk, tv, tb = {};
     if (!ladder_tma_map_16bit(&tq, type, a.q.p, a.B, a.Hq, a.Sq, a.D, a.q.s, C::BR) ||
         !ladder_tma_map_16bit(&tk, type, a.k.p, a.B, a.Hkv, a.Sk, a.D, a.k.s, C::BC) ||
         !ladder_tma_map_16bit(&tv, type, a.v.p, a.B, a.Hkv, a.Sk, a.Dv, a.v.s, C::BC))
         return LADDER_OK;
+    /* the hooks' bias: where its tile fits (BIAS_BYTES) and TMA can describe it, broadcast over batch rows and heads
+     * at most (a map of one head, or one batch row, then) */
+    if (Pol::EXTRAS && a.hooks.bias &&
+        (C::BIAS_BYTES == 0 || (a.bias.s[2] == 0 && a.Sq > 1) ||
+         !ladder_tma_map_16bit(&tb, type, a.bias.p, a.bias.s[0] ? a.B : 1, a.bias.s[1] ? a.Hq : 1, a.Sq, a.Sk,
+                               a.bias.s, C::BR)))
+        return LADDER_OK;
     const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
     LADDER_TRY(ladder_allow_smem(attn_fwd_wgmma_ws_kernel<Pol, T, HD, HDV>, C::SMEM));
-    attn_fwd_wgmma_ws_kernel<Pol, T, HD, HDV><<<grid, C::THREADS, C::SMEM>>>(a, tq, tk, tv);
+    attn_fwd_wgmma_ws_kernel<Pol, T, HD, HDV><<<grid, C::THREADS, C::SMEM>>>(a, tq, tk, tv, tb);
     LADDER_LAUNCH_CHECK("attn_fwd_wgmma_ws_kernel");
     *ran = true;
     return LADDER_OK;
 }
 
 /* Idea 3's forward with policy Pol (flash's or memeff's) at the head dims pick_head_dims() gives: *ran false where
- * it does not apply (a bias or split keys; head dims it does not cover, fwd_ws_covers(); tensors TMA cannot
- * describe), and nothing is launched then. */
+ * it does not apply (split keys; head dims it does not cover, fwd_ws_covers(); tensors TMA cannot describe; a bias
+ * above a head dim of 128, or one TMA cannot describe), and nothing is launched then. */
 template <class Pol> ladder_status fwd_ws(const args &a, ladder_dtype dtype, bool *ran) {
     *ran = false;
     if constexpr (Pol::EXTRAS)
-        if (a.hooks.bias || a.splits > 1) return LADDER_OK; /* the bias tile and the partials: the mma.sync kernel's */
+        if (a.splits > 1) return LADDER_OK; /* the partials: the mma.sync kernel's */
     if (!fwd_ws_covers(a)) return LADDER_OK;
     const bool bf16 = dtype == LADDER_BF16;
     switch (pick_head_dims(a.D, a.Dv).hd) {

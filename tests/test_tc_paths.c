@@ -8,12 +8,12 @@
  * kernels there) with each option it takes: causal masks of both alignments, windows, softcap, grouped heads,
  * packed sequences, strided views, one query row, and key ranges of one, two, three and many tiles (the second and
  * third kernels' loops have a first tile, a last tile and the turns between; the third's ring of two buffers ends on
- * either of them). Then memeff (dropout; no hook) and flex (alibi, rel_bias, softcap, no mod; the causal and window
+ * either of them). Then memeff (a bias with its gradient and dropout; dropout alone; a broadcast bias; no hook) and flex (alibi, rel_bias, softcap, no mod; the causal and window
  * mask mods) with the third kernel and their policies against their mma.sync kernels. All round P per 64-key tile
  * against the same running max, so only the order of the products' sums differs: every output (the backward's
- * too, which reads the forward's o and lse) is held to the rung's tolerance. Under every Hopper path flash's backward
- * runs the Hopper dK/dV pass (gpu_tensorcore/attention_bwd.sm90a.cu; the same roundings of P and dS), so the flash
- * cases compare it with the mma.sync pass as well.
+ * too, which reads the forward's o and lse) is held to the rung's tolerance. Under every Hopper path flash's and
+ * memeff's backwards run the Hopper dK/dV pass where it covers the problem (gpu_tensorcore/attention_bwd.sm90a.cu;
+ * the same roundings of P and dS), so these cases compare it with the mma.sync pass as well.
  *
  * The generic suites (test_rungs.c) run the Hopper forward against the cpu rung on sm_90 GPUs (LADDER_TC_PATH
  * unset, auto), and the mma.sync one elsewhere or with LADDER_TC_PATH=mma set for the whole run. Without a GPU these
@@ -85,15 +85,17 @@ static struct criterion_test_params path_cases(void) {
     return test_params(cases, n);
 }
 
-/* memeff at the tensor-core rung: causal 0 or bottom-right 1, dropout probability p (no bias: the Hopper forward's
- * hooked policy takes dropout alone). */
+/* memeff at the tensor-core rung: causal 0 or bottom-right 1, dropout probability p, and a bias: none (0), full (1)
+ * or broadcast over the batch rows (2). */
 static test_case memeff_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t S, int64_t Sk, int64_t D, int causal, double p,
-                             ladder_dtype dtype) {
+                             int bias, ladder_dtype dtype) {
     ladder_memeff_problem m = {.attn = {.B = B, .Hq = Hq, .Hkv = Hkv, .Sq = S, .Sk = Sk, .D = D, .Dv = D,
                                         .mask = {.causal = causal ? BR : NONE, .window_left = NO, .window_right = NO}},
                                .dropout_p = p, .philox_seed = 0x5eed, .philox_offset = 12};
     test_case t = test_case_of(&ladder_memeff_algo, &m);
     t.rung = LADDER_RUNG_GPU_TENSORCORE, t.dtype = dtype;
+    if (bias) t.opts.with |= 1u << ladder_algo_tensor(&ladder_memeff_algo, "bias");
+    if (bias == 2) t.opts.broadcast = 1u;
     return t;
 }
 
@@ -112,15 +114,19 @@ static test_case flex_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t S, int64_
 static struct criterion_test_params policy_cases(void) {
     static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
     const int causal = 1 << LADDER_FLEX_CAUSAL, window = 1 << LADDER_FLEX_WINDOW;
-    test_case cases[16];
+    test_case cases[20];
     int n = 0;
     for (int d = 0; d < 2; d++) {
         const ladder_dtype dt = dtypes[d];
-        cases[n++] = memeff_case(2, 4, 2, 300, 517, 64, 1, 0.1, dt); /* dropout, GQA */
+        /* a full bias and its gradient with dropout, GQA: the Hopper forward and backward with every hook */
+        cases[n++] = memeff_case(2, 4, 2, 300, 520, 64, 1, 0.1, 1, dt);
         cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, dt);
         if (harness_small()) continue; /* compute-sanitizer: one case of each algorithm and dtype */
-        cases[n++] = memeff_case(1, 4, 4, 1000, 1000, 128, 0, 0.0, dt); /* no hook: the plain policy */
-        cases[n++] = memeff_case(1, 4, 2, 300, 517, 256, 1, 0.2, dt);    /* 32-key tiles */
+        cases[n++] = memeff_case(2, 4, 2, 300, 517, 64, 1, 0.1, 0, dt);    /* dropout, keys not a multiple of 4 */
+        cases[n++] = memeff_case(1, 4, 4, 1000, 1000, 128, 0, 0.0, 0, dt); /* no hook: the plain policy */
+        cases[n++] = memeff_case(2, 4, 4, 200, 384, 128, 0, 0.2, 1, dt);   /* bias and dropout at 128 */
+        cases[n++] = memeff_case(2, 4, 2, 256, 384, 128, 1, 0.0, 2, dt);   /* a broadcast bias: the forward's */
+        cases[n++] = memeff_case(1, 4, 2, 300, 517, 256, 1, 0.2, 0, dt);   /* 32-key tiles */
         cases[n++] = flex_case(2, 4, 4, 640, 700, 128, LADDER_FLEX_REL_BIAS, causal | window, 200, dt);
         cases[n++] = flex_case(1, 4, 4, 1000, 1000, 128, LADDER_FLEX_SCORE_NONE, 0, -1, dt);
         cases[n++] = flex_case(1, 2, 1, 129, 333, 64, LADDER_FLEX_SOFTCAP, 0, -1, dt);

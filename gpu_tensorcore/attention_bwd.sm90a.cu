@@ -444,7 +444,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
         const stage_info q = info[n % C::INFOS];
         const float *L2 = L2s + st * BR, *Dl = Ds + st * BR;
         /* dropout's bits, drawn before the products: beside S^T and dP^T, the Philox rounds spilled */
-        uint32_t kept = 0;
+        [[maybe_unused]] uint32_t kept = 0; /* read by the hooked policy's element rule alone */
         if constexpr (Pol::EXTRAS) kept = kept_part<BR>(a.hooks, a, part_of(q), lane);
         uint16_t *Bp = Bs + st * (C::BIAS_BYTES / 2) + cw * 64 * BR; /* this consumer's panel of the bias tile */
         float sc[BR / 8][4], dp[BR / 8][4]; /* S^T and dP^T: keys k_row (+8), queries 8 i + 2 t (+1) */

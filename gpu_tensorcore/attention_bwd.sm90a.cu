@@ -6,9 +6,10 @@
  * first).
  *
  * What changed since the mma.sync dK/dV pass, the forward's idea 3 applied to its loop:
- *   - A block is three warpgroups: a producer that copies and adds dQ (setmaxnreg 24, 32 with the hooks) and two
- *     consumers that multiply (240). The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query tiles of the
- *     heads of its group as before (kv_steps: the same steps, masked where they were).
+ *   - A block is three warpgroups: a producer that copies and adds dQ (setmaxnreg 24; 32 with the hooks) and two
+ *     consumers that multiply (240; 232). The block owns BC = 128 keys of one key/value head, 64 for each
+ *     consumer, and walks the query tiles of the heads of its group as before (kv_steps: the same steps, masked
+ *     where they were).
  *   - The producer's thread 0 copies K and V once and then, per step, Q and dO into a ring of two stages by TMA
  *     (128-byte swizzled panels), counting their bytes on the stage's mbarrier; its warp's 32 lanes put the step's
  *     lse (times log2 e, +inf past the rows and for fully masked rows), Delta and what the step is (its rows, whether
@@ -86,9 +87,12 @@ template <class Pol, int HD> struct ws_bwd_cfg {
     /* the step infos' ring: the dQ writer reads a step's info after the consumers have freed its stage, and the
      * producer writes the slot again four steps later, when the writer is done with it */
     static constexpr int INFOS = 4;
-    /* as the forward's: 2 * 128 * 240 + 128 * 24; with the hooks the producer keeps 32 (its bias copies spilled
-     * in 24), all 65536 of the multiprocessor's registers */
-    static constexpr int PRODUCER_REGS = Pol::EXTRAS ? 32 : 24, CONSUMER_REGS = 240;
+    /* as the forward's: 2 * 128 * 240 + 128 * 24 = 64512, the registers the launch gives the block (168 a thread),
+     * which is all that setmaxnreg.inc can take (more, and a consumer waits for registers forever); with the
+     * hooks the producer keeps 32 (its bias copies spilled in 24) and the consumers take 232 */
+    static constexpr int PRODUCER_REGS = Pol::EXTRAS ? 32 : 24, CONSUMER_REGS = Pol::EXTRAS ? 232 : 240;
+    static_assert(128 * (CONSUMERS * CONSUMER_REGS + PRODUCER_REGS) <= THREADS * (65536 / THREADS / 8 * 8),
+                  "the warpgroups take no more registers than the launch gives the block");
     /* named barriers (0 is __syncthreads()'s): the consumers' dS^T tiles; per stage "full" and "free" between the
      * producer's warp 0 and the consumers, for what that warp stores into the stage itself; "dQ full" and "dQ free"
      * between the consumers and the dQ writer, for the dQ tile. BAR_THREADS meet at each but DS_BAR: a warp of the

@@ -132,8 +132,12 @@ template <class Pol, int HD, int HDV> struct ws_fwd_cfg {
      * 240 + 128 * 24 = 64512 a block, 128 * 232 + 128 * 24 = 32768 each of two blocks, 128 * 136 + 128 * 24 = 20480
      * each of three. ptxas allocates each side within its own limit (with 232, flex's rel_bias spilled at a head
      * dim of 128; with 136, three of its score mods at 64) */
-    static constexpr int PRODUCER_REGS = Pol::EXTRAS ? 32 : 24, /* 32: the hooks' bias copies spilled in 24 */
+    static constexpr int PRODUCER_REGS = 24,
                          CONSUMER_REGS = CONSUMERS == 2 ? 240 : BLOCKS_PER_SM == 2 ? 232 : 136;
+    /* setmaxnreg.inc takes only what the block's other warps gave back: more, and a consumer waits forever */
+    static_assert(128 * (CONSUMERS * CONSUMER_REGS + PRODUCER_REGS) <=
+                      THREADS * (65536 / (THREADS * BLOCKS_PER_SM) / 8 * 8),
+                  "the warpgroups take no more registers than the launch gives the block");
     /* with the hooks, each ring position's K tile has a bias tile beside it: the block's rows by the tile's 64 keys,
      * one TMA box (so the hooks' bias runs at head dims up to 128, where a key tile is 64 keys) */
     static constexpr uint32_t Q_BYTES = 2 * BR * HD, K_BYTES = 2 * BC * HD, V_BYTES = 2 * BC * HDV,

@@ -137,6 +137,17 @@ __device__ __forceinline__ void ladder_tma_load(void *smem, const CUtensorMap *m
 }
 
 /**
+ * TMA's prefetch: bring the box at coordinates (@p d, @p s, @p h, @p b) of the tensor that @p map describes into L2,
+ * so that a ladder_tma_load() of it later reads L2, not DRAM. Nothing is written to shared memory and nothing is
+ * counted on a barrier; issued by one thread.
+ */
+__device__ __forceinline__ void ladder_tma_prefetch(const CUtensorMap *map, int d, int s, int h, int b) {
+    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"((uint64_t)map),
+                 "r"(d), "r"(s), "r"(h), "r"(b)
+                 : "memory");
+}
+
+/**
  * barrier.sync on the named barrier @p id (1 to 15; 0 is __syncthreads()'s) for @p threads threads (a multiple of
  * 32): a barrier that joins some warps of the block and not the others (a producer's warp and the consumers, or the
  * consumers alone). Not bar.sync: that is barrier.sync.aligned, which every thread must reach at the same

@@ -38,7 +38,8 @@
  * offset from the diagonal, window_left and right, and the keys past the sequence's end).
  *
  * With the hooked policy (p_and_ds_transposed_hooked()): the producer copies the step's bias tile by TMA with Q and
- * dO (two 64-key panels, one a consumer, in the 128-byte swizzle), and a consumer reads its elements from there; each
+ * dO (two 64-key panels, one a consumer, in the 128-byte swizzle; the next step's is fetched into L2 meanwhile, TMA's
+ * prefetch), and a consumer reads its elements from there; each
  * consumer warp draws dropout's bits for its 16 keys before the step's products (kept_part(): one Philox block a
  * lane, traded by shuffles); and dS before the softcap's slope, the bias's gradient, replaces the bias in the tile,
  * from where the warp stores its rows 16 bytes at a time (sink_part()) while dV's and dK's products run. A step has
@@ -384,11 +385,21 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
                     ladder_tma_load(Qs + st * BR * HD + c * BR, &tq, &q_full[st], c, row, (int)q.h, (int)b);
                     ladder_tma_load(dOs + st * BR * HD + c * BR, &tdo, &q_full[st], c, row, (int)q.h, (int)b);
                 }
-                /* the bias's map has one head, or one batch row, where it is broadcast over them */
-                if (biased)
-                    for (int c = 0; c < BC; c += 64)
-                        ladder_tma_load(Bs + st * (C::BIAS_BYTES / 2) + c * BR, &tb, &q_full[st], (int)(seq.k0 + j0) + c,
-                                        row, a.bias.s[1] ? (int)q.h : 0, a.bias.s[0] ? (int)b : 0);
+                /* the bias's map has one head, or one batch row, where it is broadcast over them; the next step's
+                 * bias, read from DRAM once, is fetched into L2 a step ahead */
+                if constexpr (Pol::EXTRAS)
+                    if (biased) {
+                        const int hb = a.bias.s[1] ? (int)q.h : 0, bb = a.bias.s[0] ? (int)b : 0;
+                        for (int c = 0; c < BC; c += 64)
+                            ladder_tma_load(Bs + st * (C::BIAS_BYTES / 2) + c * BR, &tb, &q_full[st],
+                                            (int)(seq.k0 + j0) + c, row, hb, bb);
+                        if (steps.left() > 1) {
+                            const qtile f = steps.following();
+                            for (int c = 0; c < BC; c += 64)
+                                ladder_tma_prefetch(&tb, (int)(seq.k0 + j0) + c, (int)(seq.q0 + f.i0),
+                                                    a.bias.s[1] ? (int)f.h : 0, bb);
+                        }
+                    }
             }
             for (int r = lane; r < BR; r += 32) {
                 const bool in = r < q.rows;

@@ -424,6 +424,10 @@ template <int BR> struct interval_steps {
         if (++tt == t1) tt = t0, hh++;
     }
     __device__ qtile tile() const { return rows.at(hh, (int64_t)tt * BR); }
+    /* the step after this one (where one is left: left() > 1) */
+    __device__ qtile following() const {
+        return tt + 1 < t1 ? rows.at(hh, (int64_t)(tt + 1) * BR) : rows.at(hh + 1, (int64_t)t0 * BR);
+    }
     __device__ bool masked() const { return tt < u0 || tt >= u1; }
     __device__ static constexpr bool mods() { return false; }
     __device__ int left() const { return hh < group ? (group - hh) * (t1 - t0) - (tt - t0) : 0; } /* steps to go */

@@ -190,10 +190,13 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
             ladder_mbarrier_expect(&k_full[s], C::K_BYTES + (biased ? C::BIAS_BYTES : 0));
             for (int c = 0; c < HD; c += 64)
                 ladder_tma_load(Ks + s * BC * HD + c * BC, &tk, &k_full[s], c, (int)j0, (int)p.hk, (int)p.b);
-            /* the bias's map has one head, or one batch row, where it is broadcast over them */
-            if (biased)
-                ladder_tma_load(Bs + s * BR * BC, &tb, &k_full[s], (int)j0, (int)p.i0, a.bias.s[1] ? (int)p.h : 0,
-                                a.bias.s[0] ? (int)p.b : 0);
+            /* the bias's map has one head, or one batch row, where it is broadcast over them; the bias, read from
+             * DRAM once, is fetched into L2 two tiles ahead */
+            if (biased) {
+                const int hb = a.bias.s[1] ? (int)p.h : 0, bb = a.bias.s[0] ? (int)p.b : 0;
+                ladder_tma_load(Bs + s * BR * BC, &tb, &k_full[s], (int)j0, (int)p.i0, hb, bb);
+                if (j0 + 2 * BC < khi) ladder_tma_prefetch(&tb, (int)(j0 + 2 * BC), (int)p.i0, hb, bb);
+            }
             if (n >= ST) ladder_mbarrier_wait(&v_free[s], parity);
             ladder_mbarrier_expect(&v_full[s], C::V_BYTES);
             for (int c = 0; c < HDV; c += 64)

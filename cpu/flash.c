@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "flash_rungs.h"
+#include "vec_math.h"
 
 enum { QB = 64, KB = 64 }; /* query rows per query block, keys per key block */
 
@@ -63,37 +64,48 @@ static void axpy(int64_t m, float a, const float *restrict b, float *restrict c)
 /*
  * C += A B, for an n x k matrix A read as A[r * ar + e * ae] (so a transposed A costs nothing: its elements are
  * read one at a time) and a k x m matrix B whose rows are contiguous (row e at B + e * ldb); row r of C is at
- * C + r * ldc. Row r of C collects A(r, e) times row e of B for e = 0, 1, ... in that order, each element's sum
- * one chain of multiply-adds. The loops along a row of B and of C are contiguous, so they vectorise; what bounds
- * them is loading and storing C, so the main loop takes four rows of C and four rows of B at a time: each element
- * of C is loaded and stored once per four multiply-adds, and each element of B loaded once for four rows. (The
- * compiler keeps these spelled-out statements in registers; a loop over the four rows it would not.)
+ * C + r * ldc. Element (r, j) of C collects A(r, e) B(e, j) for e = 0, 1, ... in that order, one chain of
+ * multiply-adds. The block is computed a tile of MR x NR elements of C at a time, held in registers through the
+ * whole sum over e: each step of e loads NR elements of a row of B once for MR rows, and broadcasts MR elements of
+ * A, so MR x NR multiply-adds cost NR / 8 + MR loads (with 8-float vectors), where a loop that loads and stores its
+ * row of C at every step spends two memory instructions per vector of multiply-adds. The rows and columns past
+ * the last whole tile take the same sums one element at a time.
  */
+enum { MR = 4, NR = 16 }; /* a tile of C in registers: 4 rows of two 8-float vectors */
+
 static void matmul_acc(int64_t n, int64_t k, int64_t m, const float *A, int64_t ar, int64_t ae,
                        const float *restrict B, int64_t ldb, float *restrict C, int64_t ldc) {
     int64_t r = 0;
-    for (; r + 4 <= n; r += 4) {
-        float *restrict c0 = C + r * ldc, *restrict c1 = c0 + ldc, *restrict c2 = c1 + ldc, *restrict c3 = c2 + ldc;
-        int64_t e = 0;
-        for (; e + 4 <= k; e += 4) {
-            float a[4][4]; /* a[i][q] = A(r + i, e + q) */
-            for (int i = 0; i < 4; i++)
-                for (int q = 0; q < 4; q++) a[i][q] = A[(r + i) * ar + (e + q) * ae];
-            const float *restrict b0 = B + e * ldb, *restrict b1 = b0 + ldb, *restrict b2 = b1 + ldb,
-                                  *restrict b3 = b2 + ldb;
+    for (; r + MR <= n; r += MR) {
+        int64_t j = 0;
+        for (; j + NR <= m; j += NR) {
+            float c[MR][NR];
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; i++)
 #pragma omp simd
-            for (int64_t j = 0; j < m; j++) {
-                const float x0 = b0[j], x1 = b1[j], x2 = b2[j], x3 = b3[j];
-                c0[j] = c0[j] + a[0][0] * x0 + a[0][1] * x1 + a[0][2] * x2 + a[0][3] * x3;
-                c1[j] = c1[j] + a[1][0] * x0 + a[1][1] * x1 + a[1][2] * x2 + a[1][3] * x3;
-                c2[j] = c2[j] + a[2][0] * x0 + a[2][1] * x1 + a[2][2] * x2 + a[2][3] * x3;
-                c3[j] = c3[j] + a[3][0] * x0 + a[3][1] * x1 + a[3][2] * x2 + a[3][3] * x3;
+                for (int q = 0; q < NR; q++) c[i][q] = C[(r + i) * ldc + j + q];
+            for (int64_t e = 0; e < k; e++) {
+                const float *restrict b = B + e * ldb + j;
+#pragma GCC unroll 4
+                for (int i = 0; i < MR; i++) {
+                    const float a = A[(r + i) * ar + e * ae];
+#pragma omp simd
+                    for (int q = 0; q < NR; q++) c[i][q] += a * b[q];
+                }
             }
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; i++)
+#pragma omp simd
+                for (int q = 0; q < NR; q++) C[(r + i) * ldc + j + q] = c[i][q];
         }
-        for (; e < k; e++) /* the last k % 4 rows of B */
-            for (int i = 0; i < 4; i++) axpy(m, A[(r + i) * ar + e * ae], B + e * ldb, C + (r + i) * ldc);
+        for (; j < m; j++) /* the last m % NR columns */
+            for (int i = 0; i < MR; i++) {
+                float sum = C[(r + i) * ldc + j];
+                for (int64_t e = 0; e < k; e++) sum += A[(r + i) * ar + e * ae] * B[e * ldb + j];
+                C[(r + i) * ldc + j] = sum;
+            }
     }
-    for (; r < n; r++) /* the last n % 4 rows of C */
+    for (; r < n; r++) /* the last n % MR rows of C */
         for (int64_t e = 0; e < k; e++) axpy(m, A[r * ar + e * ae], B + e * ldb, C + r * ldc);
 }
 
@@ -176,18 +188,24 @@ ladder_status flash_fwd_cpu(const ladder_flash_problem *fp, const ladder_flash_a
                     matmul_acc(n, D, m, Q, D, 1, KV, m, S + (j0 - t.klo), nk);
                 }
                 /* each row's softmax over the keys it sees: m = max_j S_ij, then P_ij = exp(S_ij - m) (every exp
-                 * <= 1) and l = sum_j P_ij; a key the row does not see gets P = 0 */
+                 * <= 1) and l = sum_j P_ij; a key the row does not see gets P = 0. The loops run along the row in
+                 * vector instructions (ladder_expf(), a select for the mask), but for the softcap's tanhf() */
                 for (int64_t r = 0; r < n; r++) {
                     int64_t lo, hi;
                     ladder_attn_key_range(&p->mask, t.i0 + r, t.seq.Lq, t.seq.Lk, &lo, &hi);
                     float *Sr = S + r * nk - t.klo, mx = -INFINITY, sum = 0.0f; /* Sr[j]: key j */
-                    for (int64_t j = lo; j < hi; j++) {
-                        Sr[j] = ladder_attn_softcap(scale * Sr[j], cap);
-                        if (Sr[j] > mx) mx = Sr[j];
+                    if (cap > 0.0f)
+                        for (int64_t j = lo; j < hi; j++) Sr[j] = ladder_attn_softcap(scale * Sr[j], cap);
+                    else
+#pragma omp simd
+                        for (int64_t j = lo; j < hi; j++) Sr[j] *= scale;
+#pragma omp simd reduction(max : mx)
+                    for (int64_t j = lo; j < hi; j++) mx = Sr[j] > mx ? Sr[j] : mx;
+#pragma omp simd reduction(+ : sum)
+                    for (int64_t j = t.klo; j < t.khi; j++) {
+                        Sr[j] = j >= lo && j < hi ? ladder_expf(Sr[j] - mx) : 0.0f;
+                        sum += Sr[j];
                     }
-                    for (int64_t j = t.klo; j < t.khi; j++)
-                        if (j >= lo && j < hi) sum += Sr[j] = expf(Sr[j] - mx);
-                        else Sr[j] = 0.0f;
                     l[r] = sum;
                     lse[out_row(p, &t, t.i0 + r)] = ladder_attn_lse(mx, sum);
                 }
@@ -240,15 +258,22 @@ static void tile_grads(const ladder_attention_problem *p, const qblock *t, const
     for (int64_t r = 0; r < t->n; r++) {
         int64_t lo, hi;
         ladder_attn_key_range(&p->mask, t->i0 + r, t->seq.Lq, t->seq.Lk, &lo, &hi);
-        for (int64_t j = 0; j < m; j++) {
-            const int64_t x = r * m + j;
-            if (j0 + j < lo || j0 + j >= hi) {
-                P[x] = dS[x] = 0.0f;
-                continue;
+        const float L = q->L[r], Delta = q->Delta[r];
+        float *Pr = P + r * m, *dSr = dS + r * m;
+        if (cap > 0.0f) { /* tanhf() is a call: this loop stays scalar */
+            for (int64_t j = 0; j < m; j++) {
+                const bool seen = j0 + j >= lo && j0 + j < hi;
+                const float S = ladder_attn_softcap(scale * Pr[j], cap);
+                Pr[j] = seen ? ladder_expf(S - L) : 0.0f;
+                dSr[j] = seen ? scale * ladder_attn_softcap_grad(S, cap) * Pr[j] * (dSr[j] - Delta) : 0.0f;
             }
-            const float S = ladder_attn_softcap(scale * P[x], cap);
-            P[x] = expf(S - q->L[r]);
-            dS[x] = scale * ladder_attn_softcap_grad(S, cap) * P[x] * (dS[x] - q->Delta[r]);
+            continue;
+        }
+#pragma omp simd
+        for (int64_t j = 0; j < m; j++) { /* the same without the softcap, along the row in vector instructions */
+            const bool seen = j0 + j >= lo && j0 + j < hi;
+            Pr[j] = seen ? ladder_expf(scale * Pr[j] - L) : 0.0f;
+            dSr[j] = seen ? scale * Pr[j] * (dSr[j] - Delta) : 0.0f;
         }
     }
 }

@@ -22,6 +22,8 @@
 #   SAN_TOOLS (default: memcheck racecheck synccheck), SAN_ALGOS (default: every algorithm) and SAN_TIMEOUT
 #   (seconds per tool, default 300) shape the sanitizer step; one device call holds 10 minutes, so the three
 #   tools may need a call each.
+#   TESTS_TIMEOUT and BENCH_TIMEOUT (seconds, default 420 each) cut off the tests and bench steps (exit 124): a
+#   kernel that never returns (a wait nothing satisfies) then costs that step, not the whole call and its logs.
 set -uo pipefail
 out=${OUT:-/tmp/ladder-out}
 mkdir -p "$out/bench" /tmp/logs
@@ -40,8 +42,9 @@ say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,nohe
 for step in $steps; do
     case $step in
     tests)
-        build/run-gpu-tests.sh -j8 >/tmp/logs/tests.log 2>&1
-        say "tests: exit $? | $(grep -a 'Synthesis' /tmp/logs/tests.log | tail -1)"
+        start=$SECONDS
+        timeout "${TESTS_TIMEOUT:-420}" build/run-gpu-tests.sh -j8 >/tmp/logs/tests.log 2>&1
+        say "tests: exit $? in $((SECONDS - start)) s | $(grep -a 'Synthesis' /tmp/logs/tests.log | tail -1)"
         grep -a -E '^\[FAIL\]|\[----\].*(FAIL|Assertion)' /tmp/logs/tests.log | head -20 | tee -a "$summary"
         ;;
     sanitize)
@@ -85,9 +88,10 @@ for step in $steps; do
         ;;
     bench)
         # BENCH_ALGO (default all): one algorithm's sweep; BENCH_ARGS: more `ladder bench` options (e.g. --rung)
+        start=$SECONDS
         # shellcheck disable=SC2086 # BENCH_ARGS is a list of arguments
-        build/run-gpu-bench.sh "$out/bench" ${BENCH_ARGS:-} >/tmp/logs/bench.log 2>&1
-        say "bench: exit $?"
+        timeout "${BENCH_TIMEOUT:-420}" build/run-gpu-bench.sh "$out/bench" ${BENCH_ARGS:-} >/tmp/logs/bench.log 2>&1
+        say "bench: exit $? in $((SECONDS - start)) s"
         grep -a -E 'TFLOP|copy' /tmp/logs/bench.log | head -3 | tee -a "$summary"
         cat "$out"/bench/*.md 2>/dev/null | tee -a "$summary"
         ;;

@@ -289,10 +289,48 @@ LADDER_HOST_DEVICE bool ladder_flex_masks(unsigned set, const ladder_flex_env *e
 /** What a tile of LADDER_FLEX_BLOCK rows and keys is under a mask: never visited, visited with the mask, or without. */
 enum { LADDER_FLEX_TILE_EMPTY = 0, LADDER_FLEX_TILE_PARTIAL = 1, LADDER_FLEX_TILE_FULL = 2 };
 
+/** What mask mod @p mod is over every element of rows [i0, i1) by keys [j0, j1) (a nonempty rectangle), where its
+ * definition decides that from the rectangle's corners (and, for document, the ranges of its document ids): empty
+ * or full, or LADDER_FLEX_TILE_PARTIAL when it cannot tell without the elements. Exact: it never answers empty or
+ * full for a rectangle that is not. */
+LADDER_HOST_DEVICE int ladder_flex_mask_bounds(int mod, const ladder_flex_env *e, int64_t b, int64_t i0, int64_t i1,
+                                               int64_t j0, int64_t j1) {
+    switch (mod) {
+    case LADDER_FLEX_CAUSAL: /* i >= j */
+        return i0 >= j1 - 1 ? LADDER_FLEX_TILE_FULL : i1 - 1 < j0 ? LADDER_FLEX_TILE_EMPTY : LADDER_FLEX_TILE_PARTIAL;
+    case LADDER_FLEX_WINDOW: /* i - j <= window_left */
+        return i1 - 1 - j0 <= e->window_left ? LADDER_FLEX_TILE_FULL
+               : i0 - (j1 - 1) > e->window_left ? LADDER_FLEX_TILE_EMPTY
+                                                : LADDER_FLEX_TILE_PARTIAL;
+    case LADDER_FLEX_PREFIX_LM: { /* j < prefix[b] or i >= j */
+        const int64_t prefix = ladder_flex_i(&e->prefix, b);
+        if (j1 - 1 < prefix || i0 >= j1 - 1) return LADDER_FLEX_TILE_FULL;
+        return j0 >= prefix && i1 - 1 < j0 ? LADDER_FLEX_TILE_EMPTY : LADDER_FLEX_TILE_PARTIAL;
+    }
+    case LADDER_FLEX_DOCUMENT: { /* doc_q[i] == doc_k[j]: compare the ranges of the ids */
+        int32_t qlo = ladder_flex_i(&e->doc_q, i0), qhi = qlo, klo = ladder_flex_i(&e->doc_k, j0), khi = klo;
+        for (int64_t i = i0 + 1; i < i1; i++) {
+            const int32_t d = ladder_flex_i(&e->doc_q, i);
+            qlo = d < qlo ? d : qlo, qhi = d > qhi ? d : qhi;
+        }
+        for (int64_t j = j0 + 1; j < j1; j++) {
+            const int32_t d = ladder_flex_i(&e->doc_k, j);
+            klo = d < klo ? d : klo, khi = d > khi ? d : khi;
+        }
+        if (qlo == qhi && klo == khi && qlo == klo) return LADDER_FLEX_TILE_FULL;
+        return qhi < klo || khi < qlo ? LADDER_FLEX_TILE_EMPTY : LADDER_FLEX_TILE_PARTIAL;
+    }
+    default: return LADDER_FLEX_TILE_PARTIAL; /* a mask mod with no bounds here: its elements decide */
+    }
+}
+
 /**
  * Tile (tq, tk) of batch row @p b and head @p h under the mask mods @p set: full when every one of its elements
- * (those inside Sq x Sk) is allowed, empty when none is, else partial. The empty set makes every tile full. It
- * evaluates the mask on the tile's elements and stops at the first tile that proves partial.
+ * (those inside Sq x Sk) is allowed, empty when none is, else partial. The empty set makes every tile full. Each
+ * mask mod's bounds (ladder_flex_mask_bounds()) settle most tiles: one mod's empty makes the tile empty, every
+ * mod's full makes it full. Otherwise it evaluates the mask on the tile's elements and stops at the first pair
+ * that proves it partial. (A document mask over 128k tokens has about a million tiles, nearly all empty: their
+ * elements were most of the build's time.)
  */
 LADDER_HOST_DEVICE int ladder_flex_tile_kind(unsigned set, const ladder_flex_env *e, int64_t b, int64_t h, int64_t tq,
                                              int64_t tk) {
@@ -300,6 +338,14 @@ LADDER_HOST_DEVICE int ladder_flex_tile_kind(unsigned set, const ladder_flex_env
     const int64_t i0 = tq * LADDER_FLEX_BLOCK, j0 = tk * LADDER_FLEX_BLOCK;
     const int64_t i1 = i0 + LADDER_FLEX_BLOCK < e->Sq ? i0 + LADDER_FLEX_BLOCK : e->Sq;
     const int64_t j1 = j0 + LADDER_FLEX_BLOCK < e->Sk ? j0 + LADDER_FLEX_BLOCK : e->Sk;
+    bool every_full = true;
+    for (int m = 0; m < LADDER_FLEX_MASK_COUNT; m++) {
+        if (!((set >> m) & 1u)) continue;
+        const int kind = ladder_flex_mask_bounds(m, e, b, i0, i1, j0, j1);
+        if (kind == LADDER_FLEX_TILE_EMPTY) return LADDER_FLEX_TILE_EMPTY;
+        every_full = every_full && kind == LADDER_FLEX_TILE_FULL;
+    }
+    if (every_full) return LADDER_FLEX_TILE_FULL;
     bool any = false, all = true;
     for (int64_t i = i0; i < i1; i++)
         for (int64_t j = j0; j < j1; j++) {

@@ -386,6 +386,42 @@ Test(flex, built_lists_are_the_tiles_kinds_element_by_element) {
     }
 }
 
+/* Each mask mod's bounds (ladder_flex_mask_bounds(), which settle most tiles before any element is evaluated) never
+ * call a rectangle empty or full that its elements say is not, on random rectangles of random sizes and places,
+ * with document ids sorted and shuffled; and they settle some of them for every built-in mask mod. */
+Test(flex, mask_bounds_never_contradict_the_elements) {
+    enum { SQ = 300, SK = 517, B = 2 };
+    int32_t doc_q[SQ], doc_k[SK], prefix[B] = {100, 400};
+    ladder_flex_env e = {.Sq = SQ, .Sk = SK, .window_left = 150};
+    e.prefix = (ladder_flex_buf){prefix, {1, 0}};
+    e.doc_q = (ladder_flex_buf){doc_q, {1, 0}}, e.doc_k = (ladder_flex_buf){doc_k, {1, 0}};
+    uint64_t x = 12345; /* a small LCG: the rectangles and the ids */
+    for (int shuffled = 0; shuffled < 2; shuffled++) {
+        for (int i = 0; i < SQ; i++) doc_q[i] = shuffled ? (int32_t)((x = x * 6364136223846793005u + 1) >> 61) : i / 70;
+        for (int j = 0; j < SK; j++) doc_k[j] = shuffled ? (int32_t)((x = x * 6364136223846793005u + 1) >> 61) : j / 120;
+        for (int m = 0; m < LADDER_FLEX_MASK_COUNT; m++) {
+            int settled = 0;
+            for (int n = 0; n < 3000; n++) {
+                x = x * 6364136223846793005u + 1;
+                const int64_t i0 = (int64_t)(x >> 33) % SQ, j0 = (int64_t)(x >> 13) % SK, b = (int64_t)(x >> 7) % B;
+                const int64_t i1 = i0 + 1 + (int64_t)(x >> 45) % (SQ - i0), j1 = j0 + 1 + (int64_t)(x >> 24) % (SK - j0);
+                const int kind = ladder_flex_mask_bounds(m, &e, b, i0, i1, j0, j1);
+                if (kind == LADDER_FLEX_TILE_PARTIAL) continue;
+                settled++;
+                for (int64_t i = i0; i < i1; i++)
+                    for (int64_t j = j0; j < j1; j++)
+                        if (ladder_flex_mask(m, &e, b, 0, i, j) != (kind == LADDER_FLEX_TILE_FULL))
+                            cr_assert_fail("mask %d (%s ids): rows [%lld, %lld) keys [%lld, %lld) of batch row %lld called "
+                                     "%s, but element (%lld, %lld) says otherwise", m, shuffled ? "shuffled" : "sorted",
+                                     (long long)i0, (long long)i1, (long long)j0, (long long)j1, (long long)b,
+                                     kind == LADDER_FLEX_TILE_FULL ? "full" : "empty", (long long)i, (long long)j);
+            }
+            cr_expect_gt(settled, 0, "mask %d (%s ids): the bounds settled none of 3000 rectangles", m,
+                         shuffled ? "shuffled" : "sorted");
+        }
+    }
+}
+
 /* The issue's reason for block lists: PyTorch's builder materialises the Sq x Sk mask and runs out of memory near
  * 24k tokens. Building a document mask at 16k tokens here must take memory per tile (128 x 128 tiles: kinds and
  * lists under 1 MB), never per element (256 MB as one byte each): the process's peak resident memory must not grow

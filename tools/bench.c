@@ -344,8 +344,8 @@ int tool_cpu_copy_gbps(double *gbps, int *threads) {
 
 /* The build rows (ladder_bench_build): each rung of its set that is asked for and runs here builds the algorithm's
  * fixed inputs at the build problem, timed like that rung's passes, except that the cpu rung builds once, untimed
- * runs and repeats left out (flex's build walks every element of a 128k x 128k mask: most of a minute on one
- * thread, which --cpu-reps would multiply); the GPU's row has its speedup over the cpu's. */
+ * runs and repeats left out (flex's build of a mask mod without bounds walks every element of a 128k x 128k mask:
+ * most of a minute on one thread, which --cpu-reps would multiply); the GPU's row has its speedup over the cpu's. */
 static int bench_builds(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int max_rows, int *n_rows) {
     const ladder_bench_build *bb = algo->bench_build;
     _Alignas(8) unsigned char problem[LADDER_PROBLEM_MAX];

@@ -137,7 +137,7 @@ for step in $steps; do
     cpu)
         # about 3 minutes on the 16-core host: at 1 thread each algorithm's cpu problem takes a second or two a run
         # (seven runs: validated, untimed, CPU_REPS timed), the inputs are made once a thread count (dynconv's are
-        # 1.6 GB), and flex's block-mask build at 128k tokens runs once (most of a minute at 1 thread)
+        # 1.6 GB), and flex's block-mask build at 128k tokens runs once
         n=${CPU_THREADS:-16}
         # threads per core says whether 16 threads have 16 cores (the efficiency target) or share 8
         say "cpu:$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) processors," \

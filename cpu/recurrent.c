@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "recurrent_rungs.h"
+#include "vec_math.h"
 
 /* Element [b,t,h,i] of a rank-4 input (rank 3: [b,t,h]; rank 1: [h]), any strides; 0 when the tensor is absent. */
 static float at(const ladder_tensor *x, int64_t b, int64_t t, int64_t h, int64_t i) {
@@ -64,27 +65,44 @@ static bool rows_alloc(rows *r, int64_t K, int64_t V) {
 
 /*
  * The decays of row i, exp(g + g_gamma + gk[i] + gv[j]) for every j, into r->dec: with gv one exponential per
- * entry (the sum formed first, so that neither factor can overflow alone), without it one per row. The loops
- * that use them are then plain multiply-adds, which the compiler vectorizes.
+ * entry (the sum formed first, so that neither factor can overflow alone), in vector instructions
+ * (common/vec_math.h), without it one per row. The loops that use them are then plain multiply-adds, which the
+ * compiler vectorizes.
  */
 static const float *row_decays(rows *r, int64_t i, int64_t V, bool has_gv) {
+    if (has_gv) {
+#pragma omp simd
+        for (int64_t j = 0; j < V; j++) r->dec[j] = ladder_expf(r->gk[i] + r->gv[j]);
+        return r->dec;
+    }
     const float row = expf(r->gk[i]);
-    for (int64_t j = 0; j < V; j++) r->dec[j] = has_gv ? expf(r->gk[i] + r->gv[j]) : row;
+    for (int64_t j = 0; j < V; j++) r->dec[j] = row;
     return r->dec;
+}
+
+/* Row [b,t,h,:] of a rank-4 input into dst[n] (zeros where the tensor is absent). */
+static void gather_row(float *dst, const ladder_tensor *x, int64_t b, int64_t t, int64_t h, int64_t n) {
+    if (!x->data) {
+        for (int64_t e = 0; e < n; e++) dst[e] = 0.0f;
+        return;
+    }
+    const int64_t *st = x->strides;
+    const float *src = (const float *)x->data + b * st[0] + t * st[1] + h * st[2];
+    if (st[3] == 1) memcpy(dst, src, (size_t)n * sizeof *dst);
+    else
+        for (int64_t e = 0; e < n; e++) dst[e] = src[e * st[3]];
 }
 
 static void gather(rows *r, const ladder_recurrent_problem *p, const ladder_recurrent_args *a, const seq *s,
                    int64_t t, bool backward) {
-    for (int64_t i = 0; i < p->K; i++) {
-        r->q[i] = at(&a->q, s->b, t, s->h, i);
-        r->k[i] = at(&a->k, s->b, t, s->h, i);
-        r->gk[i] = at(&a->gk, s->b, t, s->h, i) + at(&a->g, s->b, t, s->h, 0) + at(&a->g_gamma, 0, 0, s->h, 0);
-    }
-    for (int64_t j = 0; j < p->V; j++) {
-        r->v[j] = at(&a->v, s->b, t, s->h, j);
-        r->gv[j] = at(&a->gv, s->b, t, s->h, j);
-        if (backward) r->dO[j] = at(&a->do_, s->b, t, s->h, j);
-    }
+    gather_row(r->q, &a->q, s->b, t, s->h, p->K);
+    gather_row(r->k, &a->k, s->b, t, s->h, p->K);
+    gather_row(r->gk, &a->gk, s->b, t, s->h, p->K);
+    const float g = at(&a->g, s->b, t, s->h, 0), g_gamma = at(&a->g_gamma, 0, 0, s->h, 0);
+    for (int64_t i = 0; i < p->K; i++) r->gk[i] = r->gk[i] + g + g_gamma;
+    gather_row(r->v, &a->v, s->b, t, s->h, p->V);
+    gather_row(r->gv, &a->gv, s->b, t, s->h, p->V);
+    if (backward) gather_row(r->dO, &a->do_, s->b, t, s->h, p->V);
 }
 
 /* S_t = exp(g + g_gamma + gk[i] + gv[j]) * S_{t-1} + k v^T, with the scalar gates already folded into r->gk. */

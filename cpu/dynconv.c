@@ -38,9 +38,27 @@ ladder_status dynconv_fwd_cpu(const ladder_dynconv_problem *p, const ladder_dync
             int64_t start, end;
             ladder_sequence_bounds(cu, n_seqs, T, t, &start, &end);
             float *restrict o = out + (b * T + t) * D;
+            const float *kt = k + b * sk[0] + t * sk[1];
+            /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b, t+w-W+1, d], x = 0 before the sequence starts. Where
+             * every w has its token and the kernels lie contiguous (W = 4, kernels [.., D, 4] with unit strides,
+             * x's rows contiguous), one pass along d reads each row of kernels once, in order, and writes each
+             * output once, the w sum in registers, in the same order as below */
+            if (W == 4 && t - 3 >= start && skw == 1 && skd == 4 && sxd == 1) {
+                const float *x0 = x + b * sx[0] + (t - 3) * sx[1], *x1 = x0 + sx[1], *x2 = x1 + sx[1],
+                            *x3 = x2 + sx[1];
+#pragma omp simd
+                for (int64_t d = 0; d < D; d++) {
+                    float acc = 0.0f;
+                    acc += kt[4 * d] * x0[d];
+                    acc += kt[4 * d + 1] * x1[d];
+                    acc += kt[4 * d + 2] * x2[d];
+                    acc += kt[4 * d + 3] * x3[d];
+                    o[d] = acc;
+                }
+                continue;
+            }
             for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-            /* out[b,t,d] = sum_w kernels[b,t,d,w] * x[b, t+w-W+1, d], x = 0 before the sequence starts: one w at
-             * a time, for every d */
+            /* otherwise one w at a time, for every d */
             for (int w = 0; w < W; w++) {
                 const int64_t src = t + w - W + 1;
                 if (src < start) continue;
@@ -71,14 +89,45 @@ ladder_status dynconv_bwd_cpu(const ladder_dynconv_problem *p, const ladder_dync
             /* forward: out[t] += kernels[t,w] * x[t+w-W+1], so dL/dkernels[t,w] = dout[t] * x[t+w-W+1], written in
              * the order of dkernels, (d, w) */
             float *restrict dkt = dk + (b * T + t) * D * W;
-            for (int64_t d = 0; d < D; d++)
-                for (int w = 0; w < W; w++) {
-                    const int64_t src = t + w - W + 1;
-                    dkt[d * W + w] = src >= start ? g[d * sgd] * x[b * sx[0] + src * sx[1] + d * sxd] : 0.0f;
+            /* ... where every w has its token and the rows are contiguous (W = 4), one pass along d that writes
+             * dkernels in order; else element by element */
+            const bool whole = W == 4 && sgd == 1 && sxd == 1 && skd == 4 && skw == 1;
+            if (whole && t - 3 >= start) {
+                const float *x0 = x + b * sx[0] + (t - 3) * sx[1], *x1 = x0 + sx[1], *x2 = x1 + sx[1],
+                            *x3 = x2 + sx[1];
+#pragma omp simd
+                for (int64_t d = 0; d < D; d++) {
+                    dkt[4 * d] = g[d] * x0[d];
+                    dkt[4 * d + 1] = g[d] * x1[d];
+                    dkt[4 * d + 2] = g[d] * x2[d];
+                    dkt[4 * d + 3] = g[d] * x3[d];
                 }
+            } else {
+                for (int64_t d = 0; d < D; d++)
+                    for (int w = 0; w < W; w++) {
+                        const int64_t src = t + w - W + 1;
+                        dkt[d * W + w] = src >= start ? g[d * sgd] * x[b * sx[0] + src * sx[1] + d * sxd] : 0.0f;
+                    }
+            }
             /* forward: x[s] feeds out[s+W-1-w] through kernels[s+W-1-w, w] for every w whose output token is
              * still in s's sequence, so dL/dx[s] = sum_w dout[s+W-1-w] * kernels[s+W-1-w, w], for every d */
             float *restrict dxt = dx + (b * T + t) * D;
+            if (whole && t + 3 < end) { /* every w's output token in the sequence: the sum in registers, in order */
+                const float *g0 = dout + b * sg[0] + (t + 3) * sg[1], *g1 = g0 - sg[1], *g2 = g1 - sg[1],
+                            *g3 = g2 - sg[1];
+                const float *k0 = k + b * sk[0] + (t + 3) * sk[1], *k1 = k0 - sk[1], *k2 = k1 - sk[1],
+                            *k3 = k2 - sk[1];
+#pragma omp simd
+                for (int64_t d = 0; d < D; d++) {
+                    float acc = 0.0f;
+                    acc += g0[d] * k0[4 * d];
+                    acc += g1[d] * k1[4 * d + 1];
+                    acc += g2[d] * k2[4 * d + 2];
+                    acc += g3[d] * k3[4 * d + 3];
+                    dxt[d] = acc;
+                }
+                continue;
+            }
             for (int64_t d = 0; d < D; d++) dxt[d] = 0.0f;
             for (int w = 0; w < W; w++) {
                 const int64_t dst = t + W - 1 - w;

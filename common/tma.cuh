@@ -73,7 +73,22 @@ inline bool ladder_tma_map_16bit(CUtensorMap *map, CUtensorMapDataType type, con
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+/**
+ * ladder_tma_map_16bit() for a tensor that may be broadcast over B or H (a stride of 0 there, as an attention bias
+ * may be): the map then holds one batch row or one head, which ladder_tma_coord() gives as the coordinate of every b
+ * or h. Fails where no box describes the tensor: broadcast over S, or an inner stride other than 1.
+ */
+inline bool ladder_tma_map_16bit_broadcast(CUtensorMap *map, CUtensorMapDataType type, const void *base, int64_t B,
+                                           int64_t H, int64_t S, int64_t D, const int64_t st[4], int box_rows) {
+    if (st[2] == 0 && S > 1) return false;
+    return ladder_tma_map_16bit(map, type, base, st[0] ? B : 1, st[1] ? H : 1, S, D, st, box_rows);
+}
+
 /* ---- the copy and its barriers (device) ---- */
+
+/** The coordinate of index @p x along a dimension of element stride @p stride, in a map of
+ *  ladder_tma_map_16bit_broadcast(): 0 where the tensor is broadcast along it. */
+__device__ __forceinline__ int ladder_tma_coord(int64_t stride, int64_t x) { return stride ? (int)x : 0; }
 
 /** A shared-memory address as the instructions below take it (32 bits). */
 __device__ __forceinline__ uint32_t ladder_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }

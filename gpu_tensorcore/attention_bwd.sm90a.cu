@@ -385,19 +385,19 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
                     ladder_tma_load(Qs + st * BR * HD + c * BR, &tq, &q_full[st], c, row, (int)q.h, (int)b);
                     ladder_tma_load(dOs + st * BR * HD + c * BR, &tdo, &q_full[st], c, row, (int)q.h, (int)b);
                 }
-                /* the bias's map has one head, or one batch row, where it is broadcast over them; the next step's
-                 * bias, read from DRAM once, is fetched into L2 a step ahead */
+                /* the bias (its map broadcast over batch rows and heads where it is); the next step's, read from
+                 * DRAM once, is fetched into L2 a step ahead */
                 if constexpr (Pol::EXTRAS)
                     if (biased) {
-                        const int hb = a.bias.s[1] ? (int)q.h : 0, bb = a.bias.s[0] ? (int)b : 0;
+                        const int bb = ladder_tma_coord(a.bias.s[0], b);
                         for (int c = 0; c < BC; c += 64)
                             ladder_tma_load(Bs + st * (C::BIAS_BYTES / 2) + c * BR, &tb, &q_full[st],
-                                            (int)(seq.k0 + j0) + c, row, hb, bb);
+                                            (int)(seq.k0 + j0) + c, row, ladder_tma_coord(a.bias.s[1], q.h), bb);
                         if (steps.left() > 1) {
                             const qtile f = steps.following();
                             for (int c = 0; c < BC; c += 64)
                                 ladder_tma_prefetch(&tb, (int)(seq.k0 + j0) + c, (int)(seq.q0 + f.i0),
-                                                    a.bias.s[1] ? (int)f.h : 0, bb);
+                                                    ladder_tma_coord(a.bias.s[1], f.h), bb);
                         }
                     }
             }
@@ -623,9 +623,7 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
     CUtensorMap tb = {};
     if (Pol::EXTRAS && a.hooks.bias) {
         const ladder_attn_ds_sink &d = a.hooks.dbias;
-        if ((a.bias.s[2] == 0 && a.Sq > 1) ||
-            !ladder_tma_map_16bit(&tb, type, a.bias.p, a.bias.s[0] ? a.B : 1, a.bias.s[1] ? a.Hq : 1, a.Sq, a.Sk,
-                                  a.bias.s, C::BR))
+        if (!ladder_tma_map_16bit_broadcast(&tb, type, a.bias.p, a.B, a.Hq, a.Sq, a.Sk, a.bias.s, C::BR))
             return LADDER_OK;
         if (d.p && (d.f32 || d.s[3] != 1 || d.s[2] % 8 != 0 || d.s[1] % 8 != 0 || d.s[0] % 8 != 0 ||
                     (uintptr_t)d.p % 16 != 0))

@@ -190,10 +190,10 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
             ladder_mbarrier_expect(&k_full[s], C::K_BYTES + (biased ? C::BIAS_BYTES : 0));
             for (int c = 0; c < HD; c += 64)
                 ladder_tma_load(Ks + s * BC * HD + c * BC, &tk, &k_full[s], c, (int)j0, (int)p.hk, (int)p.b);
-            /* the bias's map has one head, or one batch row, where it is broadcast over them; the bias, read from
-             * DRAM once, is fetched into L2 two tiles ahead */
+            /* the bias (its map broadcast over batch rows and heads where it is), read from DRAM once, is fetched
+             * into L2 two tiles ahead */
             if (biased) {
-                const int hb = a.bias.s[1] ? (int)p.h : 0, bb = a.bias.s[0] ? (int)p.b : 0;
+                const int hb = ladder_tma_coord(a.bias.s[1], p.h), bb = ladder_tma_coord(a.bias.s[0], p.b);
                 ladder_tma_load(Bs + s * BR * BC, &tb, &k_full[s], (int)j0, (int)p.i0, hb, bb);
                 if (j0 + 2 * BC < khi) ladder_tma_prefetch(&tb, (int)(j0 + 2 * BC), (int)p.i0, hb, bb);
             }
@@ -333,9 +333,8 @@ template <class Pol, class T, int HD, int HDV> ladder_status launch_ws(const arg
     /* the hooks' bias: where its tile fits (BIAS_BYTES) and TMA can describe it, broadcast over batch rows and heads
      * at most (a map of one head, or one batch row, then) */
     if (Pol::EXTRAS && a.hooks.bias &&
-        (C::BIAS_BYTES == 0 || (a.bias.s[2] == 0 && a.Sq > 1) ||
-         !ladder_tma_map_16bit(&tb, type, a.bias.p, a.bias.s[0] ? a.B : 1, a.bias.s[1] ? a.Hq : 1, a.Sq, a.Sk,
-                               a.bias.s, C::BR)))
+        (C::BIAS_BYTES == 0 ||
+         !ladder_tma_map_16bit_broadcast(&tb, type, a.bias.p, a.B, a.Hq, a.Sq, a.Sk, a.bias.s, C::BR)))
         return LADDER_OK;
     const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sq, C::BR, a.n_seqs), (unsigned)a.Hq, (unsigned)a.B);
     LADDER_TRY(ladder_allow_smem(attn_fwd_wgmma_ws_kernel<Pol, T, HD, HDV>, C::SMEM));

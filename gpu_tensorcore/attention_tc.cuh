@@ -304,6 +304,15 @@ template <int TILE> struct list_tiles {
     }
     __device__ bool full() const { return in_whole && at + TILE <= L; }
     __device__ bool mods() const { return !in_whole; }
+    /* the tiles of the whole row: TILE-th parts of every listed block-mask tile, the one that holds position L - 1
+     * (the last entry of either list, where it is listed) clipped at L */
+    __device__ int count() const {
+        constexpr int PER = LADDER_FLEX_BLOCK / TILE;
+        const int32_t last = (int32_t)((L - 1) / LADDER_FLEX_BLOCK);
+        const bool clipped = (n_partial > 0 && partial[n_partial - 1] == last) || (n_whole > 0 && whole[n_whole - 1] == last);
+        const int in_last = (int)((L - (int64_t)last * LADDER_FLEX_BLOCK + TILE - 1) / TILE);
+        return (n_partial + n_whole) * PER - (clipped ? PER - in_last : 0);
+    }
 };
 
 /* flex: the key tiles of query tile i0 of head h, batch row b (the forward's lists: its block-mask row). */

@@ -17,8 +17,8 @@
  * Every product is ladder_mma_warp_tile (common/mma.cuh) over a warp tile of two m16 row blocks by 4 or more
  * n8 column blocks, so that each fragment loaded from shared memory feeds two or more mmas. On an sm_90 GPU,
  * bwd_launch runs the Hopper kernel of the dK/dV pass in place of steps 2 and 3 where it covers the problem
- * (attention_bwd.sm90a.cu: the plain and hooked policies, head dims up to 128): dQ by the copy engine's bulk reductions, in
- * deterministic mode in a fixed order of turns; step 1 and dQ's rounding stay these.
+ * (attention_tc_hopper_bwd.cuh: every policy, head dims up to 128; flex's without a buffer's gradient): dQ by the copy
+ * engine's bulk reductions, in deterministic mode in a fixed order of turns; step 1 and dQ's rounding stay these.
  *
  * With the hooked policy (memeff): S gains the bias, V meets P f (dropout's factor f, 0 or 1 / (1 - p)), so the
  * stored P tile is P where kept and 0 where dropped (dV = (P f)^T dO: the 1 / (1 - p) multiplies dV's sum once,
@@ -34,6 +34,8 @@
  */
 #ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_BWD_CUH
 #define LADDER_GPU_TENSORCORE_ATTENTION_TC_BWD_CUH
+
+#include <type_traits>
 
 #include "attention_tc.cuh"
 #include "attention_tc_hopper.cuh"
@@ -438,12 +440,13 @@ template <int BR> struct interval_steps {
 template <int BR, int BC> struct list_steps {
     group_tiles<BR> rows;
     int64_t b, j0; /* the batch row; the key tile's first key along Sk */
-    int group, hh;
+    int group, hh, togo; /* togo: the steps left, this one included */
     bool whole_keys;
     list_tiles<BR> tiles;
     __device__ list_steps(const args &a, const group_tiles<BR> &r, int64_t b_, int64_t key0, int64_t keys, int g)
-        : rows(r), b(b_), j0(key0), group(g), hh(0), whole_keys(keys == BC),
+        : rows(r), b(b_), j0(key0), group(g), hh(0), togo(0), whole_keys(keys == BC),
           tiles(flex_query_tiles<BR>(a, b_, r.h0, key0)) {
+        for (int h = 0; h < group; h++) togo += flex_query_tiles<BR>(a, b, rows.h0 + h, j0).count();
         settle(a);
     }
     /* on to the next head of the group that has a tile, when this head's are done */
@@ -454,8 +457,10 @@ template <int BR, int BC> struct list_steps {
     __device__ void next(const args &a) {
         tiles.next();
         settle(a);
+        togo--;
     }
     __device__ qtile tile() const { return rows.at(hh, tiles.at); }
+    __device__ int left() const { return togo; }
     __device__ bool masked() const { return !(tiles.full() && whole_keys); }
     __device__ bool mods() const { return tiles.mods(); }
 };
@@ -754,9 +759,12 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(args a, 
     using C = bwd_cfg<Pol, HD, HDV>;
     const int64_t rows = a.B * a.Hq * a.Sq;
     LADDER_TRY(ladder_attn_delta<T>(a, a.dout.p, a.dout.s, a.o, a.delta));
-    bool hopper = false; /* the plain policy's pass on Hopper, dQ included, where it runs (attention_bwd.sm90a.cu) */
+    bool hopper = false; /* the pass on Hopper, dQ included, where it runs (attention_tc_hopper_bwd.cuh) */
     ladder_scratch hopper_accum; /* its accumulator in deterministic mode, until dQ's conversion has read it */
-    if constexpr (!Pol::FLEX && HD == HDV && HD <= 128)
+    if constexpr (Pol::FLEX && HD == HDV && HD <= 128)
+        LADDER_TRY(bwd_wgmma_flex<HD>(a, Pol::MOD, std::is_same<T, __half>::value ? LADDER_F16 : LADDER_BF16,
+                                      &hopper_accum, &hopper));
+    else if constexpr (HD == HDV && HD <= 128)
         LADDER_TRY((bwd_wgmma_dkdv<Pol, T, HD>(a, deterministic, &hopper_accum, &hopper)));
     if (!hopper) {
         /* atomics add into dQ's fp32 accumulator: it starts at zero (fully masked rows stay so) */

@@ -5,9 +5,10 @@
  * architecture, and names no sm_90a instruction. The Hopper kernels: the forwards of flash (ideas 1 to 3; idea 3 at a
  * head dim of 256 too), of memeff without split keys (idea 3, head dims as flash's; with a bias, up to 128) and of
  * flex (idea 3, head dims up to 128); the backward's dK/dV pass with dQ's adds (atomic, or ordered in deterministic
- * mode) with the plain policy (flash, memeff without hooks) and the hooked one (memeff's bias, its gradient and
- * dropout), head dims up to 128, under every value of LADDER_TC_PATH that picks Hopper. Every other backward is the
- * mma.sync one on every GPU.
+ * mode) with the plain policy (flash, memeff without hooks), the hooked one (memeff's bias, its gradient and
+ * dropout) and flex's (deterministic, no buffer's gradient; at a head dim of 128 the mods that read no buffer),
+ * head dims up to 128, under every value of LADDER_TC_PATH that picks Hopper. Every other backward is the mma.sync
+ * one on every GPU.
  *
  * LADDER_TC_PATH, read at every call (so that a test can run both generations in one process):
  *   auto (or unset, or empty)  on sm_90 devices what wgmma picks (LADDER_TC_WGMMA_DEFAULT), elsewhere the mma.sync
@@ -85,6 +86,10 @@ template <int HD> ladder_status fwd_wgmma_flex(const args &a, int mod, ladder_dt
  * launched, *ran is false, and the caller runs the mma.sync passes. */
 template <class Pol, class T, int HD>
 ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum, bool *ran);
+
+/* The same for flex's backward with score mod @p mod at head dims (HD, HD), in @p dtype, in deterministic mode, where
+ * no buffer's gradient is asked (attention_flex_bwd_d*.sm90a.cu). */
+template <int HD> ladder_status bwd_wgmma_flex(args &a, int mod, ladder_dtype dtype, ladder_scratch *accum, bool *ran);
 
 } // namespace attn_tc
 

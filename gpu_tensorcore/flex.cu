@@ -10,7 +10,8 @@
  * tiles, the partial and full ones visited in ascending order, because the forward's rounding of P depends on the
  * order; the mask mods run in partial tiles only; the backward stores dS times the mod's slope as the 16-bit operand of
  * dQ and dK, and its dQ pass sums the buffers' shares per tile along their lines. On an sm_90 GPU the forward runs
- * the Hopper kernel (attention_flex_fwd.sm90a.cu) where TMA can describe q, k and v.
+ * the Hopper kernel (attention_flex_fwd.sm90a.cu) where TMA can describe q, k and v, and so does the backward's dK/dV
+ * pass with dQ's adds in turns where no buffer's gradient is asked (attention_flex_bwd_d*.sm90a.cu).
  *
  * Preconditions: validated by ladder_flex_fwd/bwd, block lists present (q, k, v, do, o, dq, dk, dv all bf16 or all
  * fp16; lse, dlse, the buffers and their gradients f32; device pointers; any input strides; contiguous outputs;

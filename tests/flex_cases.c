@@ -71,6 +71,8 @@ static int grid(test_case *out, int max, bool small) {
         ADD(make((xc){2, 4, 2, 130, 200, 33, 17, AL, CAUSAL | DOC, 0, -1, 0, true, true, false}));
         ADD(make((xc){1, 2, 1, 257, 129, 16, 16, QK, NONE, 0, -1, 0, false, true, true}));
         ADD(make((xc){2, 2, 2, 100, 140, 8, 8, T5, PREFIX | WINDOW, 0, 20, 8, false, false, false}));
+        /* no buffer's gradient: the tensor-core rung's Hopper backward, dQ's adds in turns, on sm_90 */
+        ADD(frozen((xc){1, 4, 2, 200, 300, 64, 64, AL, CAUSAL | DOC, 0, -1, 0, false, true, false}, "slopes"));
         return n;
     }
     ADD(make((xc){2, 4, 2, 1, 1, 16, 16, NONE, NONE, 0, -1, 0, false, true, false}));
@@ -96,6 +98,9 @@ static int determinism(test_case *out, int max) {
     int n = 0;
     ADD(make((xc){2, 4, 2, 200, 300, 32, 32, AL, CAUSAL, 0, -1, 0, true, false, false}));
     ADD(make((xc){1, 2, 1, 257, 300, 16, 16, QK, DOC, 0, -1, 0, false, true, true}));
+    /* no buffer's gradient: the Hopper backward's turns (on sm_90) */
+    ADD(make((xc){2, 4, 2, 300, 520, 64, 64, NONE, CAUSAL | DOC, 0, -1, 0, false, false, true}));
+    ADD(make((xc){1, 4, 4, 400, 400, 128, 128, S, WINDOW, 20, 150, 0, false, true, false}));
     return n;
 }
 

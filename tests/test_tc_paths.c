@@ -8,8 +8,9 @@
  * kernels there) with each option it takes: causal masks of both alignments, windows, softcap, grouped heads,
  * packed sequences, strided views, one query row, and key ranges of one, two, three and many tiles (the second and
  * third kernels' loops have a first tile, a last tile and the turns between; the third's ring of two buffers ends on
- * either of them). Then memeff (a bias with its gradient and dropout; dropout alone; a broadcast bias; no hook) and flex (alibi, rel_bias, softcap, no mod; the causal and window
- * mask mods) with the third kernel and their policies against their mma.sync kernels. All round P per 64-key tile
+ * either of them). Then memeff (a bias with its gradient and dropout; dropout alone; a broadcast bias; no hook) and flex
+ * (every score mod, frozen and learnable; every mask mod; random block lists) with the third kernel and their policies
+ * against their mma.sync kernels: flex's backward runs the Hopper pass where no buffer's gradient is asked. All round P per 64-key tile
  * against the same running max, so only the order of the products' sums differs: every output (the backward's
  * too, which reads the forward's o and lse) is held to the rung's tolerance. Under every Hopper path flash's and
  * memeff's backwards run the Hopper dK/dV pass where it covers the problem (gpu_tensorcore/attention_bwd.sm90a.cu;
@@ -99,14 +100,21 @@ static test_case memeff_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t S, int6
     return t;
 }
 
-/* flex at the tensor-core rung with score mod @p score and the mask mods @p masks (window_left @p wl for a window). */
+/* flex at the tensor-core rung with score mod @p score and the mask mods @p masks (window_left @p wl for a window),
+ * the buffers @p frozen names ("bq,bk") read with no gradient asked (NULL: none), with random block lists
+ * where @p lists. */
 static test_case flex_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t S, int64_t Sk, int64_t D, int score, int masks,
-                           int64_t wl, ladder_dtype dtype) {
+                           int64_t wl, const char *frozen, bool lists, ladder_dtype dtype) {
     ladder_flex_problem f = {.attn = {.B = B, .Hq = Hq, .Hkv = Hkv, .Sq = S, .Sk = Sk, .D = D, .Dv = D,
                                       .mask = LADDER_ATTN_NO_MASK},
-                             .score_mod = score, .mask_mods = masks, .softcap = 30.0, .window_left = wl};
+                             .score_mod = score, .mask_mods = masks, .softcap = 30.0, .window_left = wl,
+                             .num_buckets = 16};
     test_case t = test_case_of(&ladder_flex_algo, &f);
     t.rung = LADDER_RUNG_GPU_TENSORCORE, t.dtype = dtype;
+    if (frozen && ladder_algo_frozen(&ladder_flex_algo, frozen, &t.opts.frozen) != LADDER_OK)
+        t.opts.frozen = ~0u; /* refused by every test of the case, naming it (flex_cases.c's rule) */
+    for (int l = 0; lists && l < 8; l++)
+        t.opts.with |= 1u << (ladder_algo_tensor(&ladder_flex_algo, "kv_num_blocks") + l);
     return t;
 }
 
@@ -114,22 +122,33 @@ static test_case flex_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t S, int64_
 static struct criterion_test_params policy_cases(void) {
     static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
     const int causal = 1 << LADDER_FLEX_CAUSAL, window = 1 << LADDER_FLEX_WINDOW;
-    test_case cases[20];
+    const int doc = 1 << LADDER_FLEX_DOCUMENT, prefix = 1 << LADDER_FLEX_PREFIX_LM;
+    test_case cases[40];
     int n = 0;
     for (int d = 0; d < 2; d++) {
         const ladder_dtype dt = dtypes[d];
         /* a full bias and its gradient with dropout, GQA: the Hopper forward and backward with every hook */
         cases[n++] = memeff_case(2, 4, 2, 300, 520, 64, 1, 0.1, 1, dt);
-        cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, dt);
+        /* frozen slopes: flex's Hopper backward, dQ's adds in turns */
+        cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, "slopes", false, dt);
         if (harness_small()) continue; /* compute-sanitizer: one case of each algorithm and dtype */
         cases[n++] = memeff_case(2, 4, 2, 300, 517, 64, 1, 0.1, 0, dt);    /* dropout, keys not a multiple of 4 */
         cases[n++] = memeff_case(1, 4, 4, 1000, 1000, 128, 0, 0.0, 0, dt); /* no hook: the plain policy */
         cases[n++] = memeff_case(2, 4, 4, 200, 384, 128, 0, 0.2, 1, dt);   /* bias and dropout at 128 */
         cases[n++] = memeff_case(2, 4, 2, 256, 384, 128, 1, 0.0, 2, dt);   /* a broadcast bias: the forward's */
         cases[n++] = memeff_case(1, 4, 2, 300, 517, 256, 1, 0.2, 0, dt);   /* 32-key tiles */
-        cases[n++] = flex_case(2, 4, 4, 640, 700, 128, LADDER_FLEX_REL_BIAS, causal | window, 200, dt);
-        cases[n++] = flex_case(1, 4, 4, 1000, 1000, 128, LADDER_FLEX_SCORE_NONE, 0, -1, dt);
-        cases[n++] = flex_case(1, 2, 1, 129, 333, 64, LADDER_FLEX_SOFTCAP, 0, -1, dt);
+        /* a buffer's gradient asked: the mma.sync dQ pass sums its shares */
+        cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, NULL, false, dt);
+        cases[n++] = flex_case(2, 4, 4, 640, 700, 128, LADDER_FLEX_REL_BIAS, causal | window, 200, NULL, false, dt);
+        cases[n++] = flex_case(1, 4, 4, 1000, 1000, 128, LADDER_FLEX_SCORE_NONE, 0, -1, NULL, false, dt);
+        cases[n++] = flex_case(1, 2, 1, 129, 333, 64, LADDER_FLEX_SOFTCAP, 0, -1, NULL, false, dt);
+        /* flex's Hopper backward: each mask mod, conjunctions, random lists, Sq != Sk, GQA, lengths off the block */
+        cases[n++] = flex_case(2, 4, 2, 700, 520, 128, LADDER_FLEX_SCORE_NONE, causal | doc, -1, NULL, false, dt);
+        cases[n++] = flex_case(1, 4, 1, 333, 600, 128, LADDER_FLEX_SOFTCAP, window, 100, NULL, true, dt);
+        cases[n++] = flex_case(2, 2, 2, 260, 390, 64, LADDER_FLEX_T5_BIAS, prefix | window, 50, "t5_bias", false, dt);
+        cases[n++] = flex_case(1, 4, 2, 384, 384, 64, LADDER_FLEX_REL_BIAS, causal, -1, "rel_bias", true, dt);
+        cases[n++] = flex_case(2, 2, 1, 300, 257, 64, LADDER_FLEX_BIAS_QK, doc | prefix, -1, "bq,bk", false, dt);
+        cases[n++] = flex_case(1, 2, 2, 200, 200, 128, LADDER_FLEX_ALIBI, causal, -1, "slopes", false, dt); /* mma.sync's */
     }
     return test_params(cases, n);
 }

@@ -12,6 +12,12 @@ cd "$(dirname "$0")/.."
 commit=$(tools/commit.sh)
 echo "$commit" >"$build/COMMIT"
 
+# the GPU machine cannot build the test program (it has no Criterion): a bundle without it would run no test there
+if [[ ! -x $build/bin/ladder-tests ]]; then
+    echo "gpu-bundle: $build/bin/ladder-tests is missing (Criterion not installed here? tools/install-deps.sh test)" >&2
+    exit 1
+fi
+
 # every shared library the binaries load (the rpath is a DT_RPATH, so it also serves the libraries
 # that those libraries load), except the C runtime the GPU machine has itself. Whatever else is in
 # lib/ (a library from an earlier bundle) must not ride along.

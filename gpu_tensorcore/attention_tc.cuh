@@ -56,6 +56,13 @@ template <int M> struct flex {
     static constexpr int BWD_KEYS = M == LADDER_FLEX_REL_BIAS || M == LADDER_FLEX_T5_BIAS ? 64 : 128;
 };
 
+/* Does policy Pol change the scores (flex with a score mod)? Without one, flex's S is flash's scale q.k, which the
+ * Hopper kernels fold into the exponential's multiply-add as flash's do. */
+template <class Pol> __host__ __device__ constexpr bool has_score_mod() {
+    if constexpr (Pol::FLEX) return Pol::MOD != LADDER_FLEX_SCORE_NONE;
+    else return false;
+}
+
 /* *p += x, atomically, as a reduction (red): no value comes back, so nothing waits for one. (CUDA's atomicAdd is
  * compiled to red only where the compiler sees the value unused and no fence after it that would wait for it.) */
 __device__ __forceinline__ void atomic_add1(float *p, float x) {

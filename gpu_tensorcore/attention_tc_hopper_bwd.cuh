@@ -221,8 +221,11 @@ __device__ __forceinline__ void p_and_ds_transposed_flex(const args &a, float (&
             const int qi = q0 + (MASKED && r >= rows ? rows - 1 : r), kj = k0 + (MASKED && key >= keys ? keys - 1 : key);
             const float x = a.scale * sc[i][c];
             const ladder_flex_grad d = ladder_flex_score_grad(MOD, x, &f.env, b, h, qi, kj);
-            const float S = ladder_flex_score(MOD, x, &f.env, b, h, qi, kj);
-            float P = ladder_ex2_ftz(fmaf(S, LADDER_LOG2E, -(e ? l2.y : l2.x)));
+            /* without a score mod, S = x: scale and log2 e in one multiply-add, as flash's rule has them */
+            float P = MOD == LADDER_FLEX_SCORE_NONE
+                          ? ladder_ex2_ftz(fmaf(sc[i][c], a.scale * LADDER_LOG2E, -(e ? l2.y : l2.x)))
+                          : ladder_ex2_ftz(fmaf(ladder_flex_score(MOD, x, &f.env, b, h, qi, kj), LADDER_LOG2E,
+                                                -(e ? l2.y : l2.x)));
             if (MASKED && !((seen >> (4 * i + c)) & 1u)) P = 0.0f;
             sc[i][c] = P;
             dp[i][c] = P * (dp[i][c] - (e ? de.y : de.x)) * d.dscore;

@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     ladder_setmaxnreg_inc<C::CONSUMER_REGS>();
     const int w0 = (warp - 4) * 16;
     /* S in natural units when something must be applied to it (softcap, a bias, a score mod), else the raw q.k */
-    const bool exact = a.softcap > 0.0f || biased || Pol::FLEX;
+    const bool exact = a.softcap > 0.0f || biased || has_score_mod<Pol>();
     const bool dropout = Pol::EXTRAS && a.hooks.dropout_p > 0.0f;
     const float unit = exact ? 1.0f : a.scale, sl2 = unit * LADDER_LOG2E; /* S = unit * x */
     const int64_t q0 = p.seq.q0 + p.i0, k0 = p.seq.k0; /* the block's first row and its sequence's first key */
@@ -235,7 +235,8 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     auto softmax_of = [&](int64_t j0, const decltype(tiles) &at, const uint16_t *bias, uint32_t(&pa)[1][BC / 16][4],
                           float(&alpha)[1][2]) {
         const int keys = (int)(p.seq.Lk - j0 < BC ? p.seq.Lk - j0 : BC);
-        if constexpr (Pol::FLEX) flex_scores<Pol::MOD, 1, BC>(a, sc, p.b, p.h, q0, w0, (int)p.rows, k0 + j0, keys, lane);
+        if constexpr (has_score_mod<Pol>())
+            flex_scores<Pol::MOD, 1, BC>(a, sc, p.b, p.h, q0, w0, (int)p.rows, k0 + j0, keys, lane);
         else if (exact) softcap_scores<1, BC>(a, sc); /* scale * x, softcapped */
         if constexpr (Pol::EXTRAS && BC == 64)
             if (biased) swizzled_bias_scores<T, BC>(sc[0], bias, w0, lane);

@@ -79,9 +79,10 @@ template <int HD> ladder_status fwd_wgmma_flex(const args &a, int mod, ladder_dt
 
 /* The backward's dK/dV pass with dQ's adds into a.dq_accum (which it zeroes first; by bulk reductions in any order,
  * or @p deterministic, in a fixed order of turns) on the Hopper kernel, policy Pol (plain or hooked), at head dims
- * (HD, HD) (attention_bwd.sm90a.cu), where use_wgmma() says Hopper and the kernel covers the problem (no packed
- * sequences, D a multiple of 4, tensors TMA can describe; with the hooks, dropout's draws starting on multiples of
- * four, a bias broadcast over batch rows and heads at most, its gradient in its own storage): *ran true. In deterministic mode the accumulator is allocated into
+ * (HD, HD) (attention_tc_hopper_bwd.cuh), where use_wgmma() says Hopper and the kernel covers the problem (packed
+ * sequences with the plain policy's atomic dQ only, D a multiple of 4, tensors TMA can describe; with the hooks,
+ * dropout's draws starting on multiples of four, a bias broadcast over batch rows and heads at most, its gradient
+ * in its own storage): *ran true. In deterministic mode the accumulator is allocated into
  * @p accum, which the caller keeps until dQ's conversion has read it, and a.dq_accum set to it. Else nothing is
  * launched, *ran is false, and the caller runs the mma.sync passes. */
 template <class Pol, class T, int HD>

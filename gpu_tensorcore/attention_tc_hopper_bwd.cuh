@@ -54,7 +54,8 @@
  *
  * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): an sm_90
  * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); D a
- * multiple of 4 (dQ's rows whole 16-byte pieces, for the bulk reductions); no packed sequences; q, k, v and dO with
+ * multiple of 4 (dQ's rows whole 16-byte pieces, for the bulk reductions); packed sequences with the plain policy's
+ * atomic dQ only (the turn counters are per query tile of one sequence); q, k, v and dO with
  * inner stride 1 and the other strides multiples of 16 bytes (TMA); with the hooks, a bias TMA can describe (broadcast
  * over batch rows and heads at most), its gradient in its own storage with 16-byte aligned rows (not the fp32
  * scratch of a broadcast bias's gradient), and dropout's draws starting on multiples of four (Sk and the offset);
@@ -378,6 +379,8 @@ template <class Pol, class C>
 __device__ __forceinline__ void write_dq(const args &a, int *turns, int n_steps, const stage_info *info,
                                          const float *dQs, int lane, int64_t b, const ladder_attn_seq &seq,
                                          int64_t j0) {
+    /* flex: the turn flex_before, counted at row `counted` of block-mask tiles of head counted_h */
+    [[maybe_unused]] int counted = -1, counted_h = -1, flex_before = 0;
     for (int n = 0; n < n_steps; n++) {
         ladder_named_barrier(C::DQ_FULL_BAR, C::BAR_THREADS); /* the consumers' dQ of step n is in */
         const stage_info &in = info[n % C::INFOS];
@@ -388,7 +391,13 @@ __device__ __forceinline__ void write_dq(const args &a, int *turns, int n_steps,
             int before;
             if constexpr (Pol::FLEX) {
                 static_assert(C::BC == LADDER_FLEX_BLOCK, "a block's key tile is one of the block mask's");
-                before = flex_turn(a, b, in.h, in.i0, j0 / C::BC, lane);
+                /* a block-mask tile is two steps of rows: the second step's turn is the first's */
+                const int tile = in.i0 / LADDER_FLEX_BLOCK;
+                if (tile != counted || in.h != counted_h) {
+                    counted = tile, counted_h = in.h;
+                    flex_before = flex_turn(a, b, in.h, in.i0, j0 / C::BC, lane);
+                }
+                before = flex_before;
             } else {
                 int64_t lo, hi;
                 ladder_attn_key_range(&a.mask, in.i0 + in.rows - 1, seq.Lq, seq.Lk, &lo, &hi);
@@ -704,9 +713,12 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
     *ran = false;
     bool wgmma = false;
     LADDER_TRY(use_wgmma(&wgmma));
-    /* packed sequences: a box would read across a sequence's end; dQ's rows must be whole 16-byte pieces for the
-     * writer's bulk reductions */
-    if (!wgmma || a.cu_q || a.D % 4 != 0) return LADDER_OK;
+    /* dQ's rows must be whole 16-byte pieces for the writer's bulk reductions */
+    if (!wgmma || a.D % 4 != 0) return LADDER_OK;
+    /* packed sequences: a box that reads across a sequence's end brings the next sequence's rows (or zeros past the
+     * tensor), which the steps mask (their rows' lse is +inf, their keys lie past the block's); but the turn
+     * counters are per query tile of one sequence, and the hooks' bias map has no packed rows: plain atomics only */
+    if (a.cu_q && (deterministic || Pol::EXTRAS)) return LADDER_OK;
     /* flex: its dQ's adds take turns (its backward is the deterministic one), and a buffer's gradient asks for the
      * dQ pass that sums the shares */
     if (Pol::FLEX && (!deterministic || flex_asked_reads(a.flex) > 0)) return LADDER_OK;

@@ -56,6 +56,7 @@ enum { NONE = LADDER_CAUSAL_NONE, BR = LADDER_CAUSAL_BOTTOM_RIGHT, TL = LADDER_C
 static struct criterion_test_params path_cases(void) {
     static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
     static const int64_t lq[] = {113, 0, 1, 200}, lk[] = {203, 5, 1, 0};
+    static const int64_t lq2[] = {300, 64, 129}, lk2[] = {517, 1, 200};
     test_case cases[40];
     int n = 0;
     for (int d = 0; d < 2; d++) {
@@ -82,6 +83,11 @@ static struct criterion_test_params path_cases(void) {
         test_case_varlen(&v, lq, 4);
         test_case_varlen2(&v, lk);
         cases[n++] = v;
+        /* packed sequences at 64 (128 rows a step of the Hopper backward), GQA, a window */
+        test_case w = make((pc){1, 4, 2, 0, 0, 64, 64, TL, 50, 10, 0, false}, dt);
+        test_case_varlen(&w, lq2, 3);
+        test_case_varlen2(&w, lk2);
+        cases[n++] = w;
     }
     return test_params(cases, n);
 }

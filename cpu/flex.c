@@ -190,17 +190,23 @@ static dbufs dbufs_of(const ladder_flex_problem *fp, const ladder_flex_args *a) 
 }
 
 /*
- * d<buffer>[x] = sum over every (b, h, i, j) whose score read x of dS_ij * dS_ij/dx. Task (b, h) sums its scores
- * into partial[(b*Hq + h)] (rows ascending, keys in visiting order); then element x adds the tasks' partials in
- * (b, h) order: the same bits at any thread count. The sums are kept in double: a buffer element gathers up to
- * Sq * Sk terms, and since a row's dS sums to zero they cancel (in float, the difference of two orders of summing
- * reached 5e-5 of the result at Sq = Sk = 256).
+ * d<buffer>[x] = sum over every (b, h, i, j) whose score read x of dS_ij * dS_ij/dx. Task t, a block of `rows`
+ * rows of one (b, h), sums its scores into partial[t] (rows ascending, keys in visiting order); then element x adds
+ * the tasks' partials in task order: the same bits at any thread count, since the blocks depend on the problem
+ * alone. Blocks of 64 rows give every thread work where B * Hq is below the thread count (a task per (b, h) left 8
+ * of 16 threads idle at B = 1, Hq = 8), as far as their partials fit 64 MB (one block of all the rows where a
+ * (b, h)'s partial alone does not). The sums are kept in double: a buffer element gathers up to Sq * Sk terms, and since a row's dS
+ * sums to zero they cancel (in float, the difference of two orders of summing reached 5e-5 of the result at Sq = Sk
+ * = 256).
  */
 static ladder_status buffer_grads(const ctx *c, const dbufs *d) {
     const ladder_attention_problem *p = c->p;
-    const int64_t tasks = p->B * p->Hq;
     int64_t width = 0, off[LADDER_FLEX_MAX_READS];
     for (int s = 0; s < d->n; s++) off[s] = width, width += d->numel[s];
+    const int64_t heads = p->B * p->Hq, most = ((int64_t)64 << 20) / (int64_t)sizeof(double) / (heads * width + 1);
+    int64_t blocks = (p->Sq + 63) / 64; /* a (b, h)'s row blocks */
+    if (blocks > most) blocks = most > 1 ? most : 1;
+    const int64_t rows = (p->Sq + blocks - 1) / blocks, tasks = heads * blocks;
     double *partial = calloc((size_t)(tasks * width), sizeof *partial);
     if (!partial) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate %lld partial buffer gradients of %lld elements",
                                      (long long)tasks, (long long)width);
@@ -215,9 +221,9 @@ static ladder_status buffer_grads(const ctx *c, const dbufs *d) {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < tasks; t++) {
             if (!keys) continue;
-            const int64_t b = t / p->Hq, h = t % p->Hq;
+            const int64_t b = t / blocks / p->Hq, h = t / blocks % p->Hq, i0 = t % blocks * rows;
             double *mine = partial + t * width;
-            for (int64_t i = 0; i < p->Sq; i++) {
+            for (int64_t i = i0; i < i0 + rows && i < p->Sq; i++) {
                 const int64_t n = keys_of(c, b, h, i, keys);
                 for (int64_t e = 0; e < n; e++) {
                     const grads g = element(c, b, h, i, keys[e]);

@@ -7,8 +7,8 @@
  * bwd_launch calls bwd_wgmma_dkdv() or bwd_wgmma_flex() here first).
  *
  * What changed since the mma.sync dK/dV pass, the forward's idea 3 applied to its loop:
- *   - A block is three warpgroups: a producer that copies and adds dQ (setmaxnreg 24; 32 with the hooks) and two
- *     consumers that multiply (240; 232). The block owns BC = 128 keys of one key/value head, 64 for each
+ *   - A block is three warpgroups: a producer that copies and adds dQ (setmaxnreg 24; 32 with the hooks, 40 with
+ *     flex's policy) and two consumers that multiply (240; 232 with either). The block owns BC = 128 keys of one key/value head, 64 for each
  *     consumer, and walks the query tiles of the heads of its group as before (kv_steps: the same steps, masked
  *     where they were).
  *   - The producer's thread 0 copies K and V once and then, per step, Q and dO into a ring of two stages by TMA
@@ -16,8 +16,8 @@
  *     lse (times log2 e, +inf past the rows and for fully masked rows), Delta and what the step is (its rows, whether
  *     it is masked) into the stage beside them with ordinary stores, which two named barriers a stage order: the
  *     warp arrives on "full" once they are in, and it meets the consumers on "free" (a rendezvous: both sides wait)
- *     once they are done with the stage (Q and dO too), before it fills the stage again. (racecheck takes no mbarrier, nor a bar.arrive, as an order of a load
- *     before a later store: docs/results/sanitizers.md.)
+ *     once they are done with the stage (Q and dO too), before it fills the stage again. (racecheck takes no
+ *     mbarrier, nor a bar.arrive, as an order of a load before a later store: docs/results/sanitizers.md.)
  *   - The products are the transposes of the mma.sync pass's (FlashAttention-3's arrangement, its SdP_swapAB and
  *     dKV RS): each consumer computes S^T = K Q^T and dP^T = V dO^T for its 64 keys (m64, keys as rows), so that P^T
  *     and dS^T are born in registers in the A-fragment layout, and dV += P^T dO and dK += dS^T Q take them from
@@ -48,9 +48,12 @@
  *
  * With flex's policy (p_and_ds_transposed_flex()): the steps are the query tiles of the key tile's block lists (the
  * transposed ones, as the mma.sync pass walks them), S is the score mod of s = scale q.k and the stored dS' is dS
- * times the mod's slope, and the partial tiles apply the mask mods; dQ's adds always take turns, and a tile's turn
- * order is its own key list's, last to first (flex_turn()). A step has 64 query rows at both head dims. Where a
- * buffer's gradient is asked, the dQ pass that sums its shares (attention_tc_bwd.cuh) runs instead of this one.
+ * times the mod's slope, and a partial tile's elements that the mask mods forbid are found before the products
+ * (seen_part()); dQ's adds always take turns, and a tile's turn order is its own key list's, last to first
+ * (flex_turn(), counted by the writer once for the two steps of a block-mask tile). A step has 64 query rows at both
+ * head dims. At a head dim of 128 the mods that read a buffer spill here and keep the mma.sync passes
+ * (flex_mod_on_hopper()), as does every mod where a buffer's gradient is asked (the mma.sync dQ pass sums its
+ * shares).
  *
  * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): an sm_90
  * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); D a

@@ -3,7 +3,7 @@
 # the full suites, the suites under compute-sanitizer (memcheck, racecheck, synccheck), the SASS check,
 # the Python module's tests, and the benchmark sweep. Logs go to $OUT/logs.tgz, the benchmark files to $OUT/bench/;
 # a summary is printed last.
-#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|paths|peers|peers_flash|peers_flex|cpu|ab|variants|ncu]...
+#   tools/gpu/device-session.sh [tests|sanitize|sass|labs|python|bench|paths|peers|peers_flash|peers_flex|cpu|ab|variants|flex_ab|ncu]...
 #   (default: tests sanitize sass labs bench)
 #   peers: PyTorch's memory-efficient attention at memeff's bench shapes; peers_flash: its FlashAttention-2 and cuDNN
 #   backends at flash's sweep cells (tools/gpu/peers_flash.py); peers_flex: PyTorch's FlexAttention
@@ -16,6 +16,8 @@
 #   carried too and .variants/tree.so.xz was deleted, the bundle's library is the tree), each timed
 #   VARIANT_ROUNDS (default 2) times in turn with `ladder bench VARIANT_ARGS` (default: flash's tensor-core rung at
 #   the paths step's shape), into $OUT/bench/variants.tgz (the `commit` column names the variant).
+#   flex_ab: flex's tensor-core bench on the Hopper kernels and on mma.sync, and flash at flex's shape, in turn,
+#   FLEX_ROUNDS times (default 2), in one lease: flex beside flash on one kernel, and each path's gain.
 #   cpu: every algorithm's cpu rung (its bench problem, CPU_REPS timed runs, default 5) at 1 and CPU_THREADS (default
 #   16) OpenMP threads, and PyTorch's CPU attention at flash's shape and the same thread counts, into $OUT/bench/cpu-*;
 #   one line per algorithm: times, parallel efficiency, % of the host copy, and flash against PyTorch.
@@ -200,6 +202,28 @@ for step in $steps; do
             done
         done
         tar czf "$out/bench/variants.tgz" -C /tmp variants
+        ;;
+    flex_ab)
+        # flex's tensor-core bench on the Hopper kernels (LADDER_TC_PATH=auto) and on mma.sync, and flash at flex's
+        # bench shape (bf16, B=4 H=16 S=4096 D=128), in turn, FLEX_ROUNDS times (default 2), into
+        # $out/bench/flex-<path>-<round>.csv and flash-<round>.csv (under a minute a round); one line per run
+        for ((round = 1; round <= ${FLEX_ROUNDS:-2}; round++)); do
+            for p in auto mma; do
+                LADDER_TC_PATH=$p LADDER_COMMIT=$(cat build/COMMIT) timeout 120 build/bin/ladder bench flex \
+                    --rung gpu_tensorcore --out "/tmp/flex-$p-$round" >"/tmp/logs/flex-$p-$round.log" 2>&1
+                rc=$?
+                cp "/tmp/flex-$p-$round"/*.csv "$out/bench/flex-$p-$round.csv" 2>/dev/null
+                say "flex $p round $round: exit $rc | bf16 no mod ms: $(awk -F, '$7 == "bf16" && $8 ~ /score_mod=none/ \
+                    {printf "%s %s  ", $5, $9}' "$out/bench/flex-$p-$round.csv" 2>/dev/null)"
+            done
+            LADDER_COMMIT=$(cat build/COMMIT) timeout 60 build/bin/ladder bench flash --rung gpu_tensorcore --dtype bf16 \
+                --B 4 --Hq 16 --Hkv 16 --Sq 4096 --Sk 4096 --D 128 --Dv 128 --out "/tmp/flash-$round" \
+                >"/tmp/logs/flash-$round.log" 2>&1
+            rc=$?
+            cp "/tmp/flash-$round"/*.csv "$out/bench/flash-$round.csv" 2>/dev/null
+            say "flash round $round: exit $rc | ms: $(awk -F, 'NR > 1 {printf "%s %s  ", $5, $9}' \
+                "$out/bench/flash-$round.csv" 2>/dev/null)"
+        done
         ;;
     ncu)
         # how kernels spend their time: duration, instructions, issue, DRAM, tensor pipe, stall reasons

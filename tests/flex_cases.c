@@ -34,12 +34,10 @@ static test_case make(xc c) {
     return t;
 }
 
-/* The case with the buffers @p names ("bq,bk") frozen: read, their gradient not asked for. (Cases are listed before
- * any test runs, where nothing may assert: a name that cannot be frozen freezes everything, which ladder_case_make()
- * then refuses, naming it, in every test of the case.) */
+/* The case with the buffers @p names ("bq,bk") frozen: read, their gradient not asked for. */
 static test_case frozen(xc c, const char *names) {
     test_case t = make(c);
-    if (ladder_algo_frozen(&ladder_flex_algo, names, &t.opts.frozen) != LADDER_OK) t.opts.frozen = ~0u;
+    test_case_freeze(&t, names);
     return t;
 }
 

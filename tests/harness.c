@@ -36,6 +36,10 @@ void test_case_varlen2(test_case *t, const int64_t *lens) {
     t->opts.seed = mix(lens, (size_t)t->opts.n_seqs * sizeof *lens, t->opts.seed);
 }
 
+void test_case_freeze(test_case *t, const char *names) {
+    if (ladder_algo_frozen(test_case_algo(t), names, &t->opts.frozen) != LADDER_OK) t->opts.frozen = ~0u;
+}
+
 void test_case_str(const test_case *t, char *buf, size_t n) {
     char shape[256];
     ladder_problem_str(test_case_algo(t), t->problem, shape, sizeof shape);

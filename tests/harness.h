@@ -71,6 +71,10 @@ test_case test_case_of(const ladder_algo *algo, const void *problem);
 void test_case_varlen(test_case *t, const int64_t *lens, int n);
 /** After test_case_varlen(): a second index tensor packs these n lengths instead (flash: the keys). */
 void test_case_varlen2(test_case *t, const int64_t *lens);
+/** Freeze the inputs @p names ("bq,bk") of @p t: read, their gradient not asked for. Cases are listed before any test
+ *  runs, where nothing may assert: a name that cannot be frozen freezes everything, which ladder_case_make() then
+ *  refuses, naming it, in every test of the case. */
+void test_case_freeze(test_case *t, const char *names);
 
 /** "dynconv B=1 T=65 D=129 W=64 strided varlen[32,0,1,32]" */
 void test_case_str(const test_case *t, char *buf, size_t n);

@@ -30,7 +30,7 @@ static test_case make(xc c) {
     test_case t = test_case_of(&ladder_flex_algo, &p);
     t.opts.strided = c.strided;
     if (c.dlse) t.opts.with |= 1u << ladder_algo_tensor(&ladder_flex_algo, "dlse");
-    for (int l = 0; c.lists && l < 8; l++) t.opts.with |= 1u << (ladder_algo_tensor(&ladder_flex_algo, "kv_num_blocks") + l);
+    if (c.lists) test_case_with(&t, "kv_num_blocks", 8);
     return t;
 }
 

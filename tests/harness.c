@@ -40,6 +40,11 @@ void test_case_freeze(test_case *t, const char *names) {
     if (ladder_algo_frozen(test_case_algo(t), names, &t->opts.frozen) != LADDER_OK) t->opts.frozen = ~0u;
 }
 
+void test_case_with(test_case *t, const char *first, int n) {
+    const int at = ladder_algo_tensor(test_case_algo(t), first);
+    for (int l = 0; l < n; l++) t->opts.with |= 1u << (at + l);
+}
+
 void test_case_str(const test_case *t, char *buf, size_t n) {
     char shape[256];
     ladder_problem_str(test_case_algo(t), t->problem, shape, sizeof shape);

@@ -75,6 +75,9 @@ void test_case_varlen2(test_case *t, const int64_t *lens);
  *  runs, where nothing may assert: a name that cannot be frozen freezes everything, which ladder_case_make() then
  *  refuses, naming it, in every test of the case. */
 void test_case_freeze(test_case *t, const char *names);
+/** Give @p t the @p n optional tensors of its algorithm from the one named @p first on, in the descriptor's order
+ *  (flex's eight block lists: "kv_num_blocks", 8). */
+void test_case_with(test_case *t, const char *first, int n);
 
 /** "dynconv B=1 T=65 D=129 W=64 strided varlen[32,0,1,32]" */
 void test_case_str(const test_case *t, char *buf, size_t n);

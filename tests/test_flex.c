@@ -543,7 +543,7 @@ Test(flex, hand_made_block_lists_run_as_the_oracle_reads_them) {
     for (size_t k = 0; k < sizeof pats / sizeof pats[0]; k++) {
         ladder_flex_problem p = FLEX(2, 2, 1, pats[k].Sq, pats[k].Sk, 8, LADDER_FLEX_REL_BIAS, pats[k].masks);
         test_case t = test_case_of(&ladder_flex_algo, &p);
-        for (int l = 0; l < 8; l++) t.opts.with |= 1u << (T(&ladder_flex_algo, "kv_num_blocks") + l);
+        test_case_with(&t, "kv_num_blocks", 8);
         t.opts.with |= 1u << T(&ladder_flex_algo, "dlse");
         ladder_case c;
         test_make(&t, &c);
@@ -792,7 +792,7 @@ static void call_make_dims(call *k, int score_mod, int masks, bool lists, int64_
     ladder_flex_problem p = FLEX(2, 2, 1, 200, 300, D, score_mod, masks);
     p.attn.Dv = Dv;
     test_case t = test_case_of(&ladder_flex_algo, &p);
-    for (int l = 0; lists && l < 8; l++) t.opts.with |= 1u << (T(&ladder_flex_algo, "kv_num_blocks") + l);
+    if (lists) test_case_with(&t, "kv_num_blocks", 8);
     test_make(&t, &k->c);
     cr_assert_eq(ladder_run(LADDER_RUNG_CPU, LADDER_F32, &k->c, &(ladder_run_opts){.forward_only = true}, &k->r),
                  LADDER_OK, "%s", ladder_last_error());

@@ -118,8 +118,7 @@ static test_case flex_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t S, int64_
     test_case t = test_case_of(&ladder_flex_algo, &f);
     t.rung = LADDER_RUNG_GPU_TENSORCORE, t.dtype = dtype;
     if (frozen) test_case_freeze(&t, frozen);
-    for (int l = 0; lists && l < 8; l++)
-        t.opts.with |= 1u << (ladder_algo_tensor(&ladder_flex_algo, "kv_num_blocks") + l);
+    if (lists) test_case_with(&t, "kv_num_blocks", 8);
     return t;
 }
 

@@ -174,9 +174,11 @@ LADDER_HOST_DEVICE int64_t ladder_flex_t5_bucket(int64_t rel, int64_t num_bucket
     const int64_t n = num_buckets / 2, exact = n / 2, base = rel > 0 ? n : 0, dist = rel > 0 ? rel : -rel;
     if (dist < exact) return base + dist;
     if (exact == 0) return base;
-    int64_t q = dist / exact, bucket = exact; /* exact + floor(log2(q)), counted a doubling at a time */
-    while (q > 1) q >>= 1, bucket++;
-    return base + (bucket < n - 1 ? bucket : n - 1);
+    /* exact + floor(log2(dist / exact)), counted a doubling of the first edge at a time: no division, whose 64-bit
+     * routine spilled registers where the kernels call this */
+    int64_t bucket = exact;
+    for (int64_t edge = 2 * exact; edge <= dist && bucket < n - 1; edge *= 2) bucket++;
+    return base + bucket;
 }
 
 /** t5_bias: S = s + t5_bias[h, bucket(j - i)] (T5's bucketed relative bias). */
@@ -210,6 +212,17 @@ LADDER_HOST_DEVICE ladder_flex_grad ladder_flex_bias_qk_grad(float s, const ladd
     g.at[0] = h * e->Sq + i, g.d[0] = 1.0f;
     g.at[1] = h * e->Sk + j, g.d[1] = 1.0f;
     return g;
+}
+
+/**
+ * Is score mod @p mod additive: S = s + S(0), where the term S(0) depends on (b, h, i, j) and the buffers alone, so
+ * that dS/ds = 1? Every built-in mod but softcap (and none, whose term is 0) is. A new mod of that kind is named here
+ * too: the Hopper backward then reads its terms from a tile that spare warps fill
+ * (gpu_tensorcore/attention_tc_hopper_bwd.cuh), and the tests check the claim.
+ */
+LADDER_HOST_DEVICE LADDER_CONSTEXPR bool ladder_flex_additive(int mod) {
+    return mod == LADDER_FLEX_ALIBI || mod == LADDER_FLEX_REL_BIAS || mod == LADDER_FLEX_T5_BIAS ||
+           mod == LADDER_FLEX_BIAS_QK;
 }
 
 /** S = score mod @p mod (a ::ladder_flex_score_id) of s; LADDER_FLEX_SCORE_NONE: s. */

@@ -20,4 +20,15 @@
 #define LADDER_HOST_DEVICE static inline
 #endif
 
+/**
+ * @def LADDER_CONSTEXPR
+ * `constexpr` under C++, so that a kernel's template can ask such a helper at
+ * compile time (which score mods are additive); nothing in C.
+ */
+#ifdef __cplusplus
+#define LADDER_CONSTEXPR constexpr
+#else
+#define LADDER_CONSTEXPR
+#endif
+
 #endif

@@ -63,6 +63,12 @@ template <class Pol> __host__ __device__ constexpr bool has_score_mod() {
     else return false;
 }
 
+/* Does policy Pol add a term to the scores (flex with an additive mod: S = s + S(0), ladder_flex_additive())? */
+template <class Pol> __host__ __device__ constexpr bool has_additive_mod() {
+    if constexpr (Pol::FLEX) return ladder_flex_additive(Pol::MOD);
+    else return false;
+}
+
 /* *p += x, atomically, as a reduction (red): no value comes back, so nothing waits for one. (CUDA's atomicAdd is
  * compiled to red only where the compiler sees the value unused and no fence after it that would wait for it.) */
 __device__ __forceinline__ void atomic_add1(float *p, float x) {

@@ -51,7 +51,10 @@
  * times the mod's slope, and a partial tile's elements that the mask mods forbid are found before the products
  * (seen_part()); dQ's adds always take turns, and a tile's turn order is its own key list's, last to first
  * (flex_turn(), counted by the writer once for the two steps of a block-mask tile). A step has 64 query rows at both
- * head dims. At a head dim of 128 the mods that read a buffer spill here and keep the mma.sync passes
+ * head dims. At a head dim of 128, where dK and dV hold 128 registers a consumer thread, an additive mod's terms
+ * (S = s + a term of the positions and buffers) come from a tile of shared memory that the producer's idle warps 2
+ * and 3 fill a step ahead (write_terms()), as memeff's bias comes from its tile: read by the consumers themselves,
+ * the buffers spilled. A mod that reads a buffer and is not additive keeps the mma.sync passes at 128
  * (flex_mod_on_hopper()), as does every mod where a buffer's gradient is asked (the mma.sync dQ pass sums its
  * shares).
  *
@@ -102,12 +105,19 @@ template <class Pol, int HD> struct ws_bwd_cfg {
     /* the step infos' ring: the dQ writer reads a step's info after the consumers have freed its stage, and the
      * producer writes the slot again four steps later, when the writer is done with it */
     static constexpr int INFOS = 4;
+    /* flex's additive mods at a head dim of 128: one fp32 tile of the step's terms, the block's keys by the step's
+     * rows (term_index()), which the producer's warps 2 and 3 fill while the consumers finish the step before (two
+     * of them, a stage each, do not fit beside the rest) */
+    static constexpr bool TERMS = has_additive_mod<Pol>() && HD == 128;
+    static constexpr uint32_t TERM_BYTES = TERMS ? 4 * BR * BC : 0;
+    static_assert(!TERMS || BR == 64, "term_index() swizzles rows of 64 floats");
     /* as the forward's: 2 * 128 * 240 + 128 * 24 = 64512, the registers the launch gives the block (168 a thread),
      * which is all that setmaxnreg.inc can take (more, and a consumer waits for registers forever); with the
      * hooks the producer keeps 32 (its bias copies spilled in 24) and the consumers take 232, and so with flex's
-     * policy (its producer walks the block lists) */
-    static constexpr int PRODUCER_REGS = Pol::FLEX ? 40 : Pol::EXTRAS ? 32 : 24,
-                         CONSUMER_REGS = Pol::FLEX || Pol::EXTRAS ? 232 : 240;
+     * policy (its producer walks the block lists) but for the term tile's: there the producer keeps 56 (t5_bias's
+     * terms spilled in 40) and the consumers, who read the terms, take 224 */
+    static constexpr int PRODUCER_REGS = TERMS ? 56 : Pol::FLEX ? 40 : Pol::EXTRAS ? 32 : 24,
+                         CONSUMER_REGS = TERMS ? 224 : Pol::FLEX || Pol::EXTRAS ? 232 : 240;
     static_assert(128 * (CONSUMERS * CONSUMER_REGS + PRODUCER_REGS) <= THREADS * (65536 / THREADS / 8 * 8),
                   "the warpgroups take no more registers than the launch gives the block");
     /* named barriers (0 is __syncthreads()'s): the consumers' dS^T tiles; per stage "full" and "free" between the
@@ -120,19 +130,25 @@ template <class Pol, int HD> struct ws_bwd_cfg {
      * in dQ's accumulator, and one bulk reduction adds them all (the consumers' column pairs then meet 4-way bank
      * conflicts, which cost less than a reduction per row) */
     static constexpr int DQ_STRIDE = HD;
+    /* the term tile's named barriers: "full" (the step's terms are in) and "free" (the consumers have read them),
+     * between the producer's warps 2 and 3 and the consumers */
+    static constexpr int TERM_FULL_BAR = DQ_FREE_BAR + 1, TERM_FREE_BAR = TERM_FULL_BAR + 1,
+                         TERM_THREADS = 64 + 128 * CONSUMERS;
     /* the hooks' bias tile of a stage: the step's BR queries by the block's keys, two panels of 64 keys (a
      * consumer's) in the 128-byte swizzle, copied by TMA with Q and dO */
     static constexpr uint32_t BIAS_BYTES = Pol::EXTRAS ? 2 * BR * BC : 0;
     static constexpr uint32_t K_BYTES = 2 * BC * HD, Q_BYTES = 2 * BR * HD, DS_BYTES = 2 * BC * BR;
     /* byte offsets from the 1024-byte aligned base: K, V; per stage Q, dO (128-byte swizzled panels), dS^T (a
-     * core-matrix tile), the bias tile; per stage lse, Delta; dQ's fp32 tile; the steps' infos; the mbarriers: K
-     * and V's "full", each stage's "full" (the bytes of its Q and dO) */
+     * core-matrix tile), the bias tile; per stage lse, Delta; dQ's fp32 tile; the term tile; the steps' infos; the
+     * mbarriers: K and V's "full", each stage's "full" (the bytes of its Q and dO) */
     static constexpr uint32_t V_AT = K_BYTES, Q_AT = 2 * K_BYTES, DO_AT = Q_AT + STAGES * Q_BYTES,
                               DS_AT = DO_AT + STAGES * Q_BYTES, BIAS_AT = DS_AT + STAGES * DS_BYTES,
                               L2_AT = BIAS_AT + STAGES * BIAS_BYTES, D_AT = L2_AT + STAGES * BR * 4,
-                              DQ_AT = D_AT + STAGES * BR * 4, INFO_AT = DQ_AT + BR * DQ_STRIDE * 4,
-                              BAR_AT = INFO_AT + INFOS * sizeof(stage_info), END = BAR_AT + 8 * (1 + STAGES);
+                              DQ_AT = D_AT + STAGES * BR * 4, TERM_AT = DQ_AT + BR * DQ_STRIDE * 4,
+                              INFO_AT = TERM_AT + TERM_BYTES, BAR_AT = INFO_AT + INFOS * sizeof(stage_info),
+                              END = BAR_AT + 8 * (1 + STAGES);
     static constexpr size_t SMEM = 1024 + END;
+    static_assert(SMEM <= 227 * 1024, "the block's shared memory fits an sm_90 block's 227 KiB");
 };
 
 /*
@@ -204,35 +220,80 @@ __device__ __forceinline__ uint32_t seen_part(const args &a, int64_t b, int64_t 
 }
 
 /*
+ * Element (key c of the block, row r of the step) of the term tile (ws_bwd_cfg::TERMS): a row of 64 floats a key,
+ * its 8-float pieces swizzled by the key (piece r / 8 at r / 8 ^ c % 8), so that the 8 keys a consumer warp reads
+ * at once fall on different banks, and a row a producer warp writes at once covers them all.
+ */
+__device__ __forceinline__ int term_index(int c, int r) { return 64 * c + 8 * ((r / 8) ^ (c % 8)) + r % 8; }
+
+/*
+ * The producer's warps 2 and 3 (@p half 0 and 1), where the mod is additive at a head dim of 128 (ws_bwd_cfg::TERMS):
+ * each step's terms S(0) at every element into the term tile @p Ts, keys 64 half .. + 63, a key at a time, lane L
+ * its rows 2 L and 2 L + 1, at positions clamped into the step's rows and the block's keys (the elements past them
+ * are masked, and the mod would read past its buffers there). Each step waits for the consumers to have read the
+ * last one's terms ("free") and tells them when its own are in ("full"). The steps are the kernel's, walked again.
+ */
+template <class Pol, class C, class Steps>
+__device__ __forceinline__ void write_terms(const args &a, Steps steps, float *Ts, int half, int lane, int64_t b,
+                                            int64_t q_first, int64_t key0, int keys) {
+    for (int n = 0; steps.more(); steps.next(a), n++) {
+        const qtile q = steps.tile();
+        if (n > 0) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
+        const int r = 2 * lane;
+        const int64_t i0 = q_first + q.i0 + (r < q.rows ? r : q.rows - 1),
+                      i1 = q_first + q.i0 + (r + 1 < q.rows ? r + 1 : q.rows - 1);
+#pragma unroll 1
+        for (int c = 64 * half; c < 64 * half + 64; c++) {
+            const int64_t j = key0 + (c < keys ? c : keys - 1);
+            *(float2 *)(Ts + term_index(c, r)) = make_float2(ladder_flex_score(Pol::MOD, 0.0f, &a.flex.env, b, q.h, i0, j),
+                                                             ladder_flex_score(Pol::MOD, 0.0f, &a.flex.env, b, q.h, i1, j));
+        }
+        __syncwarp();
+        ladder_named_barrier_arrive(C::TERM_FULL_BAR, C::TERM_THREADS);
+    }
+}
+
+/*
  * The element rule of p_and_ds_flex (attention_tc_bwd.cuh) on transposed tiles, with flex's score mod MOD, in natural
  * units: S = MOD(s) for s = scale x, P = exp(S - lse), and dS' = P (dP - Delta) times the mod's slope dS/ds, in place
  * of this thread's S^T and dP^T (lse log2 e and Delta in @p L2 and @p Dl; positions as seen_part()'s). MASKED: the
  * elements outside @p seen (seen_part()) get P = dS' = 0, and their mod is asked at a position clamped into the tile,
- * not past it, where it would read past its buffers.
+ * not past it, where it would read past its buffers. With @p Ts (TERMS: an additive mod, write_terms()), S = s plus
+ * the element's term from the tile, and the slope is 1.
  */
-template <int MOD, int BR, bool MASKED>
+template <int MOD, int BR, bool MASKED, bool TERMS>
 __device__ __forceinline__ void p_and_ds_transposed_flex(const args &a, float (&sc)[BR / 8][4], float (&dp)[BR / 8][4],
-                                                         const float *L2, const float *Dl, int64_t b, int64_t h,
-                                                         int q0, int rows, int k0, int keys, uint32_t seen,
+                                                         const float *L2, const float *Dl, const float *Ts, int64_t b,
+                                                         int64_t h, int q0, int rows, int k0, int keys, uint32_t seen,
                                                          int k_row, int t) {
     const ladder_flex_hooks &f = a.flex;
 #pragma unroll
     for (int i = 0; i < BR / 8; i++) {
         const float2 l2 = *(const float2 *)(L2 + 8 * i + 2 * t), de = *(const float2 *)(Dl + 8 * i + 2 * t);
+        float2 term[2]; /* keys k_row and k_row + 8, queries 8 i + 2 t and + 1 */
+        if constexpr (TERMS)
+            for (int k = 0; k < 2; k++) term[k] = *(const float2 *)(Ts + term_index(k_row + 8 * k, 8 * i + 2 * t));
 #pragma unroll
         for (int c = 0; c < 4; c++) {
             const int e = c & 1, r = 8 * i + 2 * t + e, key = k_row + 8 * (c / 2);
-            const int qi = q0 + (MASKED && r >= rows ? rows - 1 : r), kj = k0 + (MASKED && key >= keys ? keys - 1 : key);
-            const float x = a.scale * sc[i][c];
-            const ladder_flex_grad d = ladder_flex_score_grad(MOD, x, &f.env, b, h, qi, kj);
-            /* without a score mod, S = x: scale and log2 e in one multiply-add, as flash's rule has them */
-            float P = MOD == LADDER_FLEX_SCORE_NONE
-                          ? ladder_ex2_ftz(fmaf(sc[i][c], a.scale * LADDER_LOG2E, -(e ? l2.y : l2.x)))
-                          : ladder_ex2_ftz(fmaf(ladder_flex_score(MOD, x, &f.env, b, h, qi, kj), LADDER_LOG2E,
-                                                -(e ? l2.y : l2.x)));
+            float P, slope = 1.0f;
+            if constexpr (TERMS) {
+                const float S = fmaf(a.scale, sc[i][c], e ? term[c / 2].y : term[c / 2].x);
+                P = ladder_ex2_ftz(fmaf(S, LADDER_LOG2E, -(e ? l2.y : l2.x)));
+            } else if constexpr (MOD == LADDER_FLEX_SCORE_NONE) {
+                /* S = x: scale and log2 e in one multiply-add, as flash's rule has them */
+                P = ladder_ex2_ftz(fmaf(sc[i][c], a.scale * LADDER_LOG2E, -(e ? l2.y : l2.x)));
+            } else {
+                const int qi = q0 + (MASKED && r >= rows ? rows - 1 : r);
+                const int kj = k0 + (MASKED && key >= keys ? keys - 1 : key);
+                const float x = a.scale * sc[i][c];
+                slope = ladder_flex_score_grad(MOD, x, &f.env, b, h, qi, kj).dscore;
+                P = ladder_ex2_ftz(fmaf(ladder_flex_score(MOD, x, &f.env, b, h, qi, kj), LADDER_LOG2E,
+                                        -(e ? l2.y : l2.x)));
+            }
             if (MASKED && !((seen >> (4 * i + c)) & 1u)) P = 0.0f;
             sc[i][c] = P;
-            dp[i][c] = P * (dp[i][c] - (e ? de.y : de.x)) * d.dscore;
+            dp[i][c] = P * (dp[i][c] - (e ? de.y : de.x)) * slope;
         }
     }
 }
@@ -443,7 +504,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
              *dOs = (uint16_t *)(base + C::DO_AT), *dSs = (uint16_t *)(base + C::DS_AT),
              *Bs = (uint16_t *)(base + C::BIAS_AT);
     float *L2s = (float *)(base + C::L2_AT), *Ds = (float *)(base + C::D_AT); /* stage s: + s * BR */
-    float *dQs = (float *)(base + C::DQ_AT);
+    float *dQs = (float *)(base + C::DQ_AT), *Ts = (float *)(base + C::TERM_AT);
     stage_info *info = (stage_info *)(base + C::INFO_AT);
     uint64_t *kv_full = (uint64_t *)(base + C::BAR_AT), *q_full = kv_full + 1;
     const owned own = owned_block(turns != nullptr, a.Hkv);
@@ -461,12 +522,18 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
     }
     __syncthreads(); /* the barriers: the last barrier every thread meets */
 
-    if (wg == 0) { /* the producer: warp 0, its thread 0 issuing the copies; warp 1, the dQ writer */
+    if (wg == 0) { /* the producer: warp 0, its thread 0 issuing the copies; warp 1, the dQ writer; warps 2
+                   * and 3, where the mod is additive at a head dim of 128, the term tile's (write_terms()) */
         ladder_setmaxnreg_dec<C::PRODUCER_REGS>();
         if (warp == 1) {
             write_dq<Pol, C>(a, turns, steps.left(), info, dQs, lane, b, seq, j0);
             return;
         }
+        if constexpr (C::TERMS)
+            if (warp >= 2) {
+                write_terms<Pol, C>(a, steps, Ts, warp - 2, lane, b, seq.q0, seq.k0 + j0, (int)keys);
+                return;
+            }
         if (warp != 0 || !steps.more()) return;
         if (lane == 0) {
             ladder_mbarrier_expect(kv_full, 2 * C::K_BYTES);
@@ -587,8 +654,11 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
 
         /* P^T and dS^T, in place of S^T and dP^T: a copy of the loop per case, behind uniform branches */
         if constexpr (Pol::FLEX) {
-            if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true>(a, sc, dp, L2, Dl, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t);
-            else p_and_ds_transposed_flex<Pol::MOD, BR, false>(a, sc, dp, L2, Dl, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t);
+            if constexpr (C::TERMS) ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS); /* the step's terms */
+            if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t);
+            else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t);
+            if constexpr (C::TERMS)
+                if (n + 1 < n_steps) ladder_named_barrier_arrive(C::TERM_FREE_BAR, C::TERM_THREADS); /* read */
         } else if constexpr (Pol::EXTRAS) {
             if (q.masked) {
                 if (capped) p_and_ds_transposed_hooked<T, BR, true, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, Bp, biased, sink, kept, w, lane);
@@ -769,10 +839,11 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
 }
 
 /* Does the Hopper pass run flex's score mod MOD at head dims (HD, HD)? Every mod at 64; at 128, where dK and dV hold
- * 128 registers a consumer thread, the mods that read no buffer (none, softcap): the others spilled there (ptxas, 4
- * to 92 bytes), and run the mma.sync pass. */
+ * 128 registers a consumer thread, the mods that read no buffer (none, softcap) and the additive ones, whose terms
+ * come from the term tile: a mod that reads buffers in the consumers spilled there (ptxas, 4 to 92 bytes), and runs
+ * the mma.sync pass. */
 template <int MOD, int HD> constexpr bool flex_mod_on_hopper() {
-    return HD == 64 || MOD == LADDER_FLEX_SCORE_NONE || MOD == LADDER_FLEX_SOFTCAP;
+    return HD == 64 || MOD == LADDER_FLEX_SCORE_NONE || MOD == LADDER_FLEX_SOFTCAP || ladder_flex_additive(MOD);
 }
 
 /* flex's dK/dV pass with its dQ on the Hopper kernel, policy flex<mod>, always in deterministic mode, for the score

@@ -71,6 +71,8 @@ static int grid(test_case *out, int max, bool small) {
         ADD(make((xc){2, 2, 2, 100, 140, 8, 8, T5, PREFIX | WINDOW, 0, 20, 8, false, false, false}));
         /* no buffer's gradient: the tensor-core rung's Hopper backward, dQ's adds in turns, on sm_90 */
         ADD(frozen((xc){1, 4, 2, 200, 300, 64, 64, AL, CAUSAL | DOC, 0, -1, 0, false, true, false}, "slopes"));
+        /* and at a head dim of 128, an additive mod's terms from the tile the producer's spare warps fill */
+        ADD(frozen((xc){1, 2, 1, 130, 200, 128, 128, RB, CAUSAL, 0, -1, 0, false, false, false}, "rel_bias"));
         return n;
     }
     ADD(make((xc){2, 4, 2, 1, 1, 16, 16, NONE, NONE, 0, -1, 0, false, true, false}));
@@ -88,6 +90,7 @@ static int grid(test_case *out, int max, bool small) {
     /* frozen buffers (read, no gradient asked for): the bench's window with ALiBi, and one of bias_qk's two reads */
     ADD(frozen((xc){1, 4, 2, 300, 260, 32, 32, AL, CAUSAL | WINDOW, 0, 70, 0, false, true, false}, "slopes"));
     ADD(frozen((xc){1, 2, 2, 150, 170, 16, 16, QK, CAUSAL, 0, -1, 0, true, true, false}, "bq"));
+    ADD(frozen((xc){1, 4, 2, 260, 300, 128, 128, T5, CAUSAL | WINDOW, 0, 90, 16, false, true, false}, "t5_bias"));
     ADD(run_default());
     return n;
 }
@@ -99,6 +102,7 @@ static int determinism(test_case *out, int max) {
     /* no buffer's gradient: the Hopper backward's turns (on sm_90) */
     ADD(make((xc){2, 4, 2, 300, 520, 64, 64, NONE, CAUSAL | DOC, 0, -1, 0, false, false, true}));
     ADD(make((xc){1, 4, 4, 400, 400, 128, 128, S, WINDOW, 20, 150, 0, false, true, false}));
+    ADD(frozen((xc){1, 2, 2, 300, 300, 128, 128, QK, DOC, 0, -1, 0, false, true, true}, "bq,bk")); /* the term tile */
     return n;
 }
 

@@ -3,8 +3,8 @@
  * the GPU rungs skip where they cannot run):
  *
  * 1. Every registered score mod's hand-written derivatives match finite differences of the mod itself, to the score
- *    and to every buffer element it reads, and it reads no other element; and it computes what the oracle's double
- *    version computes. Table-driven: a mod registered in common/flex_mods.c is checked here with no test written.
+ *    and to every buffer element it reads, and it reads no other element; it computes what the oracle's double
+ *    version computes; and a mod named additive is s plus its term at s = 0. Table-driven: a mod registered in common/flex_mods.c is checked here with no test written.
  * 2. flex with the causal mask is flash causal (top-left); flex with alibi is memeff with the equivalent bias
  *    (dslopes the reduction of dbias); flex with the document mask is flash on the same documents packed as
  *    variable-length sequences (with causal too).
@@ -117,6 +117,13 @@ Test(flex, every_registered_score_mod_matches_finite_differences) {
                                ladder_flex_score(spec->id, s - step, &e, b, h, i, j)) / (2.0 * step);
             cr_expect(fabs(g.dscore - fd) <= 2e-3 * (1 + fabs(fd)), "score mod %s: dS/ds is %g but finite differences "
                       "give %g (s %g)", spec->name, (double)g.dscore, fd, (double)s);
+            /* an additive mod (the Hopper backward adds its terms from a tile): S = s + S(0), dS/ds = 1 */
+            if (ladder_flex_additive(spec->id)) {
+                const double term = ladder_flex_score(spec->id, 0.0f, &e, b, h, i, j);
+                cr_expect(g.dscore == 1.0f && fabs(got - (s + term)) <= 1e-6 * (1 + fabs(got)), "score mod %s, "
+                          "named additive: S(%g) = %g, but s + S(0) = %g and dS/ds = %g", spec->name, (double)s, got,
+                          s + term, (double)g.dscore);
+            }
             /* dS/d(each element read), and no other element */
             for (int r = 0; r < spec->n_reads; r++) {
                 const ladder_flex_buffer_spec *buf = ladder_flex_buffer(spec->reads[r]);

@@ -127,7 +127,7 @@ static struct criterion_test_params policy_cases(void) {
     static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
     const int causal = 1 << LADDER_FLEX_CAUSAL, window = 1 << LADDER_FLEX_WINDOW;
     const int doc = 1 << LADDER_FLEX_DOCUMENT, prefix = 1 << LADDER_FLEX_PREFIX_LM;
-    test_case cases[40];
+    test_case cases[48];
     int n = 0;
     for (int d = 0; d < 2; d++) {
         const ladder_dtype dt = dtypes[d];
@@ -135,6 +135,8 @@ static struct criterion_test_params policy_cases(void) {
         cases[n++] = memeff_case(2, 4, 2, 300, 520, 64, 1, 0.1, 1, dt);
         /* frozen slopes: flex's Hopper backward, dQ's adds in turns */
         cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, "slopes", false, dt);
+        /* frozen t5_bias at 128: its terms from the tile that the producer's spare warps fill */
+        cases[n++] = flex_case(1, 2, 1, 200, 300, 128, LADDER_FLEX_T5_BIAS, causal, -1, "t5_bias", false, dt);
         if (harness_small()) continue; /* compute-sanitizer: one case of each algorithm and dtype */
         cases[n++] = memeff_case(2, 4, 2, 300, 517, 64, 1, 0.1, 0, dt);    /* dropout, keys not a multiple of 4 */
         cases[n++] = memeff_case(1, 4, 4, 1000, 1000, 128, 0, 0.0, 0, dt); /* no hook: the plain policy */
@@ -152,7 +154,10 @@ static struct criterion_test_params policy_cases(void) {
         cases[n++] = flex_case(2, 2, 2, 260, 390, 64, LADDER_FLEX_T5_BIAS, prefix | window, 50, "t5_bias", false, dt);
         cases[n++] = flex_case(1, 4, 2, 384, 384, 64, LADDER_FLEX_REL_BIAS, causal, -1, "rel_bias", true, dt);
         cases[n++] = flex_case(2, 2, 1, 300, 257, 64, LADDER_FLEX_BIAS_QK, doc | prefix, -1, "bq,bk", false, dt);
-        cases[n++] = flex_case(1, 2, 2, 200, 200, 128, LADDER_FLEX_ALIBI, causal, -1, "slopes", false, dt); /* mma.sync's */
+        /* the term tile: every additive mod at 128 (t5_bias above), the bench's window with ALiBi */
+        cases[n++] = flex_case(1, 2, 2, 400, 400, 128, LADDER_FLEX_ALIBI, causal | window, 100, "slopes", false, dt);
+        cases[n++] = flex_case(1, 4, 2, 300, 517, 128, LADDER_FLEX_REL_BIAS, causal, -1, "rel_bias", true, dt);
+        cases[n++] = flex_case(2, 2, 1, 300, 257, 128, LADDER_FLEX_BIAS_QK, doc | prefix, -1, "bq,bk", false, dt);
     }
     return test_params(cases, n);
 }

@@ -8,9 +8,9 @@
  *
  * What changed since the mma.sync dK/dV pass, the forward's idea 3 applied to its loop:
  *   - A block is three warpgroups: a producer that copies and adds dQ (setmaxnreg 24; 32 with the hooks, 40 with
- *     flex's policy) and two consumers that multiply (240; 232 with either). The block owns BC = 128 keys of one key/value head, 64 for each
- *     consumer, and walks the query tiles of the heads of its group as before (kv_steps: the same steps, masked
- *     where they were).
+ *     flex's policy, 56 with its term tile) and two consumers that multiply (240; 232 with either, 224 with the
+ *     term tile). The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query
+ *     tiles of the heads of its group as before (kv_steps: the same steps, masked where they were).
  *   - The producer's thread 0 copies K and V once and then, per step, Q and dO into a ring of two stages by TMA
  *     (128-byte swizzled panels), counting their bytes on the stage's mbarrier; its warp's 32 lanes put the step's
  *     lse (times log2 e, +inf past the rows and for fully masked rows), Delta and what the step is (its rows, whether
@@ -242,7 +242,7 @@ __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *T
         const int r = 2 * lane;
         const int64_t i0 = q_first + q.i0 + (r < q.rows ? r : q.rows - 1),
                       i1 = q_first + q.i0 + (r + 1 < q.rows ? r + 1 : q.rows - 1);
-#pragma unroll 1
+#pragma unroll 4
         for (int c = 64 * half; c < 64 * half + 64; c++) {
             const int64_t j = key0 + (c < keys ? c : keys - 1);
             *(float2 *)(Ts + term_index(c, r)) = make_float2(ladder_flex_score(Pol::MOD, 0.0f, &a.flex.env, b, q.h, i0, j),
@@ -657,8 +657,10 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
             if constexpr (C::TERMS) ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS); /* the step's terms */
             if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t);
             else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t);
+            /* read: a rendezvous, not an arrive, which racecheck does not take as the order of these loads before
+             * the producer's next stores (docs/results/sanitizers.md) */
             if constexpr (C::TERMS)
-                if (n + 1 < n_steps) ladder_named_barrier_arrive(C::TERM_FREE_BAR, C::TERM_THREADS); /* read */
+                if (n + 1 < n_steps) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
         } else if constexpr (Pol::EXTRAS) {
             if (q.masked) {
                 if (capped) p_and_ds_transposed_hooked<T, BR, true, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, Bp, biased, sink, kept, w, lane);

@@ -131,7 +131,7 @@ template <class Pol, int HD> struct ws_bwd_cfg {
      * conflicts, which cost less than a reduction per row) */
     static constexpr int DQ_STRIDE = HD;
     /* the term tile's named barriers: "full" (the step's terms are in) and "free" (the consumers have read them),
-     * between the producer's warps 2 and 3 and the consumers */
+     * both rendezvous of the producer's warps 2 and 3 and the consumers */
     static constexpr int TERM_FULL_BAR = DQ_FREE_BAR + 1, TERM_FREE_BAR = TERM_FULL_BAR + 1,
                          TERM_THREADS = 64 + 128 * CONSUMERS;
     /* the hooks' bias tile of a stage: the step's BR queries by the block's keys, two panels of 64 keys (a
@@ -228,10 +228,14 @@ __device__ __forceinline__ int term_index(int c, int r) { return 64 * c + 8 * ((
 
 /*
  * The producer's warps 2 and 3 (@p half 0 and 1), where the mod is additive at a head dim of 128 (ws_bwd_cfg::TERMS):
- * each step's terms S(0) at every element into the term tile @p Ts, keys 64 half .. + 63, a key at a time, lane L
- * its rows 2 L and 2 L + 1, at positions clamped into the step's rows and the block's keys (the elements past them
- * are masked, and the mod would read past its buffers there). Each step waits for the consumers to have read the
- * last one's terms ("free") and tells them when its own are in ("full"). The steps are the kernel's, walked again.
+ * each step's terms S(0) at every element into the term tile @p Ts, keys 64 half .. + 63, lane L its rows 2 L and
+ * 2 L + 1, at positions clamped into the step's rows and the block's keys (the elements past them are masked, and
+ * the mod would read past its buffers there); eight keys' terms at a time, so that their buffer reads are in flight
+ * together (one key at a time, two warps fell behind the consumers). Each step waits for the consumers to have read
+ * the last one's terms ("free") and meets them once its own are in ("full"): two rendezvous, where an arrive would
+ * have done, since the tile has one buffer and the producer could not run ahead anyway, and racecheck takes a
+ * rendezvous as the order of the accesses on either side (docs/results/sanitizers.md). The steps are the kernel's,
+ * walked again.
  */
 template <class Pol, class C, class Steps>
 __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *Ts, int half, int lane, int64_t b,
@@ -242,14 +246,13 @@ __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *T
         const int r = 2 * lane;
         const int64_t i0 = q_first + q.i0 + (r < q.rows ? r : q.rows - 1),
                       i1 = q_first + q.i0 + (r + 1 < q.rows ? r + 1 : q.rows - 1);
-#pragma unroll 4
+#pragma unroll 8
         for (int c = 64 * half; c < 64 * half + 64; c++) {
             const int64_t j = key0 + (c < keys ? c : keys - 1);
             *(float2 *)(Ts + term_index(c, r)) = make_float2(ladder_flex_score(Pol::MOD, 0.0f, &a.flex.env, b, q.h, i0, j),
                                                              ladder_flex_score(Pol::MOD, 0.0f, &a.flex.env, b, q.h, i1, j));
         }
-        __syncwarp();
-        ladder_named_barrier_arrive(C::TERM_FULL_BAR, C::TERM_THREADS);
+        ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS);
     }
 }
 
@@ -657,9 +660,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
             if constexpr (C::TERMS) ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS); /* the step's terms */
             if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t);
             else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t);
-            /* read: a rendezvous, not an arrive, which racecheck does not take as the order of these loads before
-             * the producer's next stores (docs/results/sanitizers.md) */
-            if constexpr (C::TERMS)
+            if constexpr (C::TERMS) /* read */
                 if (n + 1 < n_steps) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
         } else if constexpr (Pol::EXTRAS) {
             if (q.masked) {
@@ -842,10 +843,12 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
 
 /* Does the Hopper pass run flex's score mod MOD at head dims (HD, HD)? Every mod at 64; at 128, where dK and dV hold
  * 128 registers a consumer thread, the mods that read no buffer (none, softcap) and the additive ones, whose terms
- * come from the term tile: a mod that reads buffers in the consumers spilled there (ptxas, 4 to 92 bytes), and runs
- * the mma.sync pass. */
+ * come from the term tile (a mod that reads buffers in the consumers spilled there, 4 to 92 bytes by ptxas), but
+ * t5_bias: its bucket, a loop a term, kept the producer's two warps behind the consumers, and the pass ran slower
+ * than the mma.sync one (docs/results/h200-2026-11-29-run-10.md, call 9). */
 template <int MOD, int HD> constexpr bool flex_mod_on_hopper() {
-    return HD == 64 || MOD == LADDER_FLEX_SCORE_NONE || MOD == LADDER_FLEX_SOFTCAP || ladder_flex_additive(MOD);
+    return HD == 64 || MOD == LADDER_FLEX_SCORE_NONE || MOD == LADDER_FLEX_SOFTCAP ||
+           (ladder_flex_additive(MOD) && MOD != LADDER_FLEX_T5_BIAS);
 }
 
 /* flex's dK/dV pass with its dQ on the Hopper kernel, policy flex<mod>, always in deterministic mode, for the score

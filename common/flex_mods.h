@@ -164,6 +164,15 @@ LADDER_HOST_DEVICE ladder_flex_grad ladder_flex_rel_bias_grad(float s, const lad
     return g;
 }
 
+/** floor(log2(@p x)) for x >= 1, from the count of leading zero bits. */
+LADDER_HOST_DEVICE int64_t ladder_floor_log2(int64_t x) {
+#ifdef __CUDA_ARCH__
+    return 63 - __clzll(x);
+#else
+    return 63 - __builtin_clzll((unsigned long long)x);
+#endif
+}
+
 /**
  * The bucket of relative position @p rel = j - i among @p num_buckets (>= 2), log-spaced as in T5 but with
  * integer edges, so that every rung and the oracle agree exactly: half the buckets for keys right of the query
@@ -174,11 +183,11 @@ LADDER_HOST_DEVICE int64_t ladder_flex_t5_bucket(int64_t rel, int64_t num_bucket
     const int64_t n = num_buckets / 2, exact = n / 2, base = rel > 0 ? n : 0, dist = rel > 0 ? rel : -rel;
     if (dist < exact) return base + dist;
     if (exact == 0) return base;
-    /* exact + floor(log2(dist / exact)), counted a doubling of the first edge at a time: no division, whose 64-bit
-     * routine spilled registers where the kernels call this */
-    int64_t bucket = exact;
-    for (int64_t edge = 2 * exact; edge <= dist && bucket < n - 1; edge *= 2) bucket++;
-    return base + bucket;
+    /* exact + floor(log2(dist / exact)) without a division (whose 64-bit routine spilled registers where the kernels
+     * call this): the difference of the two floor(log2)s, one less where exact shifted by it passes dist */
+    int64_t k = ladder_floor_log2(dist) - ladder_floor_log2(exact);
+    if ((exact << k) > dist) k--;
+    return base + (exact + k < n - 1 ? exact + k : n - 1);
 }
 
 /** t5_bias: S = s + t5_bias[h, bucket(j - i)] (T5's bucketed relative bias). */

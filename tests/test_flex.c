@@ -4,7 +4,8 @@
  *
  * 1. Every registered score mod's hand-written derivatives match finite differences of the mod itself, to the score
  *    and to every buffer element it reads, and it reads no other element; it computes what the oracle's double
- *    version computes; and a mod named additive is s plus its term at s = 0. Table-driven: a mod registered in common/flex_mods.c is checked here with no test written.
+ *    version computes; and a mod named additive is s plus its term at s = 0. Table-driven: a mod registered in
+ *    common/flex_mods.c is checked here with no test written. T5's bucket follows its definition.
  * 2. flex with the causal mask is flash causal (top-left); flex with alibi is memeff with the equivalent bias
  *    (dslopes the reduction of dbias); flex with the document mask is flash on the same documents packed as
  *    variable-length sequences (with causal too).
@@ -168,6 +169,36 @@ Test(flex, every_registered_score_mod_matches_finite_differences) {
             }
         }
         mod_bench_free(&m);
+    }
+}
+
+/* T5's bucket as its comment defines it, by division and halving: the oracle shares ladder_flex_t5_bucket() with the
+ * rungs, so its formula is checked here against the definition, at every distance up to past 2^16 and around every
+ * power of two, for bucket counts from 2 to 300. */
+static int64_t t5_bucket_by_definition(int64_t rel, int64_t num_buckets) {
+    const int64_t n = num_buckets / 2, exact = n / 2, base = rel > 0 ? n : 0, dist = rel > 0 ? rel : -rel;
+    if (dist < exact) return base + dist;
+    if (exact == 0) return base;
+    int64_t q = dist / exact, bucket = exact; /* exact + floor(log2(dist / exact)) */
+    while (q > 1) q >>= 1, bucket++;
+    return base + (bucket < n - 1 ? bucket : n - 1);
+}
+
+Test(flex, t5_buckets_follow_their_definition) {
+    for (int64_t nb = 2; nb <= 300; nb++) {
+        for (int64_t rel = -70000; rel <= 70000; rel++)
+            if (ladder_flex_t5_bucket(rel, nb) != t5_bucket_by_definition(rel, nb))
+                cr_assert_fail("%lld buckets, j - i = %lld: bucket %lld, by the definition %lld", (long long)nb,
+                               (long long)rel, (long long)ladder_flex_t5_bucket(rel, nb),
+                               (long long)t5_bucket_by_definition(rel, nb));
+        for (int p = 0; p < 62; p++)
+            for (int64_t d = -1; d <= 1; d++) {
+                const int64_t rel = ((int64_t)1 << p) + d;
+                cr_assert_eq(ladder_flex_t5_bucket(rel, nb), t5_bucket_by_definition(rel, nb),
+                             "%lld buckets, j - i = %lld", (long long)nb, (long long)rel);
+                cr_assert_eq(ladder_flex_t5_bucket(-rel, nb), t5_bucket_by_definition(-rel, nb),
+                             "%lld buckets, j - i = %lld", (long long)nb, (long long)-rel);
+            }
     }
 }
 

@@ -844,8 +844,9 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
 /* Does the Hopper pass run flex's score mod MOD at head dims (HD, HD)? Every mod at 64; at 128, where dK and dV hold
  * 128 registers a consumer thread, the mods that read no buffer (none, softcap) and the additive ones, whose terms
  * come from the term tile (a mod that reads buffers in the consumers spilled there, 4 to 92 bytes by ptxas), but
- * t5_bias: its bucket, a loop a term, kept the producer's two warps behind the consumers, and the pass ran slower
- * than the mma.sync one (docs/results/h200-2026-11-29-run-10.md, call 9). */
+ * t5_bias: with its bucket a loop a term, the producer's two warps fell behind the consumers and the pass ran slower
+ * than the mma.sync one (docs/results/h200-2026-11-29-run-10.md, call 9); the bucket in constant time
+ * (common/flex_mods.h) is not timed there yet. */
 template <int MOD, int HD> constexpr bool flex_mod_on_hopper() {
     return HD == 64 || MOD == LADDER_FLEX_SCORE_NONE || MOD == LADDER_FLEX_SOFTCAP ||
            (ladder_flex_additive(MOD) && MOD != LADDER_FLEX_T5_BIAS);

@@ -62,9 +62,8 @@ struct ladder_scratch {
     ~ladder_scratch() {
         if (ptr) cudaFreeAsync(ptr, 0);
     }
-    /** Allocate @p bytes (none when 0), in place of what it held. */
+    /** Allocate @p bytes (none when 0). */
     ladder_status alloc(size_t bytes) {
-        if (ptr) cudaFreeAsync(ptr, 0), ptr = nullptr;
         if (bytes == 0) return LADDER_OK;
         static bool pool_keeps = false;
         if (!pool_keeps) {

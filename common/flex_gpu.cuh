@@ -37,15 +37,6 @@
 #include "flex_lines.h"
 #include "flex_rungs.h"
 
-/** The buffer gradients' partials of one backward, in host memory (ladder_flex_bwd_with_dbuf() owns them): read r's
- *  in rows[r], a row per query tile of the dQ pass, or, where the Hopper pass sums the shares, per key tile of its
- *  blocks (ladder_flex_partials_by_keys()). */
-struct ladder_flex_partials {
-    ladder_scratch rows[LADDER_FLEX_MAX_READS];
-    bool by_keys; /**< a row per key tile (common/flex_lines.h's key tiles' layout), else per query tile */
-    int tile;     /**< the query tiles' rows, or the key tiles' keys */
-};
-
 /** flex's hooks: zeroed for every other algorithm (and not read by their kernels: the policy says so). */
 struct ladder_flex_hooks {
     ladder_flex_env env;                       /**< the mods' sizes, options and buffers */
@@ -53,7 +44,6 @@ struct ladder_flex_hooks {
     unsigned masks;                            /**< the mask mods, checked in partial tiles */
     float *part[LADDER_FLEX_MAX_READS];        /**< read r's partial line sums, a row per query tile of the dQ pass
                                                     (ladder_flex_partial_numel(), f32); nullptr: not asked */
-    ladder_flex_partials *partials;            /**< where they live (host memory: no kernel reads it) */
 };
 
 /** flex's hooks for problem @p p and tensors @p a (no partials yet). */
@@ -299,66 +289,27 @@ __device__ __forceinline__ void flex_flush_lines(const ladder_flex_hooks &f, flo
     });
 }
 
-/*
- * The Hopper pass's partials (gpu_tensorcore/attention_tc_hopper_bwd.cuh), whose blocks own key tiles of @p BC keys:
- * each asked read's partials laid out again, a row per key tile (ladder_flex_key_partial_numel()), in place of the
- * rows per query tile, and cleared, since a block adds each step's line sums into its rows (a slot that no step
- * crosses stays 0). @p k: the pass's hooks, pointed at them.
- */
-inline ladder_status ladder_flex_partials_by_keys(ladder_flex_hooks &k, int64_t B, int64_t Hq, int BC, int mod) {
-    ladder_flex_partials &p = *k.partials;
-    for (int r = 0; r < LADDER_FLEX_MAX_READS; r++) {
-        if (!k.part[r]) continue;
-        const size_t bytes = sizeof(float) * (size_t)ladder_flex_key_partial_numel(ladder_flex_read_line(mod, r), B,
-                                                                                     Hq, k.env.Sq, k.env.Sk, BC);
-        LADDER_TRY(p.rows[r].alloc(bytes));
-        LADDER_CUDA_TRY(cudaMemsetAsync(p.rows[r].ptr, 0, bytes));
-        k.part[r] = (float *)p.rows[r].ptr;
-    }
-    p.by_keys = true, p.tile = BC;
-    return LADDER_OK;
-}
-
 /* ---- 2. plane and 3. scatter: after the backward ---------------------------------------------------------------- */
 
 /*
- * 2. One thread per (head h, line n) of kind LINE: the partials of line n ([B, Hq, T, width], a row per query tile of
- * @p tile rows, or BY_KEYS per key tile of @p tile keys), batch rows outer and tiles in order, each at its slot of the
- * line (none where the tile misses it), summed into lines[h * N + n]. In double: the shares cancel (a row's dS sums
- * to zero), as the cpu and naive rungs sum them. Neighbouring threads take neighbouring lines, whose slots neighbour
- * in every row: coalesced.
+ * 2. One thread per (head h, line n) of kind LINE: the partials of line n ([B, Hq, Tq, width], query tiles of @p BR
+ * rows), batch rows outer and query tiles in order, each at its slot of the line (none where the tile's rows miss
+ * it), summed into lines[h * N + n]. In double: the shares cancel (a row's dS sums to zero), as the cpu and naive
+ * rungs sum them. Neighbouring threads take neighbouring lines, whose slots neighbour in every row: coalesced.
  */
-template <ladder_flex_line LINE, bool BY_KEYS>
-__global__ void ladder_flex_line_sum_kernel(const float *part, int64_t B, int64_t Hq, int64_t Sq, int64_t Sk, int tile,
+template <ladder_flex_line LINE>
+__global__ void ladder_flex_line_sum_kernel(const float *part, int64_t B, int64_t Hq, int64_t Sq, int64_t Sk, int BR,
                                             int64_t N, float *lines) {
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= Hq * N) return;
-    const int64_t h = t / N, n = t % N, T = ((BY_KEYS ? Sk : Sq) + tile - 1) / tile;
-    const int64_t width = BY_KEYS ? ladder_flex_key_partial_width(LINE, Sq, tile) : ladder_flex_partial_width(LINE, Sk, tile);
+    const int64_t h = t / N, n = t % N, Tq = (Sq + BR - 1) / BR, width = ladder_flex_partial_width(LINE, Sk, BR);
     double acc = 0.0;
     for (int64_t b = 0; b < B; b++)
-        for (int64_t u = 0; u < T; u++) {
-            const int64_t slot =
-                BY_KEYS ? ladder_flex_key_partial_slot(LINE, n, u, tile) : ladder_flex_partial_slot(LINE, n, u, tile, Sq);
-            if (slot >= 0 && slot < width) acc += part[((b * Hq + h) * T + u) * width + slot];
+        for (int64_t qt = 0; qt < Tq; qt++) {
+            const int64_t slot = ladder_flex_partial_slot(LINE, n, qt, BR, Sq);
+            if (slot >= 0 && slot < width) acc += part[((b * Hq + h) * Tq + qt) * width + slot];
         }
     lines[t] = (float)acc;
-}
-
-/* ladder_flex_line_sum_kernel for line kind @p line, in the key tiles' layout or the query tiles'. */
-template <bool BY_KEYS>
-inline void ladder_flex_line_sums(ladder_flex_line line, const float *part, const ladder_attention_problem *t, int tile,
-                                  int64_t N, float *lines) {
-    const unsigned blocks = ladder_blocks(t->Hq * N, 256);
-    if (line == LADDER_FLEX_DIAGONAL)
-        ladder_flex_line_sum_kernel<LADDER_FLEX_DIAGONAL, BY_KEYS><<<blocks, 256>>>(part, t->B, t->Hq, t->Sq, t->Sk,
-                                                                                    tile, N, lines);
-    else if (line == LADDER_FLEX_ROW)
-        ladder_flex_line_sum_kernel<LADDER_FLEX_ROW, BY_KEYS><<<blocks, 256>>>(part, t->B, t->Hq, t->Sq, t->Sk, tile, N,
-                                                                               lines);
-    else
-        ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN, BY_KEYS><<<blocks, 256>>>(part, t->B, t->Hq, t->Sq, t->Sk,
-                                                                                  tile, N, lines);
 }
 
 /* The element of the gradient that read @p r of score mod MOD takes on line @p n of kind @p line, head @p h (asked of
@@ -421,28 +372,24 @@ __global__ void ladder_flex_line_scatter_kernel(const float *lines, int64_t Hq, 
 /**
  * Run @p bwd (the family's backward, reading the hooks @p k) so that every buffer gradient of @p a that is asked for
  * is written: each read r whose buffer's gradient is asked gets its partials (k.part[r], a row per query tile of
- * @p BR rows, the rung's dQ pass's tiles: that pass clears and fills them; or, where the Hopper pass runs, a row per
- * key tile: ladder_flex_partials_by_keys()), then each such gradient is cleared and each of its reads, in order,
- * summed into it (a buffer read twice gets both reads' sums, the first one's first). The gradients of buffers no mod
- * reads are 0.
+ * @p BR rows, the rung's dQ pass's tiles: that pass clears and fills them), then each such gradient is cleared and
+ * each of its reads, in order, summed into it (a buffer read twice gets both reads' sums, the first one's first). The
+ * gradients of buffers no mod reads are 0.
  */
 template <int MOD, class Bwd>
 ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladder_flex_args *a, ladder_flex_hooks &k,
                                         int BR, Bwd bwd) {
     const ladder_attention_problem *t = &p->attn;
     const ladder_flex_score_spec *spec = &ladder_flex_score_mods[MOD];
-    ladder_flex_partials part;
-    part.by_keys = false, part.tile = BR;
-    k.partials = &part;
-    ladder_scratch lines[LADDER_FLEX_MAX_READS];
+    ladder_scratch part[LADDER_FLEX_MAX_READS], lines[LADDER_FLEX_MAX_READS];
     const ladder_tensor *grad[LADDER_FLEX_MAX_READS] = {};
     for (int r = 0; r < spec->n_reads; r++) {
         const ladder_tensor *g = (const ladder_tensor *)((const char *)a + ladder_flex_buffer(spec->reads[r])->grad);
         if (!g->data) continue;
         grad[r] = g;
         const int64_t numel = ladder_flex_partial_numel(ladder_flex_read_line(MOD, r), t->B, t->Hq, t->Sq, t->Sk, BR);
-        LADDER_TRY(part.rows[r].alloc(sizeof(float) * (size_t)numel));
-        k.part[r] = (float *)part.rows[r].ptr;
+        LADDER_TRY(part[r].alloc(sizeof(float) * (size_t)numel));
+        k.part[r] = (float *)part[r].ptr;
     }
     LADDER_TRY(bwd());
     for (int i = 0; i < ladder_flex_n_buffers; i++) { /* every float gradient asked for starts at 0 */
@@ -455,15 +402,21 @@ ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladd
         const ladder_flex_line line = ladder_flex_read_line(MOD, r);
         const int64_t N = ladder_flex_lines(line, t->Sq, t->Sk);
         LADDER_TRY(lines[r].alloc(sizeof(float) * (size_t)(t->Hq * N)));
-        const float *c = (const float *)part.rows[r].ptr;
+        const float *c = (const float *)part[r].ptr;
         float *sums = (float *)lines[r].ptr;
-        if (part.by_keys) ladder_flex_line_sums<true>(line, c, t, part.tile, N, sums);
-        else ladder_flex_line_sums<false>(line, c, t, part.tile, N, sums);
+        const unsigned blocks = ladder_blocks(t->Hq * N, 256);
+        if (line == LADDER_FLEX_DIAGONAL)
+            ladder_flex_line_sum_kernel<LADDER_FLEX_DIAGONAL><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N,
+                                                                                sums);
+        else if (line == LADDER_FLEX_ROW)
+            ladder_flex_line_sum_kernel<LADDER_FLEX_ROW><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N, sums);
+        else
+            ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N, sums);
         LADDER_LAUNCH_CHECK("ladder_flex_line_sum_kernel");
         const dim3 chunks((unsigned)((N + FLEX_RUN_CHUNK - 1) / FLEX_RUN_CHUNK), (unsigned)t->Hq);
         ladder_flex_chunk_runs_kernel<MOD><<<chunks, FLEX_RUN_CHUNK>>>(sums, line, N, k.env, r);
         LADDER_LAUNCH_CHECK("ladder_flex_chunk_runs_kernel");
-        ladder_flex_line_scatter_kernel<MOD><<<ladder_blocks(t->Hq * N, 256), 256>>>(
+        ladder_flex_line_scatter_kernel<MOD><<<blocks, 256>>>(
             (const float *)lines[r].ptr, t->Hq, line, N, k.env, r, (float *)grad[r]->data);
         LADDER_LAUNCH_CHECK("ladder_flex_line_scatter_kernel");
     }

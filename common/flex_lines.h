@@ -109,33 +109,6 @@ LADDER_HOST_DEVICE int64_t ladder_flex_partial_numel(ladder_flex_line line, int6
     return B * Hq * ((Sq + BR - 1) / BR) * ladder_flex_partial_width(line, Sk, BR);
 }
 
-/* The Hopper backward's layout (gpu_tensorcore/attention_tc_hopper_bwd.cuh): there a block owns a key tile of BC keys
- * and walks its query tiles, so each key tile has the row of partials, [B, Hq, Tk, width], and its block adds each
- * step's line sums into it in the order of its steps. A key tile's BC columns meet Sq + BC - 1 diagonals (j - i from
- * -(Sq - 1) past its first key to BC - 1 past it), every row, and its own BC columns. */
-
-/** Slots in a key tile's row of partials: Sq + BC - 1 diagonals, Sq rows or its BC columns. */
-LADDER_HOST_DEVICE int64_t ladder_flex_key_partial_width(ladder_flex_line line, int64_t Sq, int BC) {
-    return line == LADDER_FLEX_DIAGONAL ? Sq + BC - 1 : line == LADDER_FLEX_ROW ? Sq : BC;
-}
-
-/** The slot of the line through position (@p i, key @p c of the key tile) in the key tile's row of partials. */
-LADDER_HOST_DEVICE int64_t ladder_flex_key_tile_slot(ladder_flex_line line, int64_t i, int c, int64_t Sq) {
-    return line == LADDER_FLEX_DIAGONAL ? c - i + Sq - 1 : line == LADDER_FLEX_ROW ? i : c;
-}
-
-/** The slot of the plane's line @p n in key tile @p kt's row of partials (tiles of @p BC keys); outside
- *  [0, ladder_flex_key_partial_width()) where the key tile does not cross the line. */
-LADDER_HOST_DEVICE int64_t ladder_flex_key_partial_slot(ladder_flex_line line, int64_t n, int64_t kt, int BC) {
-    return line == LADDER_FLEX_ROW ? n : n - kt * BC;
-}
-
-/** Floats of one read's partials in the key tiles' layout: a row per key tile of @p BC keys, per head and batch row. */
-LADDER_HOST_DEVICE int64_t ladder_flex_key_partial_numel(ladder_flex_line line, int64_t B, int64_t Hq, int64_t Sq,
-                                                         int64_t Sk, int BC) {
-    return B * Hq * ((Sk + BC - 1) / BC) * ladder_flex_key_partial_width(line, Sq, BC);
-}
-
 #ifdef __cplusplus
 }
 #endif

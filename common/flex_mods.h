@@ -225,10 +225,9 @@ LADDER_HOST_DEVICE ladder_flex_grad ladder_flex_bias_qk_grad(float s, const ladd
 
 /**
  * Is score mod @p mod additive: S = s + S(0), where the term S(0) depends on (b, h, i, j) and the buffers alone, so
- * that dS/ds = 1, and each read's element and derivative stay the same along the read's line (common/flex_lines.h)?
- * Every built-in mod but softcap (and none, whose term is 0) is. A new mod of that kind is named here too: the Hopper
- * backward then reads its terms from a tile that spare warps fill, and sums a buffer's gradient along lines there,
- * multiplying by the derivative once a line (gpu_tensorcore/attention_tc_hopper_bwd.cuh); the tests check the claim.
+ * that dS/ds = 1? Every built-in mod but softcap (and none, whose term is 0) is. A new mod of that kind is named here
+ * too: the Hopper backward then reads its terms from a tile that spare warps fill
+ * (gpu_tensorcore/attention_tc_hopper_bwd.cuh), and the tests check the claim.
  */
 LADDER_HOST_DEVICE LADDER_CONSTEXPR bool ladder_flex_additive(int mod) {
     return mod == LADDER_FLEX_ALIBI || mod == LADDER_FLEX_REL_BIAS || mod == LADDER_FLEX_T5_BIAS ||

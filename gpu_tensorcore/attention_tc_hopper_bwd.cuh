@@ -54,11 +54,9 @@
  * head dims. At a head dim of 128, where dK and dV hold 128 registers a consumer thread, an additive mod's terms
  * (S = s + a term of the positions and buffers) come from a tile of shared memory that the producer's idle warps 2
  * and 3 fill a step ahead (write_terms()), as memeff's bias comes from its tile: read by the consumers themselves,
- * the buffers spilled. Where a buffer's gradient is asked, the consumers leave each element's dS in the tile in place
- * of its term, and the same two warps sum it along the buffer's lines into the key tile's row of partials
- * (add_line_sums(), common/flex_gpu.cuh's steps 2 and 3 after the pass). A mod that reads a buffer and is not
- * additive keeps the mma.sync passes at 128 (flex_mod_on_hopper()), and so does a buffer's gradient at 64, where
- * there is no term tile (the mma.sync dQ pass sums its shares).
+ * the buffers spilled. A mod that reads a buffer and is not additive keeps the mma.sync passes at 128
+ * (flex_mod_on_hopper()), as does every mod where a buffer's gradient is asked (the mma.sync dQ pass sums its
+ * shares).
  *
  * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): an sm_90
  * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); D a
@@ -67,7 +65,7 @@
  * inner stride 1 and the other strides multiples of 16 bytes (TMA); with the hooks, a bias TMA can describe (broadcast
  * over batch rows and heads at most), its gradient in its own storage with 16-byte aligned rows (not the fp32
  * scratch of a broadcast bias's gradient), and dropout's draws starting on multiples of four (Sk and the offset);
- * with flex's, deterministic mode, and a buffer's gradient only with the term tile.
+ * with flex's, deterministic mode and no buffer's gradient asked.
  */
 #ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_BWD_CUH
 #define LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_BWD_CUH
@@ -136,14 +134,6 @@ template <class Pol, int HD> struct ws_bwd_cfg {
      * both rendezvous of the producer's warps 2 and 3 and the consumers */
     static constexpr int TERM_FULL_BAR = DQ_FREE_BAR + 1, TERM_FREE_BAR = TERM_FULL_BAR + 1,
                          TERM_THREADS = 64 + 128 * CONSUMERS;
-    /* where a buffer's gradient is asked: warps 2 and 3 alone, between their line sums of a step's dS and the next
-     * step's terms over them (write_terms()) */
-    static constexpr int TERM_SUM_BAR = TERM_FREE_BAR + 1;
-    /* per stage, warp 0's arrive once a step's info is in and warps 2 and 3's wait before they read it (warp 0 runs
-     * no more than a stage ahead of them: it fills a stage again only once the consumers have freed it, after the
-     * step's terms) */
-    static constexpr int INFO_BAR = TERM_SUM_BAR + 1;
-    static_assert(INFO_BAR + STAGES <= 16, "an SM has 16 named barriers");
     /* the hooks' bias tile of a stage: the step's BR queries by the block's keys, two panels of 64 keys (a
      * consumer's) in the 128-byte swizzle, copied by TMA with Q and dO */
     static constexpr uint32_t BIAS_BYTES = Pol::EXTRAS ? 2 * BR * BC : 0;
@@ -237,95 +227,32 @@ __device__ __forceinline__ uint32_t seen_part(const args &a, int64_t b, int64_t 
 __device__ __forceinline__ int term_index(int c, int r) { return 64 * c + 8 * ((r / 8) ^ (c % 8)) + r % 8; }
 
 /*
- * Where a buffer's gradient is asked (ws_bwd_cfg::TERMS only), the consumers leave each element's dS in the term tile
- * in place of its term, and the producer's warps 2 and 3 (thread u = 32 half + lane of 64) sum it along the lines
- * the mod's reads follow (common/flex_lines.h), times the read's derivative, which is the same along its line for
- * an additive mod (ladder_flex_additive(): asked at the line's first element, which is inside the step's rows and the
- * block's keys whenever any element of the line is), and add the sums into the key tile's row of partials
- * (ladder_flex_partials_by_keys(): a row per key tile of each query head and batch row, written by this block alone,
- * in the order of its steps, so deterministic with no atomics). The step: rows from position i0 along Sq (rows of
- * them real) of query head h, batch row b; the block: key tile kt, keys from position k0 (keys of them real). Each
- * thread walks its lines from a row of its own (row (m + u) % 64 at the m-th element), so that the 32 lanes of a warp
- * meet 32 banks (term_index()'s swizzle) down a diagonal or a column; each sum is taken in one fixed order.
- */
-template <class Pol, class C>
-__device__ __forceinline__ void add_line_sums(const args &a, const float *Ts, int u, int b, int h, int i0, int rows,
-                                              int kt, int k0, int keys) {
-    constexpr int BR = C::BR, BC = C::BC;
-    const ladder_flex_env &env = a.flex.env;
-#pragma unroll
-    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
-        if (!a.flex.part[rd]) continue;
-        const ladder_flex_line line = ladder_flex_read_line(Pol::MOD, rd);
-        const int64_t width = ladder_flex_key_partial_width(line, env.Sq, BC);
-        float *row = a.flex.part[rd] + (((int64_t)b * a.Hq + h) * ((env.Sk + BC - 1) / BC) + kt) * width;
-        for (int l = u; l < ladder_flex_tile_lines(line, BR, BC); l += 64) {
-            /* the line's first element (r0, c0) and its step along the line: down a diagonal or a column, along a row */
-            const int d = l - (BR - 1);
-            const int r0 = line == LADDER_FLEX_DIAGONAL ? (d < 0 ? -d : 0) : line == LADDER_FLEX_ROW ? l : 0;
-            const int c0 = line == LADDER_FLEX_DIAGONAL ? (d < 0 ? 0 : d) : line == LADDER_FLEX_ROW ? 0 : l;
-            if (r0 >= rows || c0 >= keys) continue; /* no element of the line is real */
-            float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            if (line == LADDER_FLEX_ROW) {
-#pragma unroll 8
-                for (int c = 0; c < BC; c++) s[c % 4] += Ts[term_index(c, l)];
-            } else {
-#pragma unroll 8
-                for (int m = 0; m < BR; m++) {
-                    const int r = (m + u) % BR, c = line == LADDER_FLEX_DIAGONAL ? d + r : l;
-                    if (c >= 0 && c < BC) s[m % 4] += Ts[term_index(c, r)];
-                }
-            }
-            const float dx = ladder_flex_score_grad(Pol::MOD, 0.0f, &env, b, h, i0 + r0, k0 + c0).d[rd];
-            row[ladder_flex_key_tile_slot(line, i0 + r0, c0, env.Sq)] += ((s[0] + s[1]) + (s[2] + s[3])) * dx;
-        }
-    }
-}
-
-/*
  * The producer's warps 2 and 3 (@p half 0 and 1), where the mod is additive at a head dim of 128 (ws_bwd_cfg::TERMS):
  * each step's terms S(0) at every element into the term tile @p Ts, keys 64 half .. + 63, lane L its rows 2 L and
  * 2 L + 1, at positions clamped into the step's rows and the block's keys (the elements past them are masked, and
- * the mod would read past its buffers there); four keys' terms at a time (two for t5_bias), so that their buffer
- * reads are in flight together (one key at a time, two warps fell behind the consumers). Each step waits for the
- * consumers to have read the last one's terms ("free") and meets them once its own are in ("full"): two rendezvous,
- * where an arrive would have done, since the tile has one buffer and the producer could not run ahead anyway, and
- * racecheck takes a rendezvous as the order of the accesses on either side (docs/results/sanitizers.md). With
- * @p sharing (a buffer's gradient asked), "free" finds the last step's dS in the tile, summed along lines
- * (add_line_sums()) before the next terms go in, and once more after the last step. The block's @p n_steps steps:
- * each one's head and rows from its info (@p info, put in by warp 0: walking the steps here too spilled registers);
- * the block owns key tile @p kt, keys from position @p key0 along Sk (@p keys of them real).
+ * the mod would read past its buffers there); eight keys' terms at a time, so that their buffer reads are in flight
+ * together (one key at a time, two warps fell behind the consumers). Each step waits for the consumers to have read
+ * the last one's terms ("free") and meets them once its own are in ("full"): two rendezvous, where an arrive would
+ * have done, since the tile has one buffer and the producer could not run ahead anyway, and racecheck takes a
+ * rendezvous as the order of the accesses on either side (docs/results/sanitizers.md). The steps are the kernel's,
+ * walked again.
  */
-template <class Pol, class C>
-__device__ __forceinline__ void write_terms(const args &a, int n_steps, const stage_info *info, float *Ts, int half,
-                                            int lane, int64_t b, int64_t q_first, int kt, int64_t key0, int keys,
-                                            bool sharing) {
-    /* keys whose terms are in flight at once: more spilled the 56 registers beside add_line_sums() */
-    constexpr int KEYS_IN_FLIGHT = Pol::MOD == LADDER_FLEX_T5_BIAS ? 2 : 4;
-    int last_h = 0, last_i0 = 0, last_rows = 0; /* the step before: its head, first row along Sq, real rows */
-    for (int n = 0;; n++) {
-        const bool more = n < n_steps;
-        if (n > 0 && (more || sharing)) { /* the step before is done with the tile (with sharing, its dS is in) */
-            ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
-            if (sharing) { /* both warps' sums are taken before either writes a term over them */
-                add_line_sums<Pol, C>(a, Ts, 32 * half + lane, (int)b, last_h, last_i0, last_rows, kt, (int)key0, keys);
-                ladder_named_barrier(C::TERM_SUM_BAR, 64);
-            }
-        }
-        if (!more) return;
-        ladder_named_barrier(C::INFO_BAR + n % C::STAGES, 96); /* warp 0 has put the step's info in */
-        const stage_info q = info[n % C::INFOS];
+template <class Pol, class C, class Steps>
+__device__ __forceinline__ void write_terms(const args &a, Steps steps, float *Ts, int half, int lane, int64_t b,
+                                            int64_t q_first, int64_t key0, int keys) {
+    for (int n = 0; steps.more(); steps.next(a), n++) {
+        const qtile q = steps.tile();
+        if (n > 0) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
         const int r = 2 * lane;
         const int64_t i0 = q_first + q.i0 + (r < q.rows ? r : q.rows - 1),
                       i1 = q_first + q.i0 + (r + 1 < q.rows ? r + 1 : q.rows - 1);
-#pragma unroll KEYS_IN_FLIGHT
+#pragma unroll 8
         for (int c = 64 * half; c < 64 * half + 64; c++) {
             const int64_t j = key0 + (c < keys ? c : keys - 1);
             *(float2 *)(Ts + term_index(c, r)) = make_float2(ladder_flex_score(Pol::MOD, 0.0f, &a.flex.env, b, q.h, i0, j),
                                                              ladder_flex_score(Pol::MOD, 0.0f, &a.flex.env, b, q.h, i1, j));
         }
         ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS);
-        last_h = q.h, last_i0 = (int)(q_first + q.i0), last_rows = q.rows;
     }
 }
 
@@ -335,14 +262,13 @@ __device__ __forceinline__ void write_terms(const args &a, int n_steps, const st
  * of this thread's S^T and dP^T (lse log2 e and Delta in @p L2 and @p Dl; positions as seen_part()'s). MASKED: the
  * elements outside @p seen (seen_part()) get P = dS' = 0, and their mod is asked at a position clamped into the tile,
  * not past it, where it would read past its buffers. With @p Ts (TERMS: an additive mod, write_terms()), S = s plus
- * the element's term from the tile, and the slope is 1; with @p share too (a buffer's gradient asked), the element's
- * dS replaces its term there, for add_line_sums().
+ * the element's term from the tile, and the slope is 1.
  */
 template <int MOD, int BR, bool MASKED, bool TERMS>
 __device__ __forceinline__ void p_and_ds_transposed_flex(const args &a, float (&sc)[BR / 8][4], float (&dp)[BR / 8][4],
                                                          const float *L2, const float *Dl, const float *Ts, int64_t b,
                                                          int64_t h, int q0, int rows, int k0, int keys, uint32_t seen,
-                                                         int k_row, int t, bool share) {
+                                                         int k_row, int t) {
     const ladder_flex_hooks &f = a.flex;
 #pragma unroll
     for (int i = 0; i < BR / 8; i++) {
@@ -372,10 +298,6 @@ __device__ __forceinline__ void p_and_ds_transposed_flex(const args &a, float (&
             sc[i][c] = P;
             dp[i][c] = P * (dp[i][c] - (e ? de.y : de.x)) * slope;
         }
-        if constexpr (TERMS)
-            if (share)
-                for (int k = 0; k < 2; k++)
-                    *(float2 *)(Ts + term_index(k_row + 8 * k, 8 * i + 2 * t)) = make_float2(dp[i][2 * k], dp[i][2 * k + 1]);
     }
 }
 
@@ -612,8 +534,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
         }
         if constexpr (C::TERMS)
             if (warp >= 2) {
-                write_terms<Pol, C>(a, steps.left(), info, Ts, warp - 2, lane, b, seq.q0, (int)(j0 / BC), seq.k0 + j0, (int)keys,
-                                   flex_asked_reads(a.flex) > 0);
+                write_terms<Pol, C>(a, steps, Ts, warp - 2, lane, b, seq.q0, seq.k0 + j0, (int)keys);
                 return;
             }
         if (warp != 0 || !steps.more()) return;
@@ -660,7 +581,6 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
             }
             __syncwarp();
             ladder_named_barrier_arrive(C::FULL_BAR + st, C::BAR_THREADS); /* lse, Delta, the info are in */
-            if constexpr (C::TERMS) ladder_named_barrier_arrive(C::INFO_BAR + st, 96); /* the info, for warps 2, 3 */
         }
         return;
     }
@@ -670,8 +590,6 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
     ladder_setmaxnreg_inc<C::CONSUMER_REGS>();
     const int cw = wg - 1, w = warp % 4, g = lane / 4, t = lane % 4, kw = 64 * cw, k_row = kw + 16 * w + g;
     const bool capped = a.softcap > 0.0f;
-    /* flex with a buffer's gradient asked: each step's dS goes to the term tile (add_line_sums()) */
-    const bool sharing = C::TERMS && flex_asked_reads(a.flex) > 0;
     const float sl2 = (capped ? 1.0f : a.scale) * LADDER_LOG2E; /* S = sl2 / log2(e) * x, x q.k or the capped S */
     const diag_window win(a.mask, j0, seq.Lq, seq.Lk, keys);
     /* dQ's part of this consumer: rows cw QO.., columns cw CO.. */
@@ -740,10 +658,10 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
         /* P^T and dS^T, in place of S^T and dP^T: a copy of the loop per case, behind uniform branches */
         if constexpr (Pol::FLEX) {
             if constexpr (C::TERMS) ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS); /* the step's terms */
-            if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t, sharing);
-            else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t, sharing);
-            if constexpr (C::TERMS) /* read (and with sharing, dS in: the last step's too) */
-                if (n + 1 < n_steps || sharing) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
+            if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t);
+            else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t);
+            if constexpr (C::TERMS) /* read */
+                if (n + 1 < n_steps) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
         } else if constexpr (Pol::EXTRAS) {
             if (q.masked) {
                 if (capped) p_and_ds_transposed_hooked<T, BR, true, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, Bp, biased, sink, kept, w, lane);
@@ -877,9 +795,9 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
      * tensor), which the steps mask (their rows' lse is +inf, their keys lie past the block's); but the turn
      * counters are per query tile of one sequence, and the hooks' bias map has no packed rows: plain atomics only */
     if (a.cu_q && (deterministic || Pol::EXTRAS)) return LADDER_OK;
-    /* flex: its dQ's adds take turns (its backward is the deterministic one), and a buffer's gradient is summed from
-     * the term tile (add_line_sums()), elsewhere by the mma.sync dQ pass */
-    if (Pol::FLEX && (!deterministic || (flex_asked_reads(a.flex) > 0 && !C::TERMS))) return LADDER_OK;
+    /* flex: its dQ's adds take turns (its backward is the deterministic one), and a buffer's gradient asks for the
+     * dQ pass that sums the shares */
+    if (Pol::FLEX && (!deterministic || flex_asked_reads(a.flex) > 0)) return LADDER_OK;
     /* dropout: each row's draws start on a multiple of four (kept_part()) */
     if (Pol::EXTRAS && a.hooks.dropout_p > 0.0f && (a.Sk % 4 != 0 || a.hooks.offset % 4 != 0)) return LADDER_OK;
     const CUtensorMapDataType type =
@@ -915,9 +833,6 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
         LADDER_TRY(turns.alloc(bytes));
         LADDER_CUDA_TRY(cudaMemsetAsync(turns.ptr, 0, bytes));
     }
-    /* flex: a buffer's partials, a row per key tile of this pass's blocks */
-    if constexpr (C::TERMS)
-        if (flex_asked_reads(a.flex) > 0) LADDER_TRY(ladder_flex_partials_by_keys(a.flex, a.B, a.Hq, C::BC, Pol::MOD));
     const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sk, C::BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
     LADDER_TRY(ladder_allow_smem(attn_bwd_wgmma_ws_kernel<Pol, T, HD>, C::SMEM));
     attn_bwd_wgmma_ws_kernel<Pol, T, HD><<<grid, C::THREADS, C::SMEM>>>(a, (int *)turns.ptr, tq, tk, tv, tdo, tb);

@@ -73,8 +73,6 @@ static int grid(test_case *out, int max, bool small) {
         ADD(frozen((xc){1, 4, 2, 200, 300, 64, 64, AL, CAUSAL | DOC, 0, -1, 0, false, true, false}, "slopes"));
         /* and at a head dim of 128, an additive mod's terms from the tile the producer's spare warps fill */
         ADD(frozen((xc){1, 2, 1, 130, 200, 128, 128, RB, CAUSAL, 0, -1, 0, false, false, false}, "rel_bias"));
-        /* and the buffers' gradients summed from that tile */
-        ADD(make((xc){1, 2, 1, 130, 200, 128, 128, QK, CAUSAL, 0, -1, 0, false, true, false}));
         return n;
     }
     ADD(make((xc){2, 4, 2, 1, 1, 16, 16, NONE, NONE, 0, -1, 0, false, true, false}));
@@ -93,11 +91,6 @@ static int grid(test_case *out, int max, bool small) {
     ADD(frozen((xc){1, 4, 2, 300, 260, 32, 32, AL, CAUSAL | WINDOW, 0, 70, 0, false, true, false}, "slopes"));
     ADD(frozen((xc){1, 2, 2, 150, 170, 16, 16, QK, CAUSAL, 0, -1, 0, true, true, false}, "bq"));
     ADD(frozen((xc){1, 4, 2, 260, 300, 128, 128, T5, CAUSAL | WINDOW, 0, 90, 16, false, true, false}, "t5_bias"));
-    /* the buffers' gradients at 128, summed from the Hopper backward's term tile (on sm_90): every additive mod */
-    ADD(make((xc){2, 4, 2, 260, 390, 128, 128, AL, CAUSAL | WINDOW, 0, 100, 0, false, false, false}));
-    ADD(make((xc){1, 2, 2, 200, 333, 128, 128, RB, PREFIX, 0, -1, 0, false, false, true}));
-    ADD(make((xc){1, 4, 4, 300, 260, 128, 128, T5, DOC, 0, -1, 16, false, true, false}));
-    ADD(make((xc){2, 2, 1, 333, 300, 128, 128, QK, CAUSAL | DOC, 0, -1, 0, false, true, false}));
     ADD(run_default());
     return n;
 }
@@ -110,8 +103,6 @@ static int determinism(test_case *out, int max) {
     ADD(make((xc){2, 4, 2, 300, 520, 64, 64, NONE, CAUSAL | DOC, 0, -1, 0, false, false, true}));
     ADD(make((xc){1, 4, 4, 400, 400, 128, 128, S, WINDOW, 20, 150, 0, false, true, false}));
     ADD(frozen((xc){1, 2, 2, 300, 300, 128, 128, QK, DOC, 0, -1, 0, false, true, true}, "bq,bk")); /* the term tile */
-    ADD(make((xc){1, 4, 2, 300, 400, 128, 128, AL, CAUSAL, 0, -1, 0, false, false, false})); /* summed from it */
-    ADD(make((xc){1, 2, 2, 300, 300, 128, 128, QK, DOC, 0, -1, 0, false, true, true}));
     return n;
 }
 

@@ -150,21 +150,6 @@ Test(flex, every_registered_score_mod_matches_finite_differences) {
                 const double fdx = (up - down) / (2.0 * step);
                 cr_expect(fabs(dsum - fdx) <= 2e-3 * (1 + fabs(fdx)), "score mod %s: dS/d%s[%lld] is %g but finite "
                           "differences give %g", spec->name, buf->name, (long long)g.at[r], dsum, fdx);
-                /* an additive mod: the same element and derivative one step along the read's line (the Hopper
-                 * backward sums dS along it and multiplies once) */
-                if (ladder_flex_additive(spec->id)) {
-                    const ladder_flex_line L = ladder_flex_read_line(spec->id, r);
-                    const int64_t i2 = L == LADDER_FLEX_ROW ? i : (i + 1) % MSQ;
-                    const int64_t j2 = L == LADDER_FLEX_COLUMN ? j : L == LADDER_FLEX_ROW ? (j + 1) % MSK : j + (i2 - i);
-                    if (j2 >= 0 && j2 < MSK) {
-                        const ladder_flex_grad g2 = ladder_flex_score_grad(spec->id, s, &e, b, h, i2, j2);
-                        cr_expect(g2.at[r] == g.at[r] && g2.d[r] == g.d[r], "score mod %s, named additive: read %d "
-                                  "at (%lld, %lld) takes element %lld with derivative %g, at (%lld, %lld) on the "
-                                  "same line element %lld with %g", spec->name, r, (long long)i, (long long)j,
-                                  (long long)g.at[r], (double)g.d[r], (long long)i2, (long long)j2,
-                                  (long long)g2.at[r], (double)g2.d[r]);
-                    }
-                }
             }
             for (int u = 0; u < ladder_flex_n_buffers; u++) { /* one other element of every float buffer: no effect */
                 if (ladder_flex_buffers[u].dtype != LADDER_F32) continue;
@@ -740,70 +725,6 @@ Test(flex, gpu_buffer_gradient_tiles_partials_and_lines_add_up_to_each_lines_sum
             }
 }
 
-/*
- * The same for the Hopper backward's layout (common/flex_lines.h's key tiles): a block owns a key tile of BC keys and
- * adds each step's (BR rows) line sums into the key tile's row, at the slot of the line's first element, skipping the
- * lines with no element inside the plane (as add_line_sums() does); the plane's sums then add each line's slots over
- * the key tiles. Every element's slot is its line's slot in its key tile's row, inside the row's width.
- */
-Test(flex, gpu_buffer_gradient_key_tiles_partials_and_lines_add_up_to_each_lines_sum) {
-    static const int tiles[][2] = {{64, 128}, {32, 64}};
-    static const int64_t planes[][2] = {{1, 1}, {45, 70}, {130, 200}, {64, 128}, {257, 129}, {200, 33}};
-    ladder_rng rng;
-    ladder_rng_seed(&rng, 0x4e75u);
-    for (int line = LADDER_FLEX_DIAGONAL; line <= LADDER_FLEX_COLUMN; line++)
-        for (size_t ti = 0; ti < sizeof tiles / sizeof tiles[0]; ti++)
-            for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
-                const ladder_flex_line L = (ladder_flex_line)line;
-                const int BR = tiles[ti][0], BC = tiles[ti][1];
-                const int64_t Sq = planes[pi][0], Sk = planes[pi][1], Tq = (Sq + BR - 1) / BR, Tk = (Sk + BC - 1) / BC;
-                const int64_t width = ladder_flex_key_partial_width(L, Sq, BC), N = ladder_flex_lines(L, Sq, Sk);
-                cr_assert_eq(ladder_flex_key_partial_numel(L, 1, 1, Sq, Sk, BC), Tk * width);
-                double *part = calloc((size_t)(Tk * width), sizeof(double)), *want = calloc((size_t)N, sizeof(double));
-                double *sums = malloc(sizeof(double) * (size_t)ladder_flex_tile_lines(L, BR, BC));
-                for (int64_t kt = 0; kt < Tk; kt++)
-                    for (int64_t qt = 0; qt < Tq; qt++) { /* the block's steps */
-                        if (ladder_rng_next(&rng) % 3 == 0) continue; /* an empty tile: never visited */
-                        const int64_t i0 = qt * BR, j0 = kt * BC;
-                        for (int l = 0; l < ladder_flex_tile_lines(L, BR, BC); l++) sums[l] = 0.0;
-                        for (int r = 0; r < BR; r++)
-                            for (int c = 0; c < BC; c++) {
-                                const int64_t i = i0 + r, j = j0 + c;
-                                if (i >= Sq || j >= Sk) continue; /* past the plane: a share of 0 */
-                                const double share = (double)(ladder_rng_next(&rng) % 7) - 3.0;
-                                const int64_t n = ladder_flex_line_of(L, i, j, Sq);
-                                const int64_t slot = ladder_flex_key_tile_slot(L, i, c, Sq);
-                                cr_assert(slot >= 0 && slot < width && ladder_flex_key_partial_slot(L, n, kt, BC) == slot,
-                                          "kind %d, tile %dx%d, plane %lldx%lld: (%lld, %lld) in slot %lld of %lld, "
-                                          "its line %lld in slot %lld of the key tile's row", line, BR, BC,
-                                          (long long)Sq, (long long)Sk, (long long)i, (long long)j, (long long)slot,
-                                          (long long)width, (long long)n,
-                                          (long long)ladder_flex_key_partial_slot(L, n, kt, BC));
-                                sums[ladder_flex_tile_line(L, r, c, BR)] += share;
-                                want[n] += share;
-                            }
-                        for (int l = 0; l < ladder_flex_tile_lines(L, BR, BC); l++) { /* as add_line_sums() adds */
-                            const int d = l - (BR - 1);
-                            const int r0 = L == LADDER_FLEX_DIAGONAL ? (d < 0 ? -d : 0) : L == LADDER_FLEX_ROW ? l : 0;
-                            const int c0 = L == LADDER_FLEX_DIAGONAL ? (d < 0 ? 0 : d) : L == LADDER_FLEX_ROW ? 0 : l;
-                            if (i0 + r0 >= Sq || j0 + c0 >= Sk) continue; /* no element of the line is real */
-                            part[kt * width + ladder_flex_key_tile_slot(L, i0 + r0, c0, Sq)] += sums[l];
-                        }
-                    }
-                for (int64_t n = 0; n < N; n++) { /* as ladder_flex_line_sum_kernel() adds, by key tiles */
-                    double got = 0.0;
-                    for (int64_t kt = 0; kt < Tk; kt++) {
-                        const int64_t slot = ladder_flex_key_partial_slot(L, n, kt, BC);
-                        if (slot >= 0 && slot < width) got += part[kt * width + slot];
-                    }
-                    cr_expect_eq(got, want[n], "kind %d, tile %dx%d, plane %lldx%lld: line %lld sums to %g through "
-                                 "the key tiles' partials, %g directly", line, BR, BC, (long long)Sq, (long long)Sk,
-                                 (long long)n, got, want[n]);
-                }
-                free(part), free(want), free(sums);
-            }
-}
-
 Test(flex, buffer_gradients_are_the_same_bits_at_every_thread_count) {
     const int mods[] = {LADDER_FLEX_ALIBI, LADDER_FLEX_REL_BIAS, LADDER_FLEX_T5_BIAS, LADDER_FLEX_BIAS_QK};
     for (size_t k = 0; k < sizeof mods / sizeof mods[0]; k++) {
@@ -836,21 +757,18 @@ Test(flex, buffer_gradients_are_the_same_bits_at_every_thread_count) {
 }
 
 /* At each GPU rung flex has, every buffer-gradient mod (with dq, dk, dv) repeats bit for bit over 20 runs: the rung
- * sums every buffer gradient in a fixed order (PyTorch's atomics do not). At the tensor-core rung a head dim of 128
- * too, where an sm_90 GPU sums them in the Hopper backward. */
+ * sums every buffer gradient in a fixed order (PyTorch's atomics do not). */
 ParameterizedTestParameters(flex, gpu_buffer_gradients_repeat_bitwise_over_20_runs) {
     static const int mods[] = {LADDER_FLEX_ALIBI, LADDER_FLEX_REL_BIAS, LADDER_FLEX_T5_BIAS, LADDER_FLEX_BIAS_QK};
-    test_case cases[16];
+    test_case cases[12];
     int k = 0;
-    for (int r = 1; r <= TEST_N_RUNGS; r++) /* the GPU rungs, then the tensor-core rung at 128 */
+    for (int r = 1; r < TEST_N_RUNGS; r++) /* the GPU rungs */
         for (size_t m = 0; m < sizeof mods / sizeof mods[0]; m++) {
-            const int64_t D = r < TEST_N_RUNGS ? 16 : 128;
-            ladder_flex_problem p = FLEX(2, 4, 2, 200, 260, D, mods[m], 1 << LADDER_FLEX_CAUSAL);
+            ladder_flex_problem p = FLEX(2, 4, 2, 200, 260, 16, mods[m], 1 << LADDER_FLEX_CAUSAL);
             p.num_buckets = 16;
             cases[k] = test_case_of(&ladder_flex_algo, &p);
             cases[k].opts.with |= 1u << T(&ladder_flex_algo, "dlse");
-            const test_rung *rung = &test_rungs[r < TEST_N_RUNGS ? r : TEST_N_RUNGS - 1];
-            cases[k].rung = rung->rung, cases[k++].dtype = rung->dtype;
+            cases[k].rung = test_rungs[r].rung, cases[k++].dtype = test_rungs[r].dtype;
         }
     return test_params(cases, k);
 }

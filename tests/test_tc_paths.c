@@ -10,8 +10,7 @@
  * third kernels' loops have a first tile, a last tile and the turns between; the third's ring of two buffers ends on
  * either of them). Then memeff (a bias with its gradient and dropout; dropout alone; a broadcast bias; no hook) and flex
  * (every score mod, frozen and learnable; every mask mod; random block lists) with the third kernel and their policies
- * against their mma.sync kernels: flex's backward runs the Hopper pass but where a buffer's gradient is asked at a head
- * dim of 64 or with a mod that is not additive (the term tile sums it at 128). All round P per 64-key tile
+ * against their mma.sync kernels: flex's backward runs the Hopper pass where no buffer's gradient is asked. All round P per 64-key tile
  * against the same running max, so only the order of the products' sums differs: every output (the backward's
  * too, which reads the forward's o and lse) is held to the rung's tolerance. Under every Hopper path flash's and
  * memeff's backwards run the Hopper dK/dV pass where it covers the problem (gpu_tensorcore/attention_bwd.sm90a.cu;
@@ -128,7 +127,7 @@ static struct criterion_test_params policy_cases(void) {
     static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
     const int causal = 1 << LADDER_FLEX_CAUSAL, window = 1 << LADDER_FLEX_WINDOW;
     const int doc = 1 << LADDER_FLEX_DOCUMENT, prefix = 1 << LADDER_FLEX_PREFIX_LM;
-    test_case cases[64];
+    test_case cases[48];
     int n = 0;
     for (int d = 0; d < 2; d++) {
         const ladder_dtype dt = dtypes[d];
@@ -138,20 +137,15 @@ static struct criterion_test_params policy_cases(void) {
         cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, "slopes", false, dt);
         /* frozen rel_bias at 128: its terms from the tile that the producer's spare warps fill */
         cases[n++] = flex_case(1, 2, 1, 200, 300, 128, LADDER_FLEX_REL_BIAS, causal, -1, "rel_bias", false, dt);
-        /* learnable slopes at 128: their dS summed from the term tile into the key tiles' partials */
-        cases[n++] = flex_case(1, 2, 1, 200, 300, 128, LADDER_FLEX_ALIBI, causal, -1, NULL, false, dt);
         if (harness_small()) continue; /* compute-sanitizer: one case of each algorithm and dtype */
         cases[n++] = memeff_case(2, 4, 2, 300, 517, 64, 1, 0.1, 0, dt);    /* dropout, keys not a multiple of 4 */
         cases[n++] = memeff_case(1, 4, 4, 1000, 1000, 128, 0, 0.0, 0, dt); /* no hook: the plain policy */
         cases[n++] = memeff_case(2, 4, 4, 200, 384, 128, 0, 0.2, 1, dt);   /* bias and dropout at 128 */
         cases[n++] = memeff_case(2, 4, 2, 256, 384, 128, 1, 0.0, 2, dt);   /* a broadcast bias: the forward's */
         cases[n++] = memeff_case(1, 4, 2, 300, 517, 256, 1, 0.2, 0, dt);   /* 32-key tiles */
-        /* a buffer's gradient asked: at 64 the mma.sync dQ pass sums its shares, at 128 the term tile */
+        /* a buffer's gradient asked: the mma.sync dQ pass sums its shares */
         cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, NULL, false, dt);
         cases[n++] = flex_case(2, 4, 4, 640, 700, 128, LADDER_FLEX_REL_BIAS, causal | window, 200, NULL, false, dt);
-        cases[n++] = flex_case(1, 4, 2, 400, 520, 128, LADDER_FLEX_ALIBI, causal | window, 100, NULL, true, dt);
-        cases[n++] = flex_case(2, 2, 2, 260, 390, 128, LADDER_FLEX_T5_BIAS, prefix | window, 50, NULL, false, dt);
-        cases[n++] = flex_case(2, 2, 1, 300, 257, 128, LADDER_FLEX_BIAS_QK, doc | prefix, -1, NULL, true, dt);
         cases[n++] = flex_case(1, 4, 4, 1000, 1000, 128, LADDER_FLEX_SCORE_NONE, 0, -1, NULL, false, dt);
         cases[n++] = flex_case(1, 2, 1, 129, 333, 64, LADDER_FLEX_SOFTCAP, 0, -1, NULL, false, dt);
         /* flex's Hopper backward: each mask mod, conjunctions, random lists, Sq != Sk, GQA, lengths off the block */

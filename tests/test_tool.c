@@ -341,32 +341,37 @@ Test(tool, bench_runs_each_problem_at_its_rungs) {
 }
 
 /* The cpu rung's rows are measured against the host's copy bandwidth, measured in the same run at the thread count
- * the rung ran with: the report names both, and the CSV carries them and the rows' % of copy. */
+ * the rung ran with: the report names both, and the CSV carries them and the rows' % of copy, and the host's rate on
+ * a multiply-add loop at that thread count. */
 Test(tool, bench_measures_the_host_copy_ceiling_for_the_cpu_rung) {
-    char out[8192], csv[8192], cmd[4400];
+    char out[8192], csv[8192], cmd[4400], err[8192];
     setenv("OMP_NUM_THREADS", "2", 1);
     run_bench("recurrent --rung cpu --B 1 --T 64 --H 2", out, sizeof out);
     unsetenv("OMP_NUM_THREADS");
+    read_stderr(err, sizeof err);
     cr_assert_not_null(strstr(out, " GB/s at 2 threads"), "stdout '%s' should name the host copy at 2 threads", out);
     snprintf(cmd, sizeof cmd, "cat %s/b/*.csv > %s/stdout", dir, dir);
     cr_assert_eq(system(cmd), 0);
     read_output("stdout", csv, sizeof csv);
-    cr_assert_not_null(strstr(csv, ",speedup_vs_cpu,cpu_copy_gbps,cpu_threads\n"), "CSV header: %s", csv);
+    cr_assert_not_null(strstr(csv, ",speedup_vs_cpu,cpu_copy_gbps,cpu_threads,cpu_gflops\n"), "CSV header: %s", csv);
     const char *row = strstr(csv, ",recurrent,fwd,cpu,");
     cr_assert_not_null(row, "CSV '%s' should have the cpu forward row", csv);
     while (row > csv && row[-1] != '\n') row--;
-    /* its fields: ... copy_gbps (13), gemm_tflops, pct_of_copy (15), ..., cpu_copy_gbps (19), cpu_threads (20) */
-    char line[1024], *field[21];
+    /* its fields: ... copy_gbps (13), gemm_tflops, pct_of_copy (15), ..., cpu_copy_gbps (19), cpu_threads (20),
+     * cpu_gflops (21) */
+    char line[1024], *field[22];
     snprintf(line, sizeof line, "%.*s", (int)strcspn(row, "\n"), row);
     int n = 0;
-    for (char *p = line; n < 21 && p; n++) {
+    for (char *p = line; n < 22 && p; n++) {
         field[n] = p;
         p = strchr(p, ',');
         if (p) *p++ = '\0';
     }
-    cr_assert_eq(n, 21, "the row should have 21 fields: %s", row);
+    cr_assert_eq(n, 22, "the row should have 22 fields: %s", row);
     cr_assert(*field[15] && *field[19], "the cpu row's %% of copy and the host copy should be measured: %s", row);
     cr_assert_str_eq(field[20], "2", "the row should name 2 threads: %s", row);
+    cr_assert(atof(field[21]) > 0.0, "the host's multiply-add rate should be measured: %s", row);
+    cr_assert_not_null(strstr(err, "bench: host multiply-add loop "), "stderr: %s", err);
 }
 
 /* --cpu-reps times the cpu rung that many times (the median reported); below 1 it is a usage error. */

@@ -342,6 +342,42 @@ int tool_cpu_copy_gbps(double *gbps, int *threads) {
     return TOOL_OK;
 }
 
+/*
+ * Each thread runs the same count of multiply-adds on LANES floats of its own, in the vector instructions the build
+ * gives the cpu rung (its flags, no -march): LANES independent chains, no memory but the thread's own, so the loop's
+ * rate at N threads against one thread's is the host's scaling alone. Median of REPS runs after WARMUP.
+ */
+double tool_cpu_fma_gflops(void) {
+    enum { WARMUP = 2, REPS = 7, LANES = 32 };
+    const long iters = 1L << 21;
+    const int n = omp_get_max_threads();
+    double ms[REPS];
+    volatile float sink = 0.0f; /* the sums are used, so the loop is not folded away */
+    for (int rep = -WARMUP; rep < REPS; rep++) {
+        float total = 0.0f;
+        const double t0 = tool_now_ms();
+#pragma omp parallel num_threads(n) reduction(+ : total)
+        {
+            float acc[LANES];
+            const float a = 0.999f - 1e-6f * (float)omp_get_thread_num(), b = 1e-3f;
+            for (int j = 0; j < LANES; j++) acc[j] = (float)j;
+            for (long it = 0; it < iters; it++) {
+#pragma omp simd
+                for (int j = 0; j < LANES; j++) acc[j] = acc[j] * a + b;
+            }
+            for (int j = 0; j < LANES; j++) total += acc[j];
+        }
+        if (rep >= 0) ms[rep] = tool_now_ms() - t0;
+        sink = sink + total;
+    }
+    for (int i = 1; i < REPS; i++) /* sort, for the median */
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+            const double m = ms[j];
+            ms[j] = ms[j - 1], ms[j - 1] = m;
+        }
+    return 2.0 * LANES * (double)iters * n / (ms[REPS / 2] * 1e-3) / 1e9;
+}
+
 /* The build rows (ladder_bench_build): each rung of its set that is asked for and runs here builds the algorithm's
  * fixed inputs at the build problem, timed like that rung's passes, except that the cpu rung builds once, untimed
  * runs and repeats left out (flex's build of a mask mod without bounds walks every element of a 128k x 128k mask:

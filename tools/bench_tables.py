@@ -44,16 +44,18 @@ pairs such as "B=8 T=4096 D=2048 W=4"):
 
     gpu,date,commit,algo,pass,rung,dtype,shape,median_ms,bytes,flops,gbps,tflops,
     copy_gbps,gemm_tflops,pct_of_copy,pct_of_gemm,floor_ms,speedup_vs_cpu,
-    cpu_copy_gbps,cpu_threads
+    cpu_copy_gbps,cpu_threads,cpu_gflops
 
 copy_gbps, gemm_tflops, pct_of_copy, pct_of_gemm and floor_ms are empty cells
 when that ceiling was not measured (never 0); an empty cell prints as "-".
 A cpu row's pct_of_copy and floor_ms are against cpu_copy_gbps, the host's
 copy bandwidth measured in the same run at cpu_threads threads, which the
 line under a table names; the other rows' against copy_gbps, the device's.
-Files written before the host's ceiling was measured lack its two columns
-(every row's % of copy is then of the device's copy), and are still read; so
-is the older header of the first committed run:
+cpu_gflops, the host's rate on a loop of multiply-adds at cpu_threads, goes in
+no table. Files written before it was measured lack that column, and files
+written before the host's copy ceiling lack its two columns as well (every
+row's % of copy is then of the device's copy); both are still read, and so is
+the older header of the first committed run:
 
     gpu,date,commit,algo,pass,rung,dtype,B,T,D,W,median_ms,bytes,gbps,copy_gbps,
     pct_of_copy,floor_ms,speedup_vs_cpu
@@ -151,9 +153,10 @@ from xml.sax.saxutils import escape
 HEADER = [
     "gpu", "date", "commit", "algo", "pass", "rung", "dtype", "shape", "median_ms", "bytes", "flops", "gbps",
     "tflops", "copy_gbps", "gemm_tflops", "pct_of_copy", "pct_of_gemm", "floor_ms", "speedup_vs_cpu",
-    "cpu_copy_gbps", "cpu_threads",
+    "cpu_copy_gbps", "cpu_threads", "cpu_gflops",
 ]
-PREV_HEADER = HEADER[:-2]  # before the host's copy ceiling: every row's % of copy is of the device's copy
+HOST_HEADER = HEADER[:-1]  # before the host's multiply-add rate
+PREV_HEADER = HEADER[:-3]  # before the host's copy ceiling: every row's % of copy is of the device's copy
 OLD_HEADER = [
     "gpu", "date", "commit", "algo", "pass", "rung", "dtype", "B", "T", "D", "W",
     "median_ms", "bytes", "gbps", "copy_gbps", "pct_of_copy", "floor_ms", "speedup_vs_cpu",
@@ -222,13 +225,14 @@ def read_csv(path):
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
         header = next(reader, None)
-        if header in (HEADER, PREV_HEADER):
+        if header in (HEADER, HOST_HEADER, PREV_HEADER):
             old = False
         elif header == OLD_HEADER:
             old = True
         else:
             raise Failure(f"{path}: header is {','.join(header or [])}, expected {','.join(HEADER)} "
-                          f"(or the older {','.join(PREV_HEADER)}, or {','.join(OLD_HEADER)})")
+                          f"(or the older {','.join(HOST_HEADER)}, {','.join(PREV_HEADER)} or "
+                          f"{','.join(OLD_HEADER)})")
         width = len(header)
         rows = []
         for lineno, cells in enumerate(reader, start=2):

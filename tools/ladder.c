@@ -307,6 +307,9 @@ static int bench(const ladder_algo *chosen, const tool_opts *o) {
         if (tool_cpu_copy_gbps(&env.cpu_copy_gbps, &env.cpu_threads) != TOOL_OK) return TOOL_FAIL;
         fprintf(stderr, "bench: host copy %.0f GB/s (read + write) at %d thread%s\n", env.cpu_copy_gbps,
                 env.cpu_threads, env.cpu_threads == 1 ? "" : "s");
+        env.cpu_gflops = tool_cpu_fma_gflops();
+        fprintf(stderr, "bench: host multiply-add loop %.1f GFLOP/s at %d thread%s\n", env.cpu_gflops,
+                env.cpu_threads, env.cpu_threads == 1 ? "" : "s");
     }
     enum { MAX_ROWS = 512 };
     static bench_row rows[MAX_ROWS];

@@ -4,7 +4,9 @@
  * Markdown: never 0. The floor is the larger of the byte floor and the FLOP floor, so a GPU row with FLOPs has one
  * only when both ceilings were measured. A row's % of copy and byte floor are against the copy bandwidth of the
  * processor that ran it: the host's (cpu_copy_gbps, at cpu_threads threads) for the cpu rung, the device's
- * (copy_gbps) for the GPU rungs; the GEMM ceiling is the GPU's, and no cpu row is measured against it.
+ * (copy_gbps) for the GPU rungs; the GEMM ceiling is the GPU's, and no cpu row is measured against it. cpu_gflops,
+ * the host's rate on a loop of multiply-adds at cpu_threads, is no row's ceiling: against the same column of a run at
+ * one thread it gives the host's own parallel efficiency (tools/gpu/cpu_summary.py).
  * tools/bench_tables.py prints the CSV's values with the same formats as the Markdown here.
  */
 #include <ctype.h>
@@ -71,12 +73,12 @@ static int write_csv(const char *path, const bench_env *env, const bench_row *ro
     FILE *f = fopen(path, "w");
     if (!f) return fprintf(stderr, "ladder: cannot write %s: %s\n", path, strerror(errno)), 1;
     fprintf(f, "gpu,date,commit,algo,pass,rung,dtype,shape,median_ms,bytes,flops,gbps,tflops,copy_gbps,gemm_tflops,"
-               "pct_of_copy,pct_of_gemm,floor_ms,speedup_vs_cpu,cpu_copy_gbps,cpu_threads\n");
+               "pct_of_copy,pct_of_gemm,floor_ms,speedup_vs_cpu,cpu_copy_gbps,cpu_threads,cpu_gflops\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         derived d = derive(env, r);
-        char copy[32], gemm[32], pc[32], pg[32], fl[32], sp[32], hc[32], th[32];
-        fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.0f,%.1f,%.3f,%s,%s,%s,%s,%s,%s,%s,%s\n", env->gpu, env->date,
+        char copy[32], gemm[32], pc[32], pg[32], fl[32], sp[32], hc[32], th[32], hf[32];
+        fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%.0f,%.0f,%.1f,%.3f,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", env->gpu, env->date,
                 env->commit, r->algo, r->pass, r->rung, r->dtype, r->shape, r->median_ms, r->bytes, r->flops, d.gbps,
                 d.tflops, cell(copy, sizeof copy, "%.1f", env->copy_gbps > 0 ? env->copy_gbps : -1, ""),
                 cell(gemm, sizeof gemm, "%.1f", env->gemm_tflops > 0 ? env->gemm_tflops : -1, ""),
@@ -84,7 +86,8 @@ static int write_csv(const char *path, const bench_env *env, const bench_row *ro
                 cell(fl, sizeof fl, "%.4f", d.floor_ms, ""),
                 cell(sp, sizeof sp, "%.1f", r->speedup_vs_cpu > 0 ? r->speedup_vs_cpu : -1, ""),
                 cell(hc, sizeof hc, "%.1f", env->cpu_copy_gbps > 0 ? env->cpu_copy_gbps : -1, ""),
-                cell(th, sizeof th, "%.0f", env->cpu_copy_gbps > 0 ? env->cpu_threads : -1, ""));
+                cell(th, sizeof th, "%.0f", env->cpu_copy_gbps > 0 ? env->cpu_threads : -1, ""),
+                cell(hf, sizeof hf, "%.2f", env->cpu_gflops > 0 ? env->cpu_gflops : -1, ""));
     }
     return fclose(f) != 0;
 }

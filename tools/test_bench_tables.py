@@ -43,6 +43,8 @@ HOST = NEW_HEAD.replace("speedup_vs_cpu\n", "speedup_vs_cpu,cpu_copy_gbps,cpu_th
     "150.2,16\n"
     "GPU H,2026-04-01,aaa,dynconv,fwd,gpu_tiled,f32,B=8 T=4096 D=2048 W=4,0.55,1,2,2900.0,0.1,3000.4,,96.7,,0.53,"
     "36.4,150.2,16\n")
+# A run that measured the host's multiply-add rate as well: a column no table prints.
+HOST_FMA = HOST.replace("cpu_threads\n", "cpu_threads,cpu_gflops\n").replace(",150.2,16\n", ",150.2,16,402.51\n")
 # A run without a GPU: no ceilings measured, so those cells are empty (never 0).
 NO_GPU = NEW_HEAD + (
     "none,2026-03-01,fed,dynconv,fwd,cpu,f32,B=1 T=64 D=8 W=4,0.25,1,2,4.0,0.5,,,,,,1.0\n")
@@ -159,6 +161,14 @@ class BenchTablesTest(unittest.TestCase):
         self.assertIn("copy bandwidth 3000 GB/s measured in the same run; host copy 150 GB/s at 16 threads in the "
                       "same run, the cpu rung's % of copy.", text)
         self.assertNotIn("host copy", self.splice("dynconv:fwd:gpu_tiled"))
+
+    def test_host_multiply_add_rate_is_read_and_printed_nowhere(self):
+        write(os.path.join(self.results, "gpuh-2026-04-01.csv"), HOST_FMA)
+        text = self.splice("dynconv:fwd:cpu")
+        self.assertIn("| cpu | f32 | 20.000 | 80 | 0.01 | 53% | 13.300 | 1.0 |", text)
+        self.assertNotIn("402", text)
+        self.assertEqual([r["cpu_gflops"] for r in bt.read_csv(os.path.join(self.results, "gpuh-2026-04-01.csv"))],
+                         ["402.51", "402.51"])
 
     def test_empty_cells_print_as_dash_and_empty_columns_are_left_out(self):
         write(os.path.join(self.results, "none-2026-03-01.csv"), NO_GPU)

@@ -75,11 +75,17 @@ typedef struct bench_env {
     double gemm_tflops;   /* bf16 GEMM rate passed with --gemm-tflops */
     double cpu_copy_gbps; /* host memory copy bandwidth measured in this run, at cpu_threads OpenMP threads */
     int cpu_threads;      /* the OpenMP threads the cpu rung runs with (OMP_NUM_THREADS, else one a core) */
+    double cpu_gflops;    /* the host's multiply-add loop rate in this run, at cpu_threads threads (GFLOP/s) */
 } bench_env;
 
 /* The host's copy bandwidth in GB/s (read + write), at every OpenMP thread the cpu rung would use: the ceiling of the
  * cpu rung's bytes/s, as the device-to-device copy is the GPU rungs'. Returns TOOL_OK or TOOL_FAIL (no memory). */
 int tool_cpu_copy_gbps(double *gbps, int *threads);
+
+/* The host's rate in GFLOP/s on a loop of multiply-adds in registers, at every OpenMP thread the cpu rung would use:
+ * its rate at N threads over N times its rate at one is the host's own parallel efficiency, the ceiling of the cpu
+ * rung's (clocks fall as more cores run; shared cores run slower). */
+double tool_cpu_fma_gflops(void);
 
 /* `ladder bench ALGO`: append rows (at most max_rows in all) for every bench problem of @p algo. */
 int tool_bench(const ladder_algo *algo, const tool_opts *o, bench_row *rows, int max_rows, int *n_rows);

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """One line per algorithm from the device session's cpu step: the cpu rung's time at 1 and at N threads (forward
 and backward), its parallel efficiency (t1 / (N * tN)), its bytes/s as a % of the host copy at N threads, and for
-flash the ratio to PyTorch's CPU attention at the same thread counts (tools/gpu/peers_cpu.py).
+flash the ratio to PyTorch's CPU attention at the same thread counts (tools/gpu/peers_cpu.py); first, the host's own
+parallel efficiency on a loop of multiply-adds (the bench's cpu_gflops at N threads over N times its rate at 1), the
+ceiling of every algorithm's.
 
     python3 tools/gpu/cpu_summary.py BENCH_DIR_1 BENCH_DIR_N PEERS_CSV
 
@@ -27,6 +29,13 @@ def main():
     one, many = rows_of(sys.argv[1]), rows_of(sys.argv[2])
     with open(sys.argv[3], newline="", encoding="utf-8") as f:
         torch = {int(r["threads"]): r for r in csv.DictReader(f)}
+    host_one = {r.get("cpu_gflops") for r in one.values()} - {None, ""}
+    host_many = {r.get("cpu_gflops") for r in many.values()} - {None, ""}
+    if len(host_one) == 1 and len(host_many) == 1:
+        g1, gn = float(host_one.pop()), float(host_many.pop())
+        n = int(next(iter(many.values()))["cpu_threads"])
+        print(f"cpu host: multiply-add loop {g1:.1f} GFLOP/s at 1, {gn:.1f} at {n} ({100 * gn / (n * g1):.0f}% "
+              f"efficiency)")
     for algo in dict.fromkeys(a for a, _ in one):
         parts = []
         for pas in ("fwd", "bwd"):

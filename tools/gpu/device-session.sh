@@ -20,7 +20,8 @@
 #   FLEX_ROUNDS times (default 2), in one lease: flex beside flash on one kernel, and each path's gain.
 #   cpu: every algorithm's cpu rung (its bench problem, CPU_REPS timed runs, default 5) at 1 and CPU_THREADS (default
 #   16) OpenMP threads, and PyTorch's CPU attention at flash's shape and the same thread counts, into $OUT/bench/cpu-*;
-#   one line per algorithm: times, parallel efficiency, % of the host copy, and flash against PyTorch.
+#   one line for the host (its own parallel efficiency on a multiply-add loop, the ceiling of the rung's), then one
+#   per algorithm: times, parallel efficiency, % of the host copy, and flash against PyTorch.
 #   SAN_TOOLS (default: memcheck racecheck synccheck), SAN_ALGOS (default: every algorithm) and SAN_TIMEOUT
 #   (seconds per tool, default 300) shape the sanitizer step; one device call holds 10 minutes, so the three
 #   tools may need a call each.

@@ -36,15 +36,18 @@ static double bound_of(const ladder_magnitude *m, int64_t i, double tol, double 
 }
 
 /*
- * Half the spacing of a side's subnormals: what rounding a value to its dtype may move it by near zero, where no
- * share of the value bounds it (an fp16 dq of 1.4e-7 is stored as 1.2e-7). 0 for doubles.
+ * What a side may be off by near zero, where no share of the value bounds it. fp16: half the spacing of its
+ * subnormals, the most that rounding to it moves a value (an fp16 dq of 1.4e-7 is stored as 1.2e-7). bf16 and f32,
+ * which share fp32's exponents: the smallest normal float, 2^-126, since the GPU rungs compute in fp32 and flush
+ * subnormal values to zero in places (the exponential's ex2.approx.ftz), so that two of them met at a dK element of
+ * 5.1e-39 against -1.1e-38 (docs/results/h200-2026-11-29-run-11.md, call 12). 0 for doubles.
  */
 static double underflow_of(const side *s) {
     if (!s->t) return 0;
     switch (s->t->dtype) {
     case LADDER_F16: return ldexp(1.0, -25);
-    case LADDER_BF16: return ldexp(1.0, -134);
-    case LADDER_F32: return ldexp(1.0, -150);
+    case LADDER_BF16:
+    case LADDER_F32: return ldexp(1.0, -126);
     default: return 0;
     }
 }

@@ -113,8 +113,9 @@ ladder_cmp ladder_compare(const ladder_tensor *got, const ladder_tensor *want, d
  *
  *     |got - want| <= tol * m->terms[x] + LADDER_F32_ROUNDING * m->rounding[x] + u
  *
- * where u is half the spacing of the subnormals of the coarser side's dtype (2^-25 for fp16), the most rounding to
- * that dtype moves a value near zero, where no share of the value bounds it;
+ * where u is what the coarser side's dtype may be off by near zero, where no share of the value bounds it: half the
+ * spacing of fp16's subnormals (2^-25), the most rounding to it moves a value, or for bf16 and f32 the smallest
+ * normal float (2^-126), below which the GPU rungs' fp32 arithmetic flushes values to zero in places;
  * and that is the whole test (with the NaN/Inf one): the L2 rule is implied by it, and measured against ||want||
  * it would fail an output whose every element cancels (a slope's gradient, a sum of dS over whole rows).
  */

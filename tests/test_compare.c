@@ -199,6 +199,24 @@ Test(compare, held_to_magnitudes_the_l2_rule_does_not_apply) {
     free(terms), free(rounding);
 }
 
+/* Near zero, where the magnitudes bound an element by less than a normal float, bf16 and f32 sides may still differ
+ * by the smallest normal float (a flushed subnormal), and by no more. */
+Test(compare, held_to_magnitudes_subnormals_may_differ_by_the_smallest_normal_float) {
+    const int64_t n = 1;
+    ladder_tensor g16, w16;
+    cr_assert(ladder_tensor_alloc(&g16, LADDER_BF16, 1, &n) == LADDER_OK);
+    cr_assert(ladder_tensor_alloc(&w16, LADDER_BF16, 1, &n) == LADDER_OK);
+    double terms = 1e-36; /* a bound of tol * 1e-36, far below 2^-126 */
+    const ladder_magnitude m = {&terms, NULL};
+    ladder_tensor_set(&g16, 0, 5.1e-39);
+    ladder_tensor_set(&w16, 0, -1.1e-38);
+    cr_assert(ladder_compare_magnitude(&g16, &w16, &m, LADDER_TOL_BF16).ok, "a flushed subnormal's difference passes");
+    ladder_tensor_set(&g16, 0, 1.5e-38);
+    cr_assert_not(ladder_compare_magnitude(&g16, &w16, &m, LADDER_TOL_BF16).ok, "2.6e-38 apart must fail");
+    ladder_tensor_free(&g16);
+    ladder_tensor_free(&w16);
+}
+
 Test(compare, held_to_magnitudes_nan_still_fails_and_rounding_may_be_absent) {
     double *terms, *rounding;
     ladder_magnitude m = cancelling(&terms, &rounding);

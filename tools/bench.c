@@ -302,6 +302,16 @@ static bool unchanged(const ladder_algo *algo, const tool_opts *o, int i) {
            memcmp(a, b, algo->problem_size) == 0;
 }
 
+/* The median of @p n times, sorted in place. */
+static double median(double *ms, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+            const double m = ms[j];
+            ms[j] = ms[j - 1], ms[j - 1] = m;
+        }
+    return ms[n / 2];
+}
+
 /*
  * Like the device's copy ceiling (ladder_gpu_copy_bandwidth: two 1 GiB buffers, median of 20 copies after 3), with
  * buffers several times any last-level cache: each thread copies its own slice with memcpy (the C library's fastest
@@ -332,12 +342,7 @@ int tool_cpu_copy_gbps(double *gbps, int *threads) {
         if (rep >= WARMUP) ms[rep - WARMUP] = tool_now_ms() - t0;
     }
     free(src), free(dst);
-    for (int i = 1; i < REPS; i++) /* sort, for the median */
-        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
-            const double m = ms[j];
-            ms[j] = ms[j - 1], ms[j - 1] = m;
-        }
-    *gbps = 2.0 * (double)bytes / (ms[REPS / 2] * 1e-3) / 1e9;
+    *gbps = 2.0 * (double)bytes / (median(ms, REPS) * 1e-3) / 1e9;
     *threads = n;
     return TOOL_OK;
 }
@@ -370,12 +375,7 @@ double tool_cpu_fma_gflops(void) {
         if (rep >= 0) ms[rep] = tool_now_ms() - t0;
         sink = sink + total;
     }
-    for (int i = 1; i < REPS; i++) /* sort, for the median */
-        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
-            const double m = ms[j];
-            ms[j] = ms[j - 1], ms[j - 1] = m;
-        }
-    return 2.0 * LANES * (double)iters * n / (ms[REPS / 2] * 1e-3) / 1e9;
+    return 2.0 * LANES * (double)iters * n / (median(ms, REPS) * 1e-3) / 1e9;
 }
 
 /* The build rows (ladder_bench_build): each rung of its set that is asked for and runs here builds the algorithm's

@@ -233,9 +233,9 @@ __device__ __forceinline__ int term_index(int c, int r) { return 64 * c + 8 * ((
  * the mod would read past its buffers there); eight keys' terms at a time, so that their buffer reads are in flight
  * together (one key at a time, two warps fell behind the consumers). Each step waits for the consumers to have read
  * the last one's terms ("free") and meets them once its own are in ("full"): two rendezvous, where an arrive would
- * have done, since the tile has one buffer and the producer could not run ahead anyway, and racecheck takes a
- * rendezvous as the order of the accesses on either side (docs/results/sanitizers.md). The steps are the kernel's,
- * walked again.
+ * have done, since the tile has one buffer and the producer could not run ahead anyway (racecheck still reports
+ * hazards between these stores and the consumers' loads; open in docs/results/sanitizers.md). The steps are the
+ * kernel's, walked again.
  */
 template <class Pol, class C, class Steps>
 __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *Ts, int half, int lane, int64_t b,

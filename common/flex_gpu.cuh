@@ -369,12 +369,32 @@ __global__ void ladder_flex_line_scatter_kernel(const float *lines, int64_t Hq, 
     grad[x] += total;
 }
 
+/*
+ * One gradient element per head from shares summed by a pass: head h's is the sum over the batch rows b of the @p n
+ * shares at @p shares + (b Hq + h) n, into @p out[h]. A warp per head, each lane adding every 32nd share in order and
+ * the lanes' sums meeting in a fixed tree: the same bits at every run. (The tensor-core rung's Hopper pass leaves
+ * alibi's slopes gradient so: a share for each consumer warp of each key tile.)
+ */
+template <class F>
+__global__ void __launch_bounds__(32) ladder_flex_head_sums_kernel(const F *shares, int64_t B, int64_t Hq, int64_t n,
+                                                                  F *out) {
+    static_assert(std::is_same<F, float>::value, "a template only so that headers may define it: f32 shares");
+    const int64_t h = blockIdx.x;
+    F sum = 0.0f;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t x = threadIdx.x; x < n; x += 32) sum += shares[(b * Hq + h) * n + x];
+#pragma unroll
+    for (int m = 16; m > 0; m /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, m);
+    if (threadIdx.x == 0) out[h] = sum;
+}
+
 /**
  * Run @p bwd (the family's backward, reading the hooks @p k) so that every buffer gradient of @p a that is asked for
  * is written: each read r whose buffer's gradient is asked gets its partials (k.part[r], a row per query tile of
  * @p BR rows, the rung's dQ pass's tiles: that pass clears and fills them), then each such gradient is cleared and
  * each of its reads, in order, summed into it (a buffer read twice gets both reads' sums, the first one's first). The
- * gradients of buffers no mod reads are 0.
+ * gradients of buffers no mod reads are 0. @p bwd is called with a flag it sets where it summed the gradients itself,
+ * per head, into the first Hq floats of each read's partials (the tensor-core rung's Hopper pass, with alibi).
  */
 template <int MOD, class Bwd>
 ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladder_flex_args *a, ladder_flex_hooks &k,
@@ -391,7 +411,8 @@ ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladd
         LADDER_TRY(part[r].alloc(sizeof(float) * (size_t)numel));
         k.part[r] = (float *)part[r].ptr;
     }
-    LADDER_TRY(bwd());
+    bool per_head = false;
+    LADDER_TRY(bwd(&per_head));
     for (int i = 0; i < ladder_flex_n_buffers; i++) { /* every float gradient asked for starts at 0 */
         const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
         const ladder_tensor *g = s->grad ? (const ladder_tensor *)((const char *)a + s->grad) : nullptr;
@@ -399,6 +420,11 @@ ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladd
     }
     for (int r = 0; r < spec->n_reads; r++) {
         if (!grad[r]) continue;
+        if (per_head) { /* a gradient of Hq floats (alibi's slopes), summed */
+            LADDER_CUDA_TRY(cudaMemcpyAsync(grad[r]->data, part[r].ptr, sizeof(float) * (size_t)t->Hq,
+                                            cudaMemcpyDeviceToDevice, 0));
+            continue;
+        }
         const ladder_flex_line line = ladder_flex_read_line(MOD, r);
         const int64_t N = ladder_flex_lines(line, t->Sq, t->Sk);
         LADDER_TRY(lines[r].alloc(sizeof(float) * (size_t)(t->Hq * N)));

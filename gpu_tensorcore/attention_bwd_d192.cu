@@ -6,12 +6,12 @@
 #include "attention_tc_bwd.cuh"
 
 namespace attn_tc {
-template ladder_status bwd_launch<plain, __nv_bfloat16, 192, 192>(args, bool);
-template ladder_status bwd_launch<plain, __half, 192, 192>(args, bool);
-template ladder_status bwd_launch<plain, __nv_bfloat16, 192, 128>(args, bool);
-template ladder_status bwd_launch<plain, __half, 192, 128>(args, bool);
-template ladder_status bwd_launch<hooked, __nv_bfloat16, 192, 192>(args, bool);
-template ladder_status bwd_launch<hooked, __half, 192, 192>(args, bool);
-template ladder_status bwd_launch<hooked, __nv_bfloat16, 192, 128>(args, bool);
-template ladder_status bwd_launch<hooked, __half, 192, 128>(args, bool);
+template ladder_status bwd_launch<plain, __nv_bfloat16, 192, 192>(args, bool, bool *);
+template ladder_status bwd_launch<plain, __half, 192, 192>(args, bool, bool *);
+template ladder_status bwd_launch<plain, __nv_bfloat16, 192, 128>(args, bool, bool *);
+template ladder_status bwd_launch<plain, __half, 192, 128>(args, bool, bool *);
+template ladder_status bwd_launch<hooked, __nv_bfloat16, 192, 192>(args, bool, bool *);
+template ladder_status bwd_launch<hooked, __half, 192, 192>(args, bool, bool *);
+template ladder_status bwd_launch<hooked, __nv_bfloat16, 192, 128>(args, bool, bool *);
+template ladder_status bwd_launch<hooked, __half, 192, 128>(args, bool, bool *);
 } // namespace attn_tc

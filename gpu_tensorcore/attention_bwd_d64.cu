@@ -6,8 +6,8 @@
 #include "attention_tc_bwd.cuh"
 
 namespace attn_tc {
-template ladder_status bwd_launch<plain, __nv_bfloat16, 64, 64>(args, bool);
-template ladder_status bwd_launch<plain, __half, 64, 64>(args, bool);
-template ladder_status bwd_launch<hooked, __nv_bfloat16, 64, 64>(args, bool);
-template ladder_status bwd_launch<hooked, __half, 64, 64>(args, bool);
+template ladder_status bwd_launch<plain, __nv_bfloat16, 64, 64>(args, bool, bool *);
+template ladder_status bwd_launch<plain, __half, 64, 64>(args, bool, bool *);
+template ladder_status bwd_launch<hooked, __nv_bfloat16, 64, 64>(args, bool, bool *);
+template ladder_status bwd_launch<hooked, __half, 64, 64>(args, bool, bool *);
 } // namespace attn_tc

@@ -7,6 +7,6 @@
 #include "attention_tc_bwd.cuh"
 
 namespace attn_tc {
-template ladder_status bwd_flex<128>(const args &, int, ladder_dtype);
+template ladder_status bwd_flex<128>(const args &, int, ladder_dtype, bool *);
 template int bwd_flex_rows<128>(int);
 } // namespace attn_tc

@@ -69,6 +69,12 @@ template <class Pol> __host__ __device__ constexpr bool has_additive_mod() {
     else return false;
 }
 
+/* Is policy Pol flex with the alibi mod (whose slopes' gradient the Hopper backward sums per head)? */
+template <class Pol> __host__ __device__ constexpr bool is_alibi() {
+    if constexpr (Pol::FLEX) return Pol::MOD == LADDER_FLEX_ALIBI;
+    else return false;
+}
+
 /* *p += x, atomically, as a reduction (red): no value comes back, so nothing waits for one. (CUDA's atomicAdd is
  * compiled to red only where the compiler sees the value unused and no fence after it that would wait for it.) */
 __device__ __forceinline__ void atomic_add1(float *p, float x) {
@@ -355,15 +361,18 @@ __device__ __forceinline__ auto key_tiles(const args &a, const ladder_attn_block
 
 /* Forward launchers, one per compiled (Pol, T, HD, HDV); defined in attention_fwd_*.cu. */
 template <class Pol, class T, int HD, int HDV> ladder_status fwd_launch(const args &a);
-/* Backward launchers (preprocess, dK/dV, dQ); defined in attention_bwd_*.cu. */
-template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(args a, bool deterministic);
+/* Backward launchers (preprocess, dK/dV, dQ); defined in attention_bwd_*.cu. *@p on_hopper, where given: did the dK/dV
+ * pass run on the Hopper kernel (dQ with it)? */
+template <class Pol, class T, int HD, int HDV>
+ladder_status bwd_launch(args a, bool deterministic, bool *on_hopper = nullptr);
 
 /* flex's passes at head dims (HD, HD), HD 64 or 128, in @p dtype (bf16 or f16), each with the policy flex<mod>: every
  * registered score mod is compiled (ladder_flex_with_mod), in attention_flex_*.cu. The backward is the deterministic
  * one; a.delta is its scratch, and its dQ pass sums each buffer read's shares into a.flex.part, a row per query tile
- * of bwd_flex_rows(mod) rows. */
+ * of bwd_flex_rows(mod) rows, but where the Hopper pass ran (*@p per_head set): it sums alibi's slopes gradient per
+ * head into the first Hq floats of a.flex.part[0]. */
 template <int HD> ladder_status fwd_flex(const args &a, int mod, ladder_dtype dtype);
-template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype);
+template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype, bool *per_head);
 template <int HD> int bwd_flex_rows(int mod);
 
 } // namespace attn_tc

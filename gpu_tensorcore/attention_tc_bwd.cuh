@@ -755,7 +755,7 @@ template <class T> __global__ void attn_bwd_dq_convert_tc_kernel(args a) {
     if (i < a.B * a.Hq * a.Sq * a.D) a.dq[i] = ladder_from_float<T>(a.scale * a.dq_accum[i]);
 }
 
-template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(args a, bool deterministic) {
+template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(args a, bool deterministic, bool *on_hopper) {
     using C = bwd_cfg<Pol, HD, HDV>;
     const int64_t rows = a.B * a.Hq * a.Sq;
     LADDER_TRY(ladder_attn_delta<T>(a, a.dout.p, a.dout.s, a.o, a.delta));
@@ -766,6 +766,7 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(args a, 
                                       &hopper_accum, &hopper));
     else if constexpr (HD == HDV && HD <= 128)
         LADDER_TRY((bwd_wgmma_dkdv<Pol, T, HD>(a, deterministic, &hopper_accum, &hopper)));
+    if (on_hopper) *on_hopper = hopper;
     if (!hopper) {
         /* atomics add into dQ's fp32 accumulator: it starts at zero (fully masked rows stay so) */
         if (!deterministic) LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * (size_t)(rows * a.D)));
@@ -795,11 +796,11 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(args a, 
 
 /* flex's backward at head dims (HD, HD): the policy flex<mod>, every registered score mod compiled; always the
  * deterministic dQ pass (attention_tc.cuh). */
-template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype) {
+template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype, bool *per_head) {
     return ladder_flex_with_mod(mod, [&](auto m) {
         using Pol = flex<decltype(m)::value>;
-        return dtype == LADDER_BF16 ? bwd_launch<Pol, __nv_bfloat16, HD, HD>(a, true)
-                                    : bwd_launch<Pol, __half, HD, HD>(a, true);
+        return dtype == LADDER_BF16 ? bwd_launch<Pol, __nv_bfloat16, HD, HD>(a, true, per_head)
+                                    : bwd_launch<Pol, __half, HD, HD>(a, true, per_head);
     });
 }
 

@@ -262,14 +262,17 @@ __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *T
  * of this thread's S^T and dP^T (lse log2 e and Delta in @p L2 and @p Dl; positions as seen_part()'s). MASKED: the
  * elements outside @p seen (seen_part()) get P = dS' = 0, and their mod is asked at a position clamped into the tile,
  * not past it, where it would read past its buffers. With @p Ts (TERMS: an additive mod, write_terms()), S = s plus
- * the element's term from the tile, and the slope is 1.
+ * the element's term from the tile, and the slope is 1. SLOPES (alibi, its slopes' gradient asked): @p slopes gains
+ * the elements' shares of it, dS' (j - i), j - i as the thread's first element's plus the element's offset from there
+ * (8 (c / 2) - 8 i - e: a constant of the unrolled loop).
  */
-template <int MOD, int BR, bool MASKED, bool TERMS>
+template <int MOD, int BR, bool MASKED, bool TERMS, bool SLOPES>
 __device__ __forceinline__ void p_and_ds_transposed_flex(const args &a, float (&sc)[BR / 8][4], float (&dp)[BR / 8][4],
                                                          const float *L2, const float *Dl, const float *Ts, int64_t b,
                                                          int64_t h, int q0, int rows, int k0, int keys, uint32_t seen,
-                                                         int k_row, int t) {
+                                                         int k_row, int t, float &slopes) {
     const ladder_flex_hooks &f = a.flex;
+    [[maybe_unused]] const float d0 = SLOPES ? (float)((k0 + k_row) - (q0 + 2 * t)) : 0.0f; /* j - i at (0, 0) */
 #pragma unroll
     for (int i = 0; i < BR / 8; i++) {
         const float2 l2 = *(const float2 *)(L2 + 8 * i + 2 * t), de = *(const float2 *)(Dl + 8 * i + 2 * t);
@@ -297,6 +300,7 @@ __device__ __forceinline__ void p_and_ds_transposed_flex(const args &a, float (&
             if (MASKED && !((seen >> (4 * i + c)) & 1u)) P = 0.0f;
             sc[i][c] = P;
             dp[i][c] = P * (dp[i][c] - (e ? de.y : de.x)) * slope;
+            if constexpr (SLOPES) slopes = fmaf(dp[i][c], d0 + (float)(8 * (c / 2) - 8 * i - e), slopes);
         }
     }
 }
@@ -619,6 +623,19 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
     for (int i = 0; i < HD / 8; i++)
 #pragma unroll
         for (int c = 0; c < 4; c++) dk[i][c] = dv[i][c] = 0.0f;
+    /* flex's alibi with its slopes' gradient asked: this thread's share of head slopes_h's, over the block's steps of
+     * that head, then the warp's sum stored as the warp's share of the head (store_slopes(): one slot for each warp
+     * of each key tile, in the scratch that bwd_wgmma_dkdv() put in place of the partials) */
+    const bool slopes_asked = is_alibi<Pol>() && a.flex.part[0];
+    float slopes = 0.0f;
+    int slopes_h = -1;
+    auto store_slopes = [&](int h) {
+        if (h < 0) return;
+        float v = slopes;
+#pragma unroll
+        for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+        if (lane == 0) a.flex.part[0][((b * a.Hq + h) * gridDim.x + j0 / BC) * 8 + 4 * cw + w] = v;
+    };
     const int n_steps = steps.left();
     if (n_steps > 0) ladder_mbarrier_wait(kv_full, 0);
 
@@ -631,6 +648,10 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
         ladder_mbarrier_wait(&q_full[st], ph);                    /* its Q and dO */
         const stage_info q = info[n % C::INFOS];
         const float *L2 = L2s + st * BR, *Dl = Ds + st * BR;
+        if (slopes_asked && q.h != slopes_h) { /* a new head (the group's come one after another: list_steps) */
+            store_slopes(slopes_h);
+            slopes_h = q.h, slopes = 0.0f;
+        }
         /* dropout's bits, drawn before the products: beside S^T and dP^T, the Philox rounds spilled */
         [[maybe_unused]] uint32_t kept = 0; /* read by the hooked policy's element rule alone */
         if constexpr (Pol::EXTRAS) kept = kept_part<BR>(a.hooks, a, part_of(q), lane);
@@ -658,8 +679,15 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
         /* P^T and dS^T, in place of S^T and dP^T: a copy of the loop per case, behind uniform branches */
         if constexpr (Pol::FLEX) {
             if constexpr (C::TERMS) ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS); /* the step's terms */
-            if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t);
-            else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t);
+            if constexpr (is_alibi<Pol>())
+                if (slopes_asked) {
+                    if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS, true>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t, slopes);
+                    else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS, true>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t, slopes);
+                }
+            if (!slopes_asked) {
+                if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS, false>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t, slopes);
+                else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS, false>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t, slopes);
+            }
             if constexpr (C::TERMS) /* read */
                 if (n + 1 < n_steps) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
         } else if constexpr (Pol::EXTRAS) {
@@ -750,6 +778,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
         step(std::integral_constant<int, 0>{}, n, ph);
         if (n + 1 < n_steps) step(std::integral_constant<int, 1>{}, n + 1, ph);
     }
+    if (slopes_asked) store_slopes(slopes_h);
 
     /* dK = scale * sum dS^T Q and dV, rounded to T: keys k_row (+8), columns 8 i + 2 t (+1) */
     const int64_t key0 = (b * a.Hkv + hk) * a.Sk + seq.k0 + j0; /* the tile's first key, as a row of dK and dV */
@@ -796,8 +825,9 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
      * counters are per query tile of one sequence, and the hooks' bias map has no packed rows: plain atomics only */
     if (a.cu_q && (deterministic || Pol::EXTRAS)) return LADDER_OK;
     /* flex: its dQ's adds take turns (its backward is the deterministic one), and a buffer's gradient asks for the
-     * dQ pass that sums the shares */
-    if (Pol::FLEX && (!deterministic || flex_asked_reads(a.flex) > 0)) return LADDER_OK;
+     * dQ pass that sums the shares, but alibi's slopes', which the consumers sum per head */
+    if (Pol::FLEX && (!deterministic || (flex_asked_reads(a.flex) > 0 && !is_alibi<Pol>())))
+        return LADDER_OK;
     /* dropout: each row's draws start on a multiple of four (kept_part()) */
     if (Pol::EXTRAS && a.hooks.dropout_p > 0.0f && (a.Sk % 4 != 0 || a.hooks.offset % 4 != 0)) return LADDER_OK;
     const CUtensorMapDataType type =
@@ -834,16 +864,34 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
         LADDER_CUDA_TRY(cudaMemsetAsync(turns.ptr, 0, bytes));
     }
     const dim3 grid((unsigned)ladder_attn_tiles_bound(a.Sk, C::BC, a.n_seqs), (unsigned)a.Hkv, (unsigned)a.B);
+    /* alibi's slopes gradient: each consumer warp's share of each head in each key tile (0 where a tile sees none of
+     * a head's rows), summed per head after the pass into the first Hq floats of the partials (the caller takes them
+     * from there: bwd_launch()'s on_hopper) */
+    ladder_scratch shares;
+    float *slopes_grad = is_alibi<Pol>() ? a.flex.part[0] : nullptr;
+    if (slopes_grad) {
+        const size_t bytes = sizeof(float) * (size_t)(a.B * a.Hq * grid.x * 8);
+        LADDER_TRY(shares.alloc(bytes));
+        LADDER_CUDA_TRY(cudaMemsetAsync(shares.ptr, 0, bytes));
+        a.flex.part[0] = (float *)shares.ptr;
+    }
     LADDER_TRY(ladder_allow_smem(attn_bwd_wgmma_ws_kernel<Pol, T, HD>, C::SMEM));
     attn_bwd_wgmma_ws_kernel<Pol, T, HD><<<grid, C::THREADS, C::SMEM>>>(a, (int *)turns.ptr, tq, tk, tv, tdo, tb);
     LADDER_LAUNCH_CHECK("attn_bwd_wgmma_ws_kernel");
+    if (slopes_grad) {
+        ladder_flex_head_sums_kernel<<<(unsigned)a.Hq, 32>>>((const float *)shares.ptr, a.B, a.Hq, grid.x * 8,
+                                                             slopes_grad);
+        LADDER_LAUNCH_CHECK("ladder_flex_head_sums_kernel");
+        a.flex.part[0] = slopes_grad;
+    }
     *ran = true;
     return LADDER_OK;
 }
 
 /* Does the Hopper pass run flex's score mod MOD at head dims (HD, HD)? Every mod at 64; at 128, where dK and dV hold
  * 128 registers a consumer thread, the mods that read no buffer (none, softcap) and the additive ones, whose terms
- * come from the term tile (a mod that reads buffers in the consumers spilled there, 4 to 92 bytes by ptxas). */
+ * come from the term tile (a mod that reads buffers in the consumers spilled there, 4 to 92 bytes by ptxas). Where a
+ * buffer's gradient is asked, alibi alone (bwd_wgmma_dkdv()). */
 template <int MOD, int HD> constexpr bool flex_mod_on_hopper() {
     return HD == 64 || MOD == LADDER_FLEX_SCORE_NONE || MOD == LADDER_FLEX_SOFTCAP || ladder_flex_additive(MOD);
 }

@@ -11,7 +11,8 @@
  * order; the mask mods run in partial tiles only; the backward stores dS times the mod's slope as the 16-bit operand of
  * dQ and dK, and its dQ pass sums the buffers' shares per tile along their lines. On an sm_90 GPU the forward runs
  * the Hopper kernel (attention_flex_fwd.sm90a.cu) where TMA can describe q, k and v, and so does the backward's dK/dV
- * pass with dQ's adds in turns where no buffer's gradient is asked (attention_flex_bwd_d*.sm90a.cu).
+ * pass with dQ's adds in turns where no buffer's gradient is asked but alibi's slopes', which it sums per head
+ * (attention_flex_bwd_d*.sm90a.cu).
  *
  * Preconditions: validated by ladder_flex_fwd/bwd, block lists present (q, k, v, do, o, dq, dk, dv all bf16 or all
  * fp16; lse, dlse, the buffers and their gradients f32; device pointers; any input strides; contiguous outputs;
@@ -50,9 +51,9 @@ extern "C" ladder_status flex_bwd_gpu_tensorcore(const ladder_flex_problem *p, c
     n.delta = (float *)delta.ptr;
     const int rows = wide(n) ? attn_tc::bwd_flex_rows<128>(p->score_mod) : attn_tc::bwd_flex_rows<64>(p->score_mod);
     return ladder_flex_with_mod(p->score_mod, [&](auto m) {
-        return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, rows, [&] {
-            return wide(n) ? attn_tc::bwd_flex<128>(n, p->score_mod, a->q.dtype)
-                           : attn_tc::bwd_flex<64>(n, p->score_mod, a->q.dtype);
+        return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, rows, [&](bool *per_head) {
+            return wide(n) ? attn_tc::bwd_flex<128>(n, p->score_mod, a->q.dtype, per_head)
+                           : attn_tc::bwd_flex<64>(n, p->score_mod, a->q.dtype, per_head);
         });
     });
 }

@@ -33,6 +33,6 @@ extern "C" ladder_status flex_bwd_gpu_tiled(const ladder_flex_problem *p, const 
     attn_tiled::args n = pack(p, a);
     return ladder_flex_with_mod(p->score_mod, [&](auto m) {
         return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, attn_tiled::BR,
-                                                             [&] { return attn_tiled::bwd_flex(n, p->score_mod); });
+                                                             [&](bool *) { return attn_tiled::bwd_flex(n, p->score_mod); });
     });
 }

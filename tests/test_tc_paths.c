@@ -137,14 +137,19 @@ static struct criterion_test_params policy_cases(void) {
         cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, "slopes", false, dt);
         /* frozen rel_bias at 128: its terms from the tile that the producer's spare warps fill */
         cases[n++] = flex_case(1, 2, 1, 200, 300, 128, LADDER_FLEX_REL_BIAS, causal, -1, "rel_bias", false, dt);
+        /* learnable slopes at 128: the term tile, and the slopes' gradient summed per head by the consumers (two
+         * heads a block) */
+        cases[n++] = flex_case(1, 2, 1, 300, 517, 128, LADDER_FLEX_ALIBI, causal, -1, NULL, false, dt);
         if (harness_small()) continue; /* compute-sanitizer: one case of each algorithm and dtype */
         cases[n++] = memeff_case(2, 4, 2, 300, 517, 64, 1, 0.1, 0, dt);    /* dropout, keys not a multiple of 4 */
         cases[n++] = memeff_case(1, 4, 4, 1000, 1000, 128, 0, 0.0, 0, dt); /* no hook: the plain policy */
         cases[n++] = memeff_case(2, 4, 4, 200, 384, 128, 0, 0.2, 1, dt);   /* bias and dropout at 128 */
         cases[n++] = memeff_case(2, 4, 2, 256, 384, 128, 1, 0.0, 2, dt);   /* a broadcast bias: the forward's */
         cases[n++] = memeff_case(1, 4, 2, 300, 517, 256, 1, 0.2, 0, dt);   /* 32-key tiles */
-        /* a buffer's gradient asked: the mma.sync dQ pass sums its shares */
+        /* a buffer's gradient asked: alibi's slopes summed per head in the Hopper pass (with the bench's window at
+         * 128), the other mods' buffers by the mma.sync dQ pass */
         cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, NULL, false, dt);
+        cases[n++] = flex_case(2, 4, 2, 400, 400, 128, LADDER_FLEX_ALIBI, causal | window, 100, NULL, false, dt);
         cases[n++] = flex_case(2, 4, 4, 640, 700, 128, LADDER_FLEX_REL_BIAS, causal | window, 200, NULL, false, dt);
         cases[n++] = flex_case(1, 4, 4, 1000, 1000, 128, LADDER_FLEX_SCORE_NONE, 0, -1, NULL, false, dt);
         cases[n++] = flex_case(1, 2, 1, 129, 333, 64, LADDER_FLEX_SOFTCAP, 0, -1, NULL, false, dt);

@@ -27,6 +27,12 @@
  *   dv        sums P_ij dO_i: nothing cancels, but each P carries the relative error a_ij of its exponent, so terms
  *             sum_i P_ij |dO_ie| and rounding sum_i P_ij a_ij |dO_ie| (a key that every row sees, ALiBi's far rows
  *             among them, differed between two correct fp32 rungs by 1.5e-4 of its value).
+ *   flush     the GPU rungs' exponential flushes a P below the smallest normal float to zero (ex2.approx.ftz), an
+ *             absolute error of up to 2^-126 in P and so of 2^-126 |dP - Delta| in dS, and a dS below it is flushed
+ *             as a 16-bit operand of the matrix units, 2^-126 more: FLUSH rounding units each. One element's
+ *             allowance near zero (ladder_compare_magnitude()) does not cover a sum of hundreds of them (`ladder
+ *             bench flex`'s checked dK had elements near 1e-37 off by 1.7e-37: docs/results/h200-2026-11-29-run-12.md,
+ *             call 2). Added to dS's and dv's rounding, per term.
  *
  * Everything is computed in double from the case's inputs (P and O afresh, no rung's result), over the scores the
  * block lists let through (the case's lists when it has them, else the mask mods, which the lists built from them
@@ -39,7 +45,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "compare.h"
 #include "flex_rungs.h"
+
+/* 2^-126, the most a flush to zero moves a value, in units of LADDER_F32_ROUNDING (2^-22) */
+#define FLUSH 0x1p-104
 
 /* Element [b, h, s, e] of a rank-3 or rank-4 f32 tensor, through its strides. */
 static double el(const ladder_tensor *t, int64_t b, int64_t h, int64_t s, int64_t e) {
@@ -143,7 +153,7 @@ static void one_row(const job *w, const row_buf *r, int64_t b, int64_t h, int64_
         const int64_t j = r->keys[x], krow = (b * p->Hkv + hk) * p->Sk + j;
         const double dP = r->dP[x], dP_mag = r->dP_mag[x];
         const double P = r->P[x], dS = P * (dP - delta);
-        const double dS_rounding = fabs(dS) * r->a[x] + P * (dP_mag + delta_rounding);
+        const double dS_rounding = fabs(dS) * r->a[x] + P * (dP_mag + delta_rounding) + FLUSH * (1 + fabs(dP - delta));
         const ladder_flex_grad g = ladder_flex_score_grad(w->fp->score_mod, (float)r->s[x], &w->env, b, h, i, j);
         const double dS_terms = fabs(dS) + P * delta_stored;
         const double dscore = g.dscore, ds = dS_terms * fabs(dscore);
@@ -158,7 +168,7 @@ static void one_row(const job *w, const row_buf *r, int64_t b, int64_t h, int64_
         for (int64_t e = 0; e < p->Dv; e++) {
             const double pd = P * fabs(el(&a->dout, b, h, i, e));
             w->dv.terms[krow * p->Dv + e] += pd;
-            w->dv.rounding[krow * p->Dv + e] += pd * r->a[x];
+            w->dv.rounding[krow * p->Dv + e] += pd * r->a[x] + FLUSH * fabs(el(&a->dout, b, h, i, e));
         }
         for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
             if (w->slot[rd] < 0) continue;

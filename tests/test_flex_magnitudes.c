@@ -8,10 +8,12 @@
  *    the oracle adds it, for every score mod.
  * 2. A slope's gradient moved past its bound fails, inside it passes, also through ladder_result_check() (what
  *    `ladder run` calls); a gradient computed without the document mask fails.
- * 3. fp32 as a GPU rung rounds it (fused multiply-adds, exponentials a unit in the last place off), emulated here on
- *    the problems where the plain rule fails a correct GPU rung (ALiBi over causal and document masks, and `ladder
- *    run flex`'s problem), stays well inside the bound, while the plain rule fails it.
+ * 3. fp32 as a GPU rung rounds it (fused multiply-adds, exponentials a unit in the last place off and flushed to
+ *    zero below the smallest normal float), emulated here on the problems where the plain rule fails a correct GPU
+ *    rung (ALiBi over causal and document masks, `ladder run flex`'s problem and `ladder bench flex`'s checked one),
+ *    stays well inside the bound, while the plain rule fails it.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,9 +148,10 @@ Test(flex_magnitudes, a_slope_gradient_past_its_bound_fails_and_inside_it_passes
 /* ---- 3. a GPU rung's rounding, emulated, stays inside ----------------------------------------------------------- */
 
 /*
- * What a GPU rung's fp32 arithmetic does that the cpu rung's does not: nvcc fuses a * b + c into one rounding, and
+ * What a GPU rung's fp32 arithmetic does that the cpu rung's does not: nvcc fuses a * b + c into one rounding,
  * CUDA's expf and logf are within two units in the last place of the correctly rounded result (here one unit up,
- * down or none, by a hash of the argument).
+ * down or none, by a hash of the argument), and the exponential flushes a result below the smallest normal float to
+ * zero (ex2.approx.ftz).
  */
 static float ulp_off(float r, float x) {
     uint32_t bits;
@@ -156,7 +159,10 @@ static float ulp_off(float r, float x) {
     const uint32_t k = (bits * 2654435761u) >> 30;
     return k == 1 ? nextafterf(r, INFINITY) : k == 2 ? nextafterf(r, -INFINITY) : r;
 }
-static float gpu_exp(float x) { return ulp_off(expf(x), x); }
+static float gpu_exp(float x) {
+    const float r = ulp_off(expf(x), x);
+    return r < FLT_MIN ? 0.0f : r;
+}
 static float gpu_log(float x) { return ulp_off(logf(x), x); }
 
 static float in4(const ladder_tensor *t, int64_t b, int64_t h, int64_t s, int64_t e) {
@@ -263,9 +269,12 @@ static void emulate_gpu(const ladder_case *c, ladder_result *r) {
 Test(flex_magnitudes, a_gpu_rungs_rounding_stays_well_inside_the_bound) {
     ladder_flex_problem run;
     ladder_problem_defaults(&ladder_flex_algo, &run);
-    test_case cases[2] = {test_case_of(&ladder_flex_algo, &alibi_documents), test_case_of(&ladder_flex_algo, &run)};
+    /* `ladder bench flex`'s checked problem: its dK has elements near 1e-37, sums of hundreds of flushed terms */
+    const ladder_flex_problem bench = *(const ladder_flex_problem *)ladder_flex_algo.bench_problems;
+    test_case cases[3] = {test_case_of(&ladder_flex_algo, &alibi_documents), test_case_of(&ladder_flex_algo, &run),
+                          test_case_of(&ladder_flex_algo, &bench)};
     cases[1].opts.seed = 1; /* `ladder run flex` */
-    for (int n = 0; n < 2; n++) {
+    for (int n = 0; n < 3; n++) {
         char what[512];
         test_case_str(&cases[n], what, sizeof what);
         ladder_case c;
@@ -283,8 +292,11 @@ Test(flex_magnitudes, a_gpu_rungs_rounding_stays_well_inside_the_bound) {
             const ladder_cmp cmp = ladder_output_compare(&m, i, &gpu.t[i], &cpu.t[i], LADDER_TOL_F32);
             char why[256];
             ladder_cmp_describe(&cmp, why, sizeof why);
-            /* a quarter: room for the order a tiled rung sums in, which the emulation does not follow */
-            cr_expect(cmp.ok && cmp.worst_share < 0.25, "%s: %s of the emulated GPU rung: %s", what, outs[x], why);
+            /* a quarter: room for the order a tiled rung sums in, which the emulation does not follow; half at the
+             * bench's problem, whose dK near 1e-37 is mostly flushed terms, each off by the most a flush moves it
+             * (a bound, not a rounding's scatter) */
+            const double room = n == 2 ? 0.5 : 0.25;
+            cr_expect(cmp.ok && cmp.worst_share < room, "%s: %s of the emulated GPU rung: %s", what, outs[x], why);
             plain_fails |= !ladder_compare(&gpu.t[i], &cpu.t[i], LADDER_TOL_F32).ok;
         }
         if (n == 0)

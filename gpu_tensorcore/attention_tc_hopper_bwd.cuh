@@ -31,7 +31,8 @@
  *     the consumers go on to the next step.
  *   - In deterministic mode the writer's adds into a query tile's dQ take turns, in one order at every run: the key
  *     tiles from the last that the tile sees down to the first (for a causal mask, the diagonal's first: each
- *     block's first step is then its turn at once), waiting for its turn on a counter per tile (common/tma.cuh),
+ *     block's first step is then its turn at once), waiting for its turn on a counter per tile (common/tma.cuh;
+ *     the counter of the tile's first row, one per row of dQ, so that packed sequences' tiles have their own),
  *     and the blocks launch in that order (the key tiles last to first, owned_block()), so that a block only waits
  *     on blocks that started before it.
  * The element rule is the mma.sync pass's: P = exp2(x sl2 - lse log2 e), dS = P (dP - Delta), times the softcap's
@@ -55,17 +56,17 @@
  * (S = s + a term of the positions and buffers) come from a tile of shared memory that the producer's idle warps 2
  * and 3 fill a step ahead (write_terms()), as memeff's bias comes from its tile: read by the consumers themselves,
  * the buffers spilled. A mod that reads a buffer and is not additive keeps the mma.sync passes at 128
- * (flex_mod_on_hopper()), as does every mod where a buffer's gradient is asked (the mma.sync dQ pass sums its
- * shares).
+ * (flex_mod_on_hopper()), as does every mod where a buffer's gradient is asked but alibi, whose slopes' gradient the
+ * consumers sum per head (store_slopes()) (the mma.sync dQ pass sums the other buffers' shares).
  *
  * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): an sm_90
  * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); D a
- * multiple of 4 (dQ's rows whole 16-byte pieces, for the bulk reductions); packed sequences with the plain policy's
- * atomic dQ only (the turn counters are per query tile of one sequence); q, k, v and dO with
+ * multiple of 4 (dQ's rows whole 16-byte pieces, for the bulk reductions); packed sequences with the plain policy
+ * only (atomic or deterministic dQ); q, k, v and dO with
  * inner stride 1 and the other strides multiples of 16 bytes (TMA); with the hooks, a bias TMA can describe (broadcast
  * over batch rows and heads at most), its gradient in its own storage with 16-byte aligned rows (not the fp32
  * scratch of a broadcast bias's gradient), and dropout's draws starting on multiples of four (Sk and the offset);
- * with flex's, deterministic mode and no buffer's gradient asked.
+ * with flex's, deterministic mode and no buffer's gradient asked but alibi's slopes'.
  */
 #ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_BWD_CUH
 #define LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_BWD_CUH
@@ -455,7 +456,7 @@ __device__ __forceinline__ void write_dq(const args &a, int *turns, int n_steps,
     for (int n = 0; n < n_steps; n++) {
         ladder_named_barrier(C::DQ_FULL_BAR, C::BAR_THREADS); /* the consumers' dQ of step n is in */
         const stage_info &in = info[n % C::INFOS];
-        int *turn = turns ? turns + (b * a.Hq + in.h) * ((seq.Lq + C::BR - 1) / C::BR) + in.i0 / C::BR : nullptr;
+        int *turn = turns ? turns + in.row0 : nullptr; /* the counter of the tile's first row */
         if (turn) {
             /* the tile's turns go from the last key tile that its last row sees down to its first (flex: of its
              * lists) */
@@ -821,9 +822,10 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
     /* dQ's rows must be whole 16-byte pieces for the writer's bulk reductions */
     if (!wgmma || a.D % 4 != 0) return LADDER_OK;
     /* packed sequences: a box that reads across a sequence's end brings the next sequence's rows (or zeros past the
-     * tensor), which the steps mask (their rows' lse is +inf, their keys lie past the block's); but the turn
-     * counters are per query tile of one sequence, and the hooks' bias map has no packed rows: plain atomics only */
-    if (a.cu_q && (deterministic || Pol::EXTRAS)) return LADDER_OK;
+     * tensor), which the steps mask (their rows' lse is +inf, their keys lie past the block's), and a query tile's
+     * turn counter is its first row's, so packed sequences' tiles never share one; but the hooks' bias map has no
+     * packed rows */
+    if (a.cu_q && Pol::EXTRAS) return LADDER_OK;
     /* flex: its dQ's adds take turns (its backward is the deterministic one), and a buffer's gradient asks for the
      * dQ pass that sums the shares, but alibi's slopes', which the consumers sum per head */
     if (Pol::FLEX && (!deterministic || (flex_asked_reads(a.flex) > 0 && !is_alibi<Pol>())))
@@ -850,7 +852,7 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
             return LADDER_OK;
     }
     /* dQ's accumulator (the caller's for the atomics, *accum in deterministic mode) starts at zero (fully masked rows
-     * stay so); in deterministic mode, so do the turn counters, one per query tile */
+     * stay so); in deterministic mode, so do the turn counters, one per query row (a tile uses its first row's) */
     const size_t accum_bytes = sizeof(float) * (size_t)(a.B * a.Hq * a.Sq * a.D);
     if (deterministic) {
         LADDER_TRY(accum->alloc(accum_bytes));
@@ -859,7 +861,7 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
     LADDER_CUDA_TRY(cudaMemsetAsync(a.dq_accum, 0, accum_bytes));
     ladder_scratch turns;
     if (deterministic) {
-        const size_t bytes = sizeof(int) * (size_t)(a.B * a.Hq * ((a.Sq + C::BR - 1) / C::BR));
+        const size_t bytes = sizeof(int) * (size_t)(a.B * a.Hq * a.Sq);
         LADDER_TRY(turns.alloc(bytes));
         LADDER_CUDA_TRY(cudaMemsetAsync(turns.ptr, 0, bytes));
     }

@@ -49,6 +49,12 @@ static test_case make(pc c, ladder_dtype dtype) {
     return t;
 }
 
+/* @p t with dQ in deterministic mode. */
+static test_case deterministic(test_case t) {
+    ((ladder_flash_problem *)t.problem)->deterministic = true;
+    return t;
+}
+
 #define NO -1
 enum { NONE = LADDER_CAUSAL_NONE, BR = LADDER_CAUSAL_BOTTOM_RIGHT, TL = LADDER_CAUSAL_TOP_LEFT };
 
@@ -88,6 +94,15 @@ static struct criterion_test_params path_cases(void) {
         test_case_varlen(&w, lq2, 3);
         test_case_varlen2(&w, lk2);
         cases[n++] = w;
+        /* the same, deterministic: each packed sequence's query tiles take their own turns (a counter per row) */
+        test_case x = deterministic(make((pc){1, 4, 2, 0, 0, 64, 64, TL, 50, 10, 0, false}, dt));
+        test_case_varlen(&x, lq2, 3);
+        test_case_varlen2(&x, lk2);
+        cases[n++] = x;
+        test_case y = deterministic(make((pc){1, 6, 2, 0, 0, 128, 128, BR, NO, NO, 0, false}, dt));
+        test_case_varlen(&y, lq, 4);
+        test_case_varlen2(&y, lk);
+        cases[n++] = y;
     }
     return test_params(cases, n);
 }

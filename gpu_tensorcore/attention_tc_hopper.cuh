@@ -89,7 +89,8 @@ template <class Pol, class T, int HD>
 ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum, bool *ran);
 
 /* The same for flex's backward with score mod @p mod at head dims (HD, HD), in @p dtype, in deterministic mode, where
- * no buffer's gradient is asked (attention_flex_bwd_d*.sm90a.cu). */
+ * no buffer's gradient is asked or only alibi's slopes', which it then sums per head into the first Hq floats of
+ * a.flex.part[0] (attention_flex_bwd_d*.sm90a.cu). */
 template <int HD> ladder_status bwd_wgmma_flex(args &a, int mod, ladder_dtype dtype, ladder_scratch *accum, bool *ran);
 
 } // namespace attn_tc

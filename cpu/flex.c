@@ -18,7 +18,9 @@
  *     contributions into its own partial gradient, rows and keys in order; then every element adds the partials of
  *     the (b, h) tasks in order. The partition is fixed by the problem, not by the thread count, so the result is
  *     the same bits whatever the threads.
- * The backward recomputes P rather than storing it, several times: a reference, not a fast path.
+ * The backward recomputes P rather than storing it, several times: a reference, not a fast path; but every sum
+ * along a head dim runs over contiguous copies of the inputs (common/cpu_rows.h: they may have any strides), in
+ * vector instructions.
  *
  * Preconditions: validated by ladder_flex_fwd/bwd, block lists present (f32, host pointers, any input strides,
  * contiguous outputs). Run it:  build/bin/ladder run flex --rung cpu --score_mod alibi --mask_mod causal
@@ -27,20 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_rows.h"
 #include "flex_rungs.h"
-
-/* Element [b, h, s, d] of a rank-4 f32 tensor, through its strides. */
-static float at(const ladder_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d) {
-    return ((const float *)t->data)[b * t->strides[0] + h * t->strides[1] + s * t->strides[2] + d * t->strides[3]];
-}
-
-/* sum_d x[bx,hx,sx,d] * y[by,hy,sy,d] over @p n entries, in order. */
-static float dot(const ladder_tensor *x, int64_t bx, int64_t hx, int64_t sx, const ladder_tensor *y, int64_t by,
-                 int64_t hy, int64_t sy, int64_t n) {
-    float acc = 0.0f;
-    for (int64_t d = 0; d < n; d++) acc += at(x, bx, hx, sx, d) * at(y, by, hy, sy, d);
-    return acc;
-}
 
 /* The problem, its tensors, the mods' view of them and the block lists. */
 typedef struct ctx {
@@ -52,12 +42,22 @@ typedef struct ctx {
     unsigned masks;  /* the mask mods */
     float scale;
     float *delta;    /* backward: Delta of row (b, h, i) at (b*Hq + h)*Sq + i */
+    ladder_rows rq, rk, rv, rdo; /* q, k, v and dO in contiguous rows (dO: the backward's) */
 } ctx;
 
-static ctx ctx_of(const ladder_flex_problem *fp, const ladder_flex_args *a) {
-    return (ctx){.p = &fp->attn, .a = a, .env = ladder_flex_env_of(fp, a), .k = flex_blocks_of(a),
-                 .mod = fp->score_mod, .masks = (unsigned)fp->mask_mods,
-                 .scale = (float)ladder_attention_scale(&fp->attn)};
+static ladder_status ctx_of(const ladder_flex_problem *fp, const ladder_flex_args *a, ctx *c) {
+    *c = (ctx){.p = &fp->attn, .a = a, .env = ladder_flex_env_of(fp, a), .k = flex_blocks_of(a),
+               .mod = fp->score_mod, .masks = (unsigned)fp->mask_mods,
+               .scale = (float)ladder_attention_scale(&fp->attn)};
+    if (!ladder_rows_of(&a->q, &c->rq) || !ladder_rows_of(&a->k, &c->rk) || !ladder_rows_of(&a->v, &c->rv) ||
+        !ladder_rows_of(&a->dout, &c->rdo))
+        return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate contiguous copies of the inputs");
+    return LADDER_OK;
+}
+
+static void ctx_free(ctx *c) {
+    free(c->rq.p), free(c->rk.p), free(c->rv.p), free(c->rdo.p);
+    free(c->delta);
 }
 
 /*
@@ -101,16 +101,20 @@ static int64_t rows_of(const ctx *c, int64_t b, int64_t h, int64_t j, int64_t *r
 /* S of element (b, h, i, j) = score_mod(s), s = scale * q_i . k_j (into *s, for the mod's derivatives). */
 static float score(const ctx *c, int64_t b, int64_t h, int64_t i, int64_t j, float *s) {
     const int64_t hk = ladder_attn_kv_head(h, c->p->Hq, c->p->Hkv);
-    *s = c->scale * dot(&c->a->q, b, h, i, &c->a->k, b, hk, j, c->p->D);
+    *s = c->scale * ladder_dot(ladder_row(&c->rq, b, h, i), ladder_row(&c->rk, b, hk, j), c->p->D);
     return ladder_flex_score(c->mod, *s, &c->env, b, h, i, j);
 }
 
 ladder_status flex_fwd_cpu(const ladder_flex_problem *fp, const ladder_flex_args *a) {
-    const ctx c = ctx_of(fp, a);
+    ctx c;
+    ladder_status st = ctx_of(fp, a, &c);
+    if (st != LADDER_OK) {
+        ctx_free(&c);
+        return st;
+    }
     const ladder_attention_problem *p = &fp->attn;
     const int64_t rows = p->B * p->Hq * p->Sq, Dv = p->Dv;
     float *o = a->o.data, *lse = a->lse.data; /* [B,Hq,Sq,Dv] and [B,Hq,Sq], contiguous */
-    ladder_status st = LADDER_OK;
 #pragma omp parallel
     {
         int64_t *keys = malloc((size_t)p->Sk * sizeof *keys);
@@ -134,13 +138,14 @@ ladder_status flex_fwd_cpu(const ladder_flex_problem *fp, const ladder_flex_args
             for (int64_t e = 0; e < n && m != -INFINITY; e++) {
                 const float w = expf(score(&c, b, h, i, keys[e], &s) - m);
                 l += w;
-                for (int64_t d = 0; d < Dv; d++) oi[d] += w * at(&a->v, b, hk, keys[e], d);
+                ladder_axpy(Dv, w, ladder_row(&c.rv, b, hk, keys[e]), oi);
             }
             for (int64_t d = 0; d < Dv; d++) oi[d] = l > 0.0f || l != l ? oi[d] / l : 0.0f;
             lse[r] = ladder_attn_lse(m, l);
         }
         free(keys);
     }
+    ctx_free(&c);
     return st;
 }
 
@@ -159,7 +164,7 @@ static grads element(const ctx *c, int64_t b, int64_t h, int64_t i, int64_t j) {
     grads e;
     e.P = expf(S - ladder_attn_lse_for_bwd(((const float *)c->a->lse.data)[r]));
     /* in the forward, O_i = sum_j P_ij v_j: so dP_ij = dO_i . v_j */
-    const float dP = dot(&c->a->dout, b, h, i, &c->a->v, b, hk, j, p->Dv);
+    const float dP = ladder_dot(ladder_row(&c->rdo, b, h, i), ladder_row(&c->rv, b, hk, j), p->Dv);
     e.dS = e.P * (dP - c->delta[r]);
     /* in the forward, S = score_mod(s): so dL/ds = dL/dS * dS/ds, and dL/dx += dL/dS * dS/dx per buffer element x */
     e.g = ladder_flex_score_grad(c->mod, s, &c->env, b, h, i, j);
@@ -195,9 +200,9 @@ static dbufs dbufs_of(const ladder_flex_problem *fp, const ladder_flex_args *a) 
  * the tasks' partials in task order: the same bits at any thread count, since the blocks depend on the problem
  * alone. Blocks of 64 rows give every thread work where B * Hq is below the thread count (a task per (b, h) left 8
  * of 16 threads idle at B = 1, Hq = 8), as far as their partials fit 64 MB (one block of all the rows where a
- * (b, h)'s partial alone does not). The sums are kept in double: a buffer element gathers up to Sq * Sk terms, and since a row's dS
- * sums to zero they cancel (in float, the difference of two orders of summing reached 5e-5 of the result at Sq = Sk
- * = 256).
+ * (b, h)'s partial alone does not). The sums are kept in double: a buffer element gathers up to Sq * Sk terms,
+ * and since a row's dS sums to zero they cancel (in float, the difference of two orders of summing reached 5e-5 of
+ * the result at Sq = Sk = 256).
  */
 static ladder_status buffer_grads(const ctx *c, const dbufs *d) {
     const ladder_attention_problem *p = c->p;
@@ -248,11 +253,16 @@ static ladder_status buffer_grads(const ctx *c, const dbufs *d) {
 }
 
 ladder_status flex_bwd_cpu(const ladder_flex_problem *fp, const ladder_flex_args *a) {
-    ctx c = ctx_of(fp, a);
+    ctx c;
+    ladder_status st = ctx_of(fp, a, &c);
     const ladder_attention_problem *p = &fp->attn;
     const int64_t rows = p->B * p->Hq * p->Sq, D = p->D, Dv = p->Dv, group = p->Hq / p->Hkv;
-    if (!(c.delta = malloc((size_t)rows * sizeof *c.delta)))
-        return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate Delta for %lld rows", (long long)rows);
+    if (st == LADDER_OK && !(c.delta = malloc((size_t)rows * sizeof *c.delta)))
+        st = ladder_fail(LADDER_ERR_NOMEM, "cannot allocate Delta for %lld rows", (long long)rows);
+    if (st != LADDER_OK) {
+        ctx_free(&c);
+        return st;
+    }
     const float *o = a->o.data, *dlse = a->dlse.data;
     /* Delta_i = rowsum(dO_i * O_i) - dlse_i */
 #pragma omp parallel for
@@ -265,7 +275,6 @@ ladder_status flex_bwd_cpu(const ladder_flex_problem *fp, const ladder_flex_args
     }
     float *dq = a->dq.data, *dk = a->dk.data, *dv = a->dv.data;
     const int64_t keys_total = p->B * p->Hkv * p->Sk, longest = p->Sq > p->Sk ? p->Sq : p->Sk;
-    ladder_status st = LADDER_OK;
 #pragma omp parallel
     {
         int64_t *list = malloc((size_t)longest * sizeof *list);
@@ -283,7 +292,7 @@ ladder_status flex_bwd_cpu(const ladder_flex_problem *fp, const ladder_flex_args
             for (int64_t e = 0; e < D; e++) dqi[e] = 0.0f;
             for (int64_t e = 0; e < n; e++) {
                 const float w = c.scale * element(&c, b, h, i, list[e]).ds;
-                for (int64_t d = 0; d < D; d++) dqi[d] += w * at(&a->k, b, hk, list[e], d);
+                ladder_axpy(D, w, ladder_row(&c.rk, b, hk, list[e]), dqi);
             }
         }
         /* dK_j = scale * sum_{h in the group, i} ds_ij q_i,  dV_j = sum_{h in the group, i} P_ij dO_i */
@@ -298,8 +307,8 @@ ladder_status flex_bwd_cpu(const ladder_flex_problem *fp, const ladder_flex_args
                 const int64_t n = rows_of(&c, b, h, j, list);
                 for (int64_t e = 0; e < n; e++) {
                     const grads g = element(&c, b, h, list[e], j);
-                    for (int64_t d = 0; d < D; d++) dkj[d] += c.scale * g.ds * at(&a->q, b, h, list[e], d);
-                    for (int64_t d = 0; d < Dv; d++) dvj[d] += g.P * at(&a->dout, b, h, list[e], d);
+                    ladder_axpy(D, c.scale * g.ds, ladder_row(&c.rq, b, h, list[e]), dkj);
+                    ladder_axpy(Dv, g.P, ladder_row(&c.rdo, b, h, list[e]), dvj);
                 }
             }
         }
@@ -313,6 +322,6 @@ ladder_status flex_bwd_cpu(const ladder_flex_problem *fp, const ladder_flex_args
         if (g && g->data && !ladder_flex_reads(fp, s->name))
             memset(g->data, 0, (size_t)ladder_tensor_numel(g) * sizeof(float));
     }
-    free(c.delta);
+    ctx_free(&c);
     return st;
 }

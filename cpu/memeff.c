@@ -16,9 +16,9 @@
  *   - dK, dV: a key per task, summing over every query row of every query head of its group that sees it;
  *   - dbias: an element of dbias per task, summing dS over every (b, h, i, j) that the broadcast maps onto it.
  * The backward recomputes P (and regenerates the mask) rather than storing them, three times: a reference, not a
- * fast path; but every sum along a head dim runs over contiguous copies of the inputs (rows4_of(): they may have
- * any strides), in vector instructions. splits and deterministic change nothing here: a task already owns all of
- * its row's keys, and every sum already runs in one order.
+ * fast path; but every sum along a head dim runs over contiguous copies of the inputs (common/cpu_rows.h: they
+ * may have any strides), in vector instructions. splits and deterministic change nothing here: a task already owns
+ * all of its row's keys, and every sum already runs in one order.
  *
  * Preconditions: validated by ladder_memeff_fwd/bwd (f32, host pointers, any input strides, contiguous outputs).
  * Run it:  build/bin/ladder run memeff --rung cpu
@@ -26,49 +26,9 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "cpu_rows.h"
 #include "memeff_rungs.h"
 #include "philox.h"
-
-/*
- * A rank-4 f32 input [B, H, S, n] copied into contiguous rows (inputs may have any strides), so that the sums
- * along a row below run along contiguous memory, in vector instructions. NULL (and no copy) for an absent tensor.
- */
-typedef struct rows4 {
-    float *p;
-    int64_t H, S, n;
-} rows4;
-
-static bool rows4_of(const ladder_tensor *t, rows4 *r) {
-    *r = (rows4){0};
-    if (!t->data) return true;
-    r->H = t->shape[1], r->S = t->shape[2], r->n = t->shape[3];
-    const int64_t count = t->shape[0] * r->H * r->S;
-    if (!(r->p = malloc((size_t)(count * r->n) * sizeof *r->p))) return false;
-#pragma omp parallel for
-    for (int64_t x = 0; x < count; x++) {
-        const int64_t b = x / (r->H * r->S), h = x / r->S % r->H, s = x % r->S;
-        const float *src = (const float *)t->data + b * t->strides[0] + h * t->strides[1] + s * t->strides[2];
-        for (int64_t e = 0; e < r->n; e++) r->p[x * r->n + e] = src[e * t->strides[3]];
-    }
-    return true;
-}
-
-/* Row [b, h, s] of @p r: its n entries. */
-static const float *row(const rows4 *r, int64_t b, int64_t h, int64_t s) { return r->p + ((b * r->H + h) * r->S + s) * r->n; }
-
-/* sum_d x[d] y[d] over @p n entries: one fixed order for a given build, whatever the thread count. */
-static float dot(const float *restrict x, const float *restrict y, int64_t n) {
-    float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-    for (int64_t d = 0; d < n; d++) acc += x[d] * y[d];
-    return acc;
-}
-
-/* acc[d] += w y[d] for d < n. */
-static void axpy(int64_t n, float w, const float *restrict y, float *restrict acc) {
-#pragma omp simd
-    for (int64_t d = 0; d < n; d++) acc[d] += w * y[d];
-}
 
 /* The problem, its tensors and its options as the kernels use them (floats), for the element functions. */
 typedef struct ctx {
@@ -79,7 +39,7 @@ typedef struct ctx {
     uint64_t seed, offset;
     int64_t *jlo, *jhi; /* row i (packed position, or position in every batch row) sees keys [jlo[i], jhi[i]) */
     float *delta;       /* backward: Delta of row (b, h, i) at (b*Hq + h)*Sq + i */
-    rows4 q, k, v, dout; /* the inputs in contiguous rows (dout: the backward's) */
+    ladder_rows q, k, v, dout; /* the inputs in contiguous rows (dout: the backward's) */
 } ctx;
 
 /* The keys each row sees, as absolute positions along Sk: its sequence's keys cut by the mask. */
@@ -107,8 +67,8 @@ static ladder_status ctx_of(const ladder_memeff_problem *mp, const ladder_memeff
                .softcap = (float)mp->attn.softcap, .drop_p = (float)mp->dropout_p,
                .drop_scale = ladder_dropout_scale((float)mp->dropout_p), .seed = mp->philox_seed,
                .offset = mp->philox_offset};
-    if (!rows4_of(&a->q, &c->q) || !rows4_of(&a->k, &c->k) || !rows4_of(&a->v, &c->v) ||
-        !rows4_of(&a->dout, &c->dout))
+    if (!ladder_rows_of(&a->q, &c->q) || !ladder_rows_of(&a->k, &c->k) || !ladder_rows_of(&a->v, &c->v) ||
+        !ladder_rows_of(&a->dout, &c->dout))
         return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate contiguous copies of the inputs");
     return rows_of(c);
 }
@@ -124,7 +84,8 @@ static void ctx_free(ctx *c) {
 static float score(const ctx *c, int64_t b, int64_t h, int64_t i, int64_t j, float *Sc) {
     const ladder_attention_problem *p = c->p;
     const int64_t hk = ladder_attn_kv_head(h, p->Hq, p->Hkv);
-    *Sc = ladder_attn_softcap(c->scale * dot(row(&c->q, b, h, i), row(&c->k, b, hk, j), p->D), c->softcap);
+    const float x = ladder_dot(ladder_row(&c->q, b, h, i), ladder_row(&c->k, b, hk, j), p->D);
+    *Sc = ladder_attn_softcap(c->scale * x, c->softcap);
     const float *bias = c->bias.data;
     return bias ? *Sc + bias[b * c->bias.s[0] + h * c->bias.s[1] + i * c->bias.s[2] + j * c->bias.s[3]] : *Sc;
 }
@@ -163,7 +124,7 @@ ladder_status memeff_fwd_cpu(const ladder_memeff_problem *mp, const ladder_memef
             const float w = expf(score(&c, b, h, i, j, &Sc) - m);
             l += w;
             const float kept = w * keep_scale(&c, b, h, i, j);
-            axpy(Dv, kept, row(&c.v, b, hk, j), oi);
+            ladder_axpy(Dv, kept, ladder_row(&c.v, b, hk, j), oi);
         }
         for (int64_t e = 0; e < Dv; e++) oi[e] = l > 0.0f || l != l ? oi[e] / l : 0.0f;
         lse[r] = ladder_attn_lse(m, l);
@@ -187,7 +148,7 @@ static grads element(const ctx *c, int64_t b, int64_t h, int64_t i, int64_t j) {
     g.P = expf(S - ladder_attn_lse_for_bwd(((const float *)c->a->lse.data)[r]));
     g.Pd = g.P * ks;
     /* in the forward, O_i = sum_j P_ij * keep_ij/(1-p) * v_j: so dP_ij = dO_i . v_j * keep_ij/(1-p) */
-    const float dP = dot(row(&c->dout, b, h, i), row(&c->v, b, hk, j), p->Dv) * ks;
+    const float dP = ladder_dot(ladder_row(&c->dout, b, h, i), ladder_row(&c->v, b, hk, j), p->Dv) * ks;
     g.dS = g.P * (dP - c->delta[r]);
     g.dSc = g.dS * ladder_attn_softcap_grad(Sc, c->softcap);
     return g;
@@ -248,7 +209,7 @@ ladder_status memeff_bwd_cpu(const ladder_memeff_problem *mp, const ladder_memef
         for (int64_t e = 0; e < D; e++) dqi[e] = 0.0f;
         for (int64_t j = c.jlo[i]; j < c.jhi[i]; j++) {
             const float w = c.scale * element(&c, b, h, i, j).dSc;
-            axpy(D, w, row(&c.k, b, hk, j), dqi);
+            ladder_axpy(D, w, ladder_row(&c.k, b, hk, j), dqi);
         }
     }
     /* dK_j = scale * sum_{h in the group, i} dS'_ij q_i,  dV_j = sum_{h in the group, i} P~_ij dO_i */
@@ -263,8 +224,8 @@ ladder_status memeff_bwd_cpu(const ladder_memeff_problem *mp, const ladder_memef
             for (int64_t i = 0; i < p->Sq; i++) {
                 if (!sees(&c, i, j)) continue;
                 const grads g = element(&c, b, h, i, j);
-                axpy(D, c.scale * g.dSc, row(&c.q, b, h, i), dkj);
-                axpy(Dv, g.Pd, row(&c.dout, b, h, i), dvj);
+                ladder_axpy(D, c.scale * g.dSc, ladder_row(&c.q, b, h, i), dkj);
+                ladder_axpy(Dv, g.Pd, ladder_row(&c.dout, b, h, i), dvj);
             }
     }
     if (a->dbias.data) {

@@ -18,8 +18,10 @@
 
 /** A rank-4 f32 input [B, H, S, n] in contiguous rows of n entries; p NULL for an absent tensor. */
 typedef struct ladder_rows {
-    float *p;
-    int64_t H, S, n;
+    float *p;  /**< the rows, [B][H][S][n] */
+    int64_t H; /**< heads */
+    int64_t S; /**< rows a head */
+    int64_t n; /**< entries a row */
 } ladder_rows;
 
 /** Copy rank-4 f32 tensor @p t into @p r (nothing for an absent one); false when the copy cannot be allocated. */

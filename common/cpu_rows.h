@@ -5,7 +5,8 @@
  * Inputs may have any strides; a sum along a head dim read through four strides an element stays scalar. So a
  * cpu rung that sums element by element (memeff's, flex's) first copies q, k, v and dO into contiguous rows
  * (ladder_rows_of()), once per call, and takes its dot products and row updates there: each runs in one fixed
- * order for a given build, so the bits do not depend on the thread count.
+ * order for a given build, so the bits do not depend on the thread count. flash's blocked products use the row
+ * update too (ladder_axpy()).
  */
 #ifndef LADDER_CPU_ROWS_H
 #define LADDER_CPU_ROWS_H

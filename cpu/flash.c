@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_rows.h"
 #include "flash_rungs.h"
 #include "vec_math.h"
 
@@ -53,12 +54,6 @@ static void gather_t(const ladder_tensor *t, int64_t b, int64_t h, int64_t s0, i
         const float *src = at4(t, b, h, s0 + r);
         for (int64_t e = 0; e < d; e++) dst[e * n + r] = src[e * se];
     }
-}
-
-/* c[j] += a * b[j] for j < m: one multiple of a row of B into a row of C. */
-static void axpy(int64_t m, float a, const float *restrict b, float *restrict c) {
-#pragma omp simd
-    for (int64_t j = 0; j < m; j++) c[j] += a * b[j];
 }
 
 /*
@@ -106,7 +101,7 @@ static void matmul_acc(int64_t n, int64_t k, int64_t m, const float *A, int64_t 
             }
     }
     for (; r < n; r++) /* the last n % MR rows of C */
-        for (int64_t e = 0; e < k; e++) axpy(m, A[r * ar + e * ae], B + e * ldb, C + r * ldc);
+        for (int64_t e = 0; e < k; e++) ladder_axpy(m, A[r * ar + e * ae], B + e * ldb, C + r * ldc);
 }
 
 /* How a task finds its sequence: units are batch rows, or packed sequences (then the batch row is 0). */

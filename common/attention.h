@@ -232,6 +232,22 @@ LADDER_HOST_DEVICE void ladder_attn_key_range(const ladder_attn_mask *m, int64_t
     *hi = b;
 }
 
+/**
+ * The keys row @p i (a position along Sq; with packed sequences, cu_seqlens_q/k of @p n_seqs sequences given, a packed
+ * position) sees, as positions along Sk: its sequence's keys cut by mask @p m, [*lo, *hi), empty (*lo == *hi) for a
+ * fully masked row.
+ */
+LADDER_HOST_DEVICE void ladder_attn_row_keys(const ladder_attn_mask *m, const int32_t *cu_q, const int32_t *cu_k,
+                                             int64_t n_seqs, int64_t i, int64_t Sq, int64_t Sk, int64_t *lo,
+                                             int64_t *hi) {
+    const int64_t s = cu_q ? ladder_attn_seq_index(cu_q, n_seqs, i) : 0;
+    const ladder_attn_seq q = ladder_attn_sequence(cu_q, cu_k, s, Sq, Sk);
+    int64_t a, b;
+    ladder_attn_key_range(m, i - q.q0, q.Lq, q.Lk, &a, &b);
+    *lo = q.k0 + a;
+    *hi = q.k0 + (b > a ? b : a);
+}
+
 /** The mask as a predicate: may row @p i see key @p j? (The same interval as ladder_attn_key_range().) */
 LADDER_HOST_DEVICE bool ladder_attn_allowed(const ladder_attn_mask *m, int64_t i, int64_t j, int64_t Lq, int64_t Lk) {
     int64_t lo, hi;

@@ -9,7 +9,7 @@
  * element in a million, which the L2 norm alone would average away.
  *
  * An output whose elements are sums of terms that cancel (flex's buffer
- * gradients, dQ and dK: sums of dS) is held to its magnitudes instead
+ * gradients, dQ and dK, memeff's dbias: sums of dS) is held to its magnitudes instead
  * (ladder_compare_magnitude()): a sum whose terms each carry a relative error
  * e can be off by e times the sum of the terms' absolute values, however small
  * the sum itself is, so neither ||b|| nor |b| + rms(b) measures what its

@@ -229,10 +229,10 @@ typedef struct ladder_algo {
     const ladder_bench_build *bench_build; /**< building fixed_inputs() timed on its own, or NULL */
     /**
      * The magnitudes of the outputs of case @p c whose elements are sums of terms that cancel, into @p m (allocated
-     * here; ladder_magnitudes_free()): flex's dq, dk, dv and buffer gradients, sums of dS over scores, which a row's
-     * softmax makes cancel. Computed in double from the case's inputs alone (no rung's result), at about the cost
-     * of a cpu backward. ladder_result_check() holds those outputs to them (ladder_compare_magnitude()). NULL:
-     * every output is compared by the plain rule.
+     * here; ladder_magnitudes_free()): flex's dq, dk, dv and buffer gradients and memeff's dbias, sums of dS over
+     * scores, which a row's softmax makes cancel. Computed in double from the case's inputs alone (no rung's
+     * result), at about the cost of a cpu backward. ladder_result_check() holds those outputs to them
+     * (ladder_compare_magnitude()). NULL: every output is compared by the plain rule.
      */
     ladder_status (*magnitudes)(const struct ladder_case *c, ladder_magnitudes *m);
 } ladder_algo;

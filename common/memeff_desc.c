@@ -4,6 +4,7 @@
 
 #include "engine.h"
 #include "memeff.h"
+#include "memeff_magnitudes.h"
 #include "memeff_rungs.h"
 
 #define P(field) offsetof(ladder_memeff_problem, field)
@@ -138,4 +139,5 @@ const ladder_algo ladder_memeff_algo = {
     .bench_with = bench_with,
     .run_with = 1u << BIAS,
     .tc_f32 = true,
+    .magnitudes = memeff_magnitudes,
 };

@@ -51,14 +51,8 @@ static ladder_status rows_of(ctx *c) {
     c->jhi = malloc((size_t)p->Sq * sizeof *c->jhi);
     if (!c->jlo || !c->jhi) return ladder_fail(LADDER_ERR_NOMEM, "cannot allocate the key ranges of %lld rows",
                                                (long long)p->Sq);
-    for (int64_t i = 0; i < p->Sq; i++) {
-        const int64_t s = cu_q ? ladder_attn_seq_index(cu_q, n_seqs, i) : 0;
-        const ladder_attn_seq q = ladder_attn_sequence(cu_q, cu_k, s, p->Sq, p->Sk);
-        int64_t lo, hi;
-        ladder_attn_key_range(&p->mask, i - q.q0, q.Lq, q.Lk, &lo, &hi);
-        c->jlo[i] = q.k0 + lo;
-        c->jhi[i] = q.k0 + (hi > lo ? hi : lo);
-    }
+    for (int64_t i = 0; i < p->Sq; i++)
+        ladder_attn_row_keys(&p->mask, cu_q, cu_k, n_seqs, i, p->Sq, p->Sk, &c->jlo[i], &c->jhi[i]);
     return LADDER_OK;
 }
 

@@ -1,6 +1,7 @@
 /* tests/harness.c: the test machinery every suite shares (see harness.h). */
 #include "harness.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,18 @@ void test_magnitudes(const ladder_case *c, ladder_magnitudes *m) {
     cr_assert_eq(ladder_case_magnitudes(c, m), LADDER_OK, "the magnitudes of %s's outputs: %s", c->algo->name,
                  ladder_last_error());
 }
+
+void test_set_input(ladder_case *c, const char *name, double (*f)(double)) {
+    ladder_tensor *t = &c->t[ladder_algo_tensor(c->algo, name)];
+    cr_assert(t->data, "%s must be present", name);
+    for (int64_t x = 0; x < ladder_tensor_numel(t); x++) {
+        const int64_t at = ladder_tensor_offset_of_flat(t, x);
+        ladder_tensor_set(t, at, f(ladder_tensor_get(t, at)));
+    }
+}
+
+double test_zero(double x) { return 0 * x; }
+double test_positive(double x) { return fabs(x) + 0.25; }
 
 void test_expect_results_close(const char *who, const test_case *t, const ladder_case *c, const ladder_result *got,
                                const ladder_result *want, double tol) {

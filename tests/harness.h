@@ -98,6 +98,13 @@ void test_expect_results_close(const char *who, const test_case *t, const ladder
                                const ladder_result *want, double tol);
 /** The magnitudes of @p c's outputs (ladder_case_magnitudes(); asserts). Free with ladder_magnitudes_free(). */
 void test_magnitudes(const ladder_case *c, ladder_magnitudes *m);
+/** Every element x of input @p name of case @p c set to f(x) (asserts the input is present): the magnitudes tests make
+ *  inputs whose terms do not cancel (test_zero(), test_positive()). */
+void test_set_input(ladder_case *c, const char *name, double (*f)(double));
+/** 0, whatever x is. */
+double test_zero(double x);
+/** |x| + 0.25: positive, away from 0. */
+double test_positive(double x);
 /** Run @p t's rung 10 times (2 with LADDER_TEST_SMALL=1); assert every output is bitwise equal to the first run's. */
 void test_expect_deterministic(const test_case *t);
 /** Run @p t's rung at 1 OpenMP thread, then at 2, 3 and 7; assert every output is bitwise equal to the first run's

@@ -32,18 +32,6 @@ static ladder_flex_problem problem(int64_t B, int64_t Hq, int64_t Hkv, int64_t S
                                  .num_buckets = 16};
 }
 
-/* Every element of input @p name of @p c set to f(itself). */
-static void set_input(ladder_case *c, const char *name, double (*f)(double)) {
-    ladder_tensor *t = &c->t[T(name)];
-    cr_assert(t->data, "%s must be present", name);
-    for (int64_t x = 0; x < ladder_tensor_numel(t); x++) {
-        const int64_t at = ladder_tensor_offset_of_flat(t, x);
-        ladder_tensor_set(t, at, f(ladder_tensor_get(t, at)));
-    }
-}
-
-static double zero(double x) { return 0 * x; }
-static double positive(double x) { return fabs(x) + 0.25; }
 
 /* ---- 1. where nothing cancels, the terms' magnitude is the value ------------------------------------------------ */
 
@@ -58,10 +46,10 @@ Test(flex_magnitudes, where_no_term_cancels_the_sum_of_terms_is_the_value) {
         t.opts.with |= 1u << T("dlse");
         ladder_case c;
         test_make(&t, &c);
-        set_input(&c, "do", zero); /* dP = 0, Delta = -dlse: dS = P dlse > 0 */
-        set_input(&c, "dlse", positive);
-        set_input(&c, "q", positive); /* dq's and dk's terms ds k, ds q > 0 */
-        set_input(&c, "k", positive);
+        test_set_input(&c, "do", test_zero); /* dP = 0, Delta = -dlse: dS = P dlse > 0 */
+        test_set_input(&c, "dlse", test_positive);
+        test_set_input(&c, "q", test_positive); /* dq's and dk's terms ds k, ds q > 0 */
+        test_set_input(&c, "k", test_positive);
         double *v[LADDER_MAX_TENSORS];
         test_oracle_run(&c, v);
         ladder_magnitudes m;

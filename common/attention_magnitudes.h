@@ -30,14 +30,19 @@ typedef struct attn_mag_score {
 
 /** The magnitudes of one output: both arrays (NULL: not asked), and how many elements. */
 typedef struct attn_mag_out {
-    double *terms, *rounding;
-    int64_t n;
+    double *terms;    /**< per element: the sum of |term| (NULL: not asked) */
+    double *rounding; /**< per element: the sum of the terms' rounding coefficients */
+    int64_t n;        /**< elements */
 } attn_mag_out;
 
 /** An algorithm's view of its scores, for attn_magnitudes(). */
 typedef struct attn_mag_model {
-    const ladder_attention_problem *p;
-    const ladder_tensor *q, *k, *v, *dout, *dlse; /**< f32 host tensors, any strides; dlse may have no data */
+    const ladder_attention_problem *p;            /**< the problem: sizes, mask, scale */
+    const ladder_tensor *q;                       /**< f32 host tensors, any strides: the queries */
+    const ladder_tensor *k;                       /**< the keys */
+    const ladder_tensor *v;                       /**< the values */
+    const ladder_tensor *dout;                    /**< dO */
+    const ladder_tensor *dlse;                    /**< lse's gradient (no data: none) */
     double scale;                                 /**< the scale s = scale q.k is taken at */
     const void *ctx;                              /**< what the three functions read */
     /** whether row i of head h in batch row b sees key j */
@@ -51,7 +56,9 @@ typedef struct attn_mag_model {
     void (*buffers)(const void *ctx, double s, int64_t b, int64_t h, int64_t i, int64_t j, double terms,
                     double rounding, double *partial);
     int64_t width; /**< doubles of a task's partial (0 without buffers) */
-    attn_mag_out dq, dk, dv; /**< the gradients to sum into (zeroed, or terms NULL where not asked) */
+    attn_mag_out dq; /**< the gradients to sum into (zeroed, or terms NULL where not asked): dq */
+    attn_mag_out dk; /**< dk */
+    attn_mag_out dv; /**< dv */
 } attn_mag_model;
 
 /**

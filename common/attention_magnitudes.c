@@ -59,10 +59,10 @@ static double el(const ladder_tensor *t, int64_t b, int64_t h, int64_t s, int64_
                                     (t->rank > 3 ? e * t->strides[3] : 0)];
 }
 
-/* Per-thread room for one row: its visible keys, with s, S, P, a, f, dP and dP's magnitude of each. */
+/* Per-thread room for one row: its visible keys, with s, S, dS/ds, P, a, f, dP and dP's magnitude of each. */
 typedef struct row_buf {
     int64_t *keys;
-    double *S, *P, *a, *s, *f, *dP, *dP_mag;
+    double *S, *dscore, *P, *a, *s, *f, *dP, *dP_mag;
 } row_buf;
 
 /* Add @p v to element @p x of output @p o's terms and @p r to its rounding, where the output is asked. */
@@ -89,6 +89,7 @@ static void one_row(const attn_mag_model *w, const row_buf *r, int64_t b, int64_
         r->s[n] = w->scale * dot;
         const attn_mag_score sc = w->score(w->ctx, r->s[n], b, h, i, j);
         r->S[n] = sc.S;
+        r->dscore[n] = sc.dscore;
         r->f[n] = sc.keep;
         r->a[n] = 1 + w->scale * mag + fabs(r->s[n]) + fabs(r->S[n]);
         m = fmax(m, r->S[n++]);
@@ -129,7 +130,7 @@ static void one_row(const attn_mag_model *w, const row_buf *r, int64_t b, int64_
         const double dP = r->dP[x], dP_mag = r->dP_mag[x];
         const double P = r->P[x], dS = P * (dP - delta);
         const double dS_rounding = fabs(dS) * r->a[x] + P * (dP_mag + delta_rounding) + FLUSH * (1 + fabs(dP - delta));
-        const double dscore = w->score(w->ctx, r->s[x], b, h, i, j).dscore;
+        const double dscore = r->dscore[x];
         const double dS_terms = fabs(dS) + P * delta_stored;
         const double ds = dS_terms * fabs(dscore);
         const double ds_rounding = dS_rounding * fmax(1, fabs(dscore)) + fabs(dS) * fabs(1 - dscore) * r->a[x];
@@ -154,8 +155,8 @@ ladder_status attn_magnitudes(const attn_mag_model *m, double *partial) {
     {
         const size_t row = (size_t)p->Sk * sizeof(double);
         row_buf r = {malloc((size_t)p->Sk * sizeof(int64_t)), malloc(row), malloc(row), malloc(row), malloc(row),
-                     malloc(row), malloc(row), malloc(row)};
-        const bool ok = r.keys && r.S && r.P && r.a && r.s && r.f && r.dP && r.dP_mag;
+                     malloc(row), malloc(row), malloc(row), malloc(row)};
+        const bool ok = r.keys && r.S && r.dscore && r.P && r.a && r.s && r.f && r.dP && r.dP_mag;
         if (!ok) {
 #pragma omp critical
             st = ladder_fail(LADDER_ERR_NOMEM, "cannot allocate a row of %lld keys", (long long)p->Sk);
@@ -166,7 +167,8 @@ ladder_status attn_magnitudes(const attn_mag_model *m, double *partial) {
             for (int64_t h = hk * group; ok && h < (hk + 1) * group; h++)
                 for (int64_t i = 0; i < p->Sq; i++) one_row(m, &r, b, h, i, partial + t * m->width);
         }
-        free(r.keys), free(r.S), free(r.P), free(r.a), free(r.s), free(r.f), free(r.dP), free(r.dP_mag);
+        free(r.keys), free(r.S), free(r.dscore), free(r.P), free(r.a), free(r.s), free(r.f), free(r.dP),
+            free(r.dP_mag);
     }
     return st;
 }

@@ -10,7 +10,8 @@
  *    before every call.
  * 3. Determinism: 20 runs of every rung, bitwise equal; and the cpu rung bitwise equal at 1, 2, 3 and 7 threads.
  * In 1 and 2, outputs whose elements are sums of terms that cancel (flex's dq, dk, dv and buffer gradients, memeff's
- * dbias) are held to their magnitudes (common/compare.h, ladder_case_magnitudes()) rather than to a share of their value.
+ * dbias) are held to their magnitudes (common/compare.h, ladder_case_magnitudes()) rather than to a share of their
+ * value.
  * LADDER_TEST_SMALL=1 shrinks the grids for compute-sanitizer. Without a usable GPU the GPU cases skip.
  */
 #include <stdio.h>

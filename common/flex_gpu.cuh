@@ -296,17 +296,21 @@ __device__ __forceinline__ void flex_flush_lines(const ladder_flex_hooks &f, flo
  * rows), batch rows outer and query tiles in order, each at its slot of the line (none where the tile's rows miss
  * it), summed into lines[h * N + n]. In double: the shares cancel (a row's dS sums to zero), as the cpu and naive
  * rungs sum them. Neighbouring threads take neighbouring lines, whose slots neighbour in every row: coalesced.
+ * @p mirror: the partials are the transposed plane's (a pass that walks query tiles inside a key tile: rows of
+ * partials per key tile, read here with Sq and Sk swapped, rows and columns swapped and BR its key tile), where the
+ * diagonal j - i is i - j, so line n is read at N - 1 - n.
  */
 template <ladder_flex_line LINE>
 __global__ void ladder_flex_line_sum_kernel(const float *part, int64_t B, int64_t Hq, int64_t Sq, int64_t Sk, int BR,
-                                            int64_t N, float *lines) {
+                                            int64_t N, bool mirror, float *lines) {
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= Hq * N) return;
     const int64_t h = t / N, n = t % N, Tq = (Sq + BR - 1) / BR, width = ladder_flex_partial_width(LINE, Sk, BR);
+    const int64_t m = mirror && LINE == LADDER_FLEX_DIAGONAL ? N - 1 - n : n; /* the line in the partials' plane */
     double acc = 0.0;
     for (int64_t b = 0; b < B; b++)
         for (int64_t qt = 0; qt < Tq; qt++) {
-            const int64_t slot = ladder_flex_partial_slot(LINE, n, qt, BR, Sq);
+            const int64_t slot = ladder_flex_partial_slot(LINE, m, qt, BR, Sq);
             if (slot >= 0 && slot < width) acc += part[((b * Hq + h) * Tq + qt) * width + slot];
         }
     lines[t] = (float)acc;
@@ -388,13 +392,31 @@ __global__ void __launch_bounds__(32) ladder_flex_head_sums_kernel(const F *shar
     if (threadIdx.x == 0) out[h] = sum;
 }
 
+/* Step 2 for one read of kind @p line: its partials @p part (rows per query tile of @p BR rows, of the plane Sq x Sk;
+ * @p mirror: ladder_flex_line_sum_kernel's, the caller passing the transposed kind and sizes) summed into @p lines,
+ * Hq rows of ladder_flex_lines(line, Sq, Sk) (as many as the untransposed plane has of its kind). */
+inline ladder_status ladder_flex_line_sums(ladder_flex_line line, const float *part, int64_t B, int64_t Hq, int64_t Sq,
+                                           int64_t Sk, int BR, bool mirror, float *lines) {
+    const int64_t N = ladder_flex_lines(line, Sq, Sk);
+    const unsigned blocks = ladder_blocks(Hq * N, 256);
+    if (line == LADDER_FLEX_DIAGONAL)
+        ladder_flex_line_sum_kernel<LADDER_FLEX_DIAGONAL><<<blocks, 256>>>(part, B, Hq, Sq, Sk, BR, N, mirror, lines);
+    else if (line == LADDER_FLEX_ROW)
+        ladder_flex_line_sum_kernel<LADDER_FLEX_ROW><<<blocks, 256>>>(part, B, Hq, Sq, Sk, BR, N, mirror, lines);
+    else
+        ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN><<<blocks, 256>>>(part, B, Hq, Sq, Sk, BR, N, mirror, lines);
+    LADDER_LAUNCH_CHECK("ladder_flex_line_sum_kernel");
+    return LADDER_OK;
+}
+
 /**
  * Run @p bwd (the family's backward, reading the hooks @p k) so that every buffer gradient of @p a that is asked for
  * is written: each read r whose buffer's gradient is asked gets its partials (k.part[r], a row per query tile of
  * @p BR rows, the rung's dQ pass's tiles: that pass clears and fills them), then each such gradient is cleared and
  * each of its reads, in order, summed into it (a buffer read twice gets both reads' sums, the first one's first). The
- * gradients of buffers no mod reads are 0. @p bwd is called with a flag it sets where it summed the gradients itself,
- * per head, into the first Hq floats of each read's partials (the tensor-core rung's Hopper pass, with alibi).
+ * gradients of buffers no mod reads are 0. @p bwd is called with a flag it sets where the tensor-core rung's Hopper
+ * pass ran, which leaves each read's partials summed further, into their first floats: alibi's gradient per head (Hq
+ * floats), another mod's line sums (step 2's result, Hq rows of lines).
  */
 template <int MOD, class Bwd>
 ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladder_flex_args *a, ladder_flex_hooks &k,
@@ -411,8 +433,8 @@ ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladd
         LADDER_TRY(part[r].alloc(sizeof(float) * (size_t)numel));
         k.part[r] = (float *)part[r].ptr;
     }
-    bool per_head = false;
-    LADDER_TRY(bwd(&per_head));
+    bool hopper = false;
+    LADDER_TRY(bwd(&hopper));
     for (int i = 0; i < ladder_flex_n_buffers; i++) { /* every float gradient asked for starts at 0 */
         const ladder_flex_buffer_spec *s = &ladder_flex_buffers[i];
         const ladder_tensor *g = s->grad ? (const ladder_tensor *)((const char *)a + s->grad) : nullptr;
@@ -420,30 +442,26 @@ ladder_status ladder_flex_bwd_with_dbuf(const ladder_flex_problem *p, const ladd
     }
     for (int r = 0; r < spec->n_reads; r++) {
         if (!grad[r]) continue;
-        if (per_head) { /* a gradient of Hq floats (alibi's slopes), summed */
+        if (hopper && MOD == LADDER_FLEX_ALIBI) { /* a gradient of Hq floats (alibi's slopes), summed */
             LADDER_CUDA_TRY(cudaMemcpyAsync(grad[r]->data, part[r].ptr, sizeof(float) * (size_t)t->Hq,
                                             cudaMemcpyDeviceToDevice, 0));
             continue;
         }
         const ladder_flex_line line = ladder_flex_read_line(MOD, r);
         const int64_t N = ladder_flex_lines(line, t->Sq, t->Sk);
-        LADDER_TRY(lines[r].alloc(sizeof(float) * (size_t)(t->Hq * N)));
-        const float *c = (const float *)part[r].ptr;
-        float *sums = (float *)lines[r].ptr;
+        float *sums = (float *)part[r].ptr; /* the Hopper pass left the line sums there */
+        if (!hopper) {
+            LADDER_TRY(lines[r].alloc(sizeof(float) * (size_t)(t->Hq * N)));
+            sums = (float *)lines[r].ptr;
+            LADDER_TRY(ladder_flex_line_sums(line, (const float *)part[r].ptr, t->B, t->Hq, t->Sq, t->Sk, BR, false,
+                                             sums));
+        }
         const unsigned blocks = ladder_blocks(t->Hq * N, 256);
-        if (line == LADDER_FLEX_DIAGONAL)
-            ladder_flex_line_sum_kernel<LADDER_FLEX_DIAGONAL><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N,
-                                                                                sums);
-        else if (line == LADDER_FLEX_ROW)
-            ladder_flex_line_sum_kernel<LADDER_FLEX_ROW><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N, sums);
-        else
-            ladder_flex_line_sum_kernel<LADDER_FLEX_COLUMN><<<blocks, 256>>>(c, t->B, t->Hq, t->Sq, t->Sk, BR, N, sums);
-        LADDER_LAUNCH_CHECK("ladder_flex_line_sum_kernel");
         const dim3 chunks((unsigned)((N + FLEX_RUN_CHUNK - 1) / FLEX_RUN_CHUNK), (unsigned)t->Hq);
         ladder_flex_chunk_runs_kernel<MOD><<<chunks, FLEX_RUN_CHUNK>>>(sums, line, N, k.env, r);
         LADDER_LAUNCH_CHECK("ladder_flex_chunk_runs_kernel");
-        ladder_flex_line_scatter_kernel<MOD><<<blocks, 256>>>(
-            (const float *)lines[r].ptr, t->Hq, line, N, k.env, r, (float *)grad[r]->data);
+        ladder_flex_line_scatter_kernel<MOD><<<blocks, 256>>>(sums, t->Hq, line, N, k.env, r,
+                                                              (float *)grad[r]->data);
         LADDER_LAUNCH_CHECK("ladder_flex_line_scatter_kernel");
     }
     return LADDER_OK;

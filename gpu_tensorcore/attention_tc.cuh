@@ -299,21 +299,25 @@ template <int TILE> struct list_tiles {
     static_assert(LADDER_FLEX_BLOCK % TILE == 0, "a block-mask tile is a whole number of this rung's tiles");
     const int32_t *partial, *whole;     /* the row's partial and full tile indices, ascending */
     int32_t n_partial, n_whole, ep, ew; /* their counts, and the first entry of each not yet visited */
+    int32_t pe, we;                     /* those entries (0 past a list's end), read a settle ahead */
     int64_t L, at;
     bool in_whole; /* the current tile lies in a full block-mask tile */
     __device__ list_tiles(const int32_t *p, int32_t np, const int32_t *w, int32_t nw, int64_t len)
-        : partial(p), whole(w), n_partial(np), n_whole(nw), ep(0), ew(0), L(len) {
+        : partial(p), whole(w), n_partial(np), n_whole(nw), ep(0), ew(0), pe(np > 0 ? p[0] : 0),
+          we(nw > 0 ? w[0] : 0), L(len) {
         settle();
     }
-    /* at the first tile of the lower of the two lists' next entries; at L when both are done */
+    /* at the first tile of the lower of the two lists' next entries; at L when both are done. The heads of the
+     * lists after it are read here, for the next settle: a block-mask tile's worth of products later, so that the
+     * loads from global memory are not waited on in the loop */
     __device__ void settle() {
         const bool p = ep < n_partial, w = ew < n_whole;
-        /* both heads read and both indices stepped without a branch: a branch here, inside the Hopper forward's
+        /* both indices stepped and both heads read without a branch: a branch here, inside the Hopper forward's
          * loop, makes ptxas serialize its products (C7513) */
-        const int32_t pe = p ? partial[ep] : 0, we = w ? whole[ew] : 0;
         in_whole = w && !(p && pe < we);
         at = in_whole ? (int64_t)we * LADDER_FLEX_BLOCK : p ? (int64_t)pe * LADDER_FLEX_BLOCK : L;
         ew += in_whole, ep += !in_whole && p;
+        pe = ep < n_partial ? partial[ep] : 0, we = ew < n_whole ? whole[ew] : 0;
     }
     __device__ bool more() const { return at < L; }
     __device__ int64_t next() {
@@ -369,10 +373,11 @@ ladder_status bwd_launch(args a, bool deterministic, bool *on_hopper = nullptr);
 /* flex's passes at head dims (HD, HD), HD 64 or 128, in @p dtype (bf16 or f16), each with the policy flex<mod>: every
  * registered score mod is compiled (ladder_flex_with_mod), in attention_flex_*.cu. The backward is the deterministic
  * one; a.delta is its scratch, and its dQ pass sums each buffer read's shares into a.flex.part, a row per query tile
- * of bwd_flex_rows(mod) rows, but where the Hopper pass ran (*@p per_head set): it sums alibi's slopes gradient per
- * head into the first Hq floats of a.flex.part[0]. */
+ * of bwd_flex_rows(mod) rows, but where the Hopper pass ran (*@p hopper set): it sums alibi's slopes gradient per
+ * head into the first Hq floats of a.flex.part[0], and another mod's line sums into the first floats of each read's
+ * (ladder_flex_bwd_with_dbuf(), common/flex_gpu.cuh). */
 template <int HD> ladder_status fwd_flex(const args &a, int mod, ladder_dtype dtype);
-template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype, bool *per_head);
+template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype, bool *hopper);
 template <int HD> int bwd_flex_rows(int mod);
 
 } // namespace attn_tc

@@ -796,11 +796,11 @@ template <class Pol, class T, int HD, int HDV> ladder_status bwd_launch(args a, 
 
 /* flex's backward at head dims (HD, HD): the policy flex<mod>, every registered score mod compiled; always the
  * deterministic dQ pass (attention_tc.cuh). */
-template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype, bool *per_head) {
+template <int HD> ladder_status bwd_flex(const args &a, int mod, ladder_dtype dtype, bool *hopper) {
     return ladder_flex_with_mod(mod, [&](auto m) {
         using Pol = flex<decltype(m)::value>;
-        return dtype == LADDER_BF16 ? bwd_launch<Pol, __nv_bfloat16, HD, HD>(a, true, per_head)
-                                    : bwd_launch<Pol, __half, HD, HD>(a, true, per_head);
+        return dtype == LADDER_BF16 ? bwd_launch<Pol, __nv_bfloat16, HD, HD>(a, true, hopper)
+                                    : bwd_launch<Pol, __half, HD, HD>(a, true, hopper);
     });
 }
 

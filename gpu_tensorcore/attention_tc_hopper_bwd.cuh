@@ -8,8 +8,8 @@
  *
  * What changed since the mma.sync dK/dV pass, the forward's idea 3 applied to its loop:
  *   - A block is three warpgroups: a producer that copies and adds dQ (setmaxnreg 24; 32 with the hooks, 40 with
- *     flex's policy, 56 with its term tile) and two consumers that multiply (240; 232 with either, 224 with the
- *     term tile). The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query
+ *     flex's policy, 56 with its line tile) and two consumers that multiply (240; 232 with either, 224 with the
+ *     line tile). The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query
  *     tiles of the heads of its group as before (kv_steps: the same steps, masked where they were).
  *   - The producer's thread 0 copies K and V once and then, per step, Q and dO into a ring of two stages by TMA
  *     (128-byte swizzled panels), counting their bytes on the stage's mbarrier; its warp's 32 lanes put the step's
@@ -53,11 +53,13 @@
  * (seen_part()); dQ's adds always take turns, and a tile's turn order is its own key list's, last to first
  * (flex_turn(), counted by the writer once for the two steps of a block-mask tile). A step has 64 query rows at both
  * head dims. At a head dim of 128, where dK and dV hold 128 registers a consumer thread, an additive mod's terms
- * (S = s + a term of the positions and buffers) come from a tile of shared memory that the producer's idle warps 2
- * and 3 fill a step ahead (write_terms()), as memeff's bias comes from its tile: read by the consumers themselves,
- * the buffers spilled. A mod that reads a buffer and is not additive keeps the mma.sync passes at 128
- * (flex_mod_on_hopper()), as does every mod where a buffer's gradient is asked but alibi, whose slopes' gradient the
- * consumers sum per head (store_slopes()) (the mma.sync dQ pass sums the other buffers' shares).
+ * (S = s + a term of the positions and buffers) come from shared memory, one float for each line of the plane that
+ * the step crosses (its diagonals, or its rows and columns: the term lives on them), which the producer's idle warps
+ * 2 and 3 fill a step ahead (write_terms()): read by the consumers themselves, the buffers spilled. A mod that reads a buffer and is not additive keeps the mma.sync passes at 128
+ * (flex_mod_on_hopper()), as does every mod where a buffer's gradient is asked (the mma.sync dQ pass sums the shares)
+ * but alibi, whose slopes' gradient the consumers sum per head (store_slopes()), and at a head dim of 128 the other
+ * additive mods, whose dS' the consumers put into a tile of shared memory and sum along the lines of the buffers'
+ * elements while dQ's product runs (put_shares(), sum_lines()).
  *
  * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): an sm_90
  * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); D a
@@ -66,7 +68,8 @@
  * inner stride 1 and the other strides multiples of 16 bytes (TMA); with the hooks, a bias TMA can describe (broadcast
  * over batch rows and heads at most), its gradient in its own storage with 16-byte aligned rows (not the fp32
  * scratch of a broadcast bias's gradient), and dropout's draws starting on multiples of four (Sk and the offset);
- * with flex's, deterministic mode and no buffer's gradient asked but alibi's slopes'.
+ * with flex's, deterministic mode and no buffer's gradient asked but alibi's slopes' and, at a head dim of 128, the
+ * other additive mods'.
  */
 #ifndef LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_BWD_CUH
 #define LADDER_GPU_TENSORCORE_ATTENTION_TC_HOPPER_BWD_CUH
@@ -106,16 +109,21 @@ template <class Pol, int HD> struct ws_bwd_cfg {
     /* the step infos' ring: the dQ writer reads a step's info after the consumers have freed its stage, and the
      * producer writes the slot again four steps later, when the writer is done with it */
     static constexpr int INFOS = 4;
-    /* flex's additive mods at a head dim of 128: one fp32 tile of the step's terms, the block's keys by the step's
-     * rows (term_index()), which the producer's warps 2 and 3 fill while the consumers finish the step before (two
-     * of them, a stage each, do not fit beside the rest) */
+    /* flex's additive mods at a head dim of 128: the step's terms by the lines they live on (write_terms()), BR + BC
+     * floats, which the producer's warps 2 and 3 fill while the consumers finish the step before */
     static constexpr bool TERMS = has_additive_mod<Pol>() && HD == 128;
-    static constexpr uint32_t TERM_BYTES = TERMS ? 4 * BR * BC : 0;
-    static_assert(!TERMS || BR == 64, "term_index() swizzles rows of 64 floats");
+    static constexpr int TERM_LINES = BR + BC;
+    static constexpr uint32_t TERM_BYTES = TERMS ? 4 * TERM_LINES : 0;
+    /* and where their buffers' gradients are asked (alibi's slopes but, summed in registers: store_slopes()), the
+     * share tile: dS' of the step, fp32, the block's keys by the step's rows (share_index()), which the consumers
+     * sum along the lines (sum_lines()) */
+    static constexpr bool SHARES = TERMS && !is_alibi<Pol>();
+    static constexpr uint32_t SHARE_BYTES = SHARES ? 4 * BR * BC : 0;
+    static_assert(!SHARES || BR == 64, "share_index() rotates rows of 64 floats");
     /* as the forward's: 2 * 128 * 240 + 128 * 24 = 64512, the registers the launch gives the block (168 a thread),
      * which is all that setmaxnreg.inc can take (more, and a consumer waits for registers forever); with the
      * hooks the producer keeps 32 (its bias copies spilled in 24) and the consumers take 232, and so with flex's
-     * policy (its producer walks the block lists) but for the term tile's: there the producer keeps 56 (t5_bias's
+     * policy (its producer walks the block lists) but for the line tile's: there the producer keeps 56 (t5_bias's
      * terms spilled in 40) and the consumers, who read the terms, take 224 */
     static constexpr int PRODUCER_REGS = TERMS ? 56 : Pol::FLEX ? 40 : Pol::EXTRAS ? 32 : 24,
                          CONSUMER_REGS = TERMS ? 224 : Pol::FLEX || Pol::EXTRAS ? 232 : 240;
@@ -131,7 +139,7 @@ template <class Pol, int HD> struct ws_bwd_cfg {
      * in dQ's accumulator, and one bulk reduction adds them all (the consumers' column pairs then meet 4-way bank
      * conflicts, which cost less than a reduction per row) */
     static constexpr int DQ_STRIDE = HD;
-    /* the term tile's named barriers: "full" (the step's terms are in) and "free" (the consumers have read them),
+    /* the line tile's named barriers: "full" (the step's terms are in) and "free" (the consumers have read them),
      * both rendezvous of the producer's warps 2 and 3 and the consumers */
     static constexpr int TERM_FULL_BAR = DQ_FREE_BAR + 1, TERM_FREE_BAR = TERM_FULL_BAR + 1,
                          TERM_THREADS = 64 + 128 * CONSUMERS;
@@ -140,13 +148,13 @@ template <class Pol, int HD> struct ws_bwd_cfg {
     static constexpr uint32_t BIAS_BYTES = Pol::EXTRAS ? 2 * BR * BC : 0;
     static constexpr uint32_t K_BYTES = 2 * BC * HD, Q_BYTES = 2 * BR * HD, DS_BYTES = 2 * BC * BR;
     /* byte offsets from the 1024-byte aligned base: K, V; per stage Q, dO (128-byte swizzled panels), dS^T (a
-     * core-matrix tile), the bias tile; per stage lse, Delta; dQ's fp32 tile; the term tile; the steps' infos; the
+     * core-matrix tile), the bias tile; per stage lse, Delta; dQ's fp32 tile; the line tile; the share tile; the steps' infos; the
      * mbarriers: K and V's "full", each stage's "full" (the bytes of its Q and dO) */
     static constexpr uint32_t V_AT = K_BYTES, Q_AT = 2 * K_BYTES, DO_AT = Q_AT + STAGES * Q_BYTES,
                               DS_AT = DO_AT + STAGES * Q_BYTES, BIAS_AT = DS_AT + STAGES * DS_BYTES,
                               L2_AT = BIAS_AT + STAGES * BIAS_BYTES, D_AT = L2_AT + STAGES * BR * 4,
                               DQ_AT = D_AT + STAGES * BR * 4, TERM_AT = DQ_AT + BR * DQ_STRIDE * 4,
-                              INFO_AT = TERM_AT + TERM_BYTES, BAR_AT = INFO_AT + INFOS * sizeof(stage_info),
+                              SHARE_AT = TERM_AT + TERM_BYTES, INFO_AT = SHARE_AT + SHARE_BYTES, BAR_AT = INFO_AT + INFOS * sizeof(stage_info),
                               END = BAR_AT + 8 * (1 + STAGES);
     static constexpr size_t SMEM = 1024 + END;
     static_assert(SMEM <= 227 * 1024, "the block's shared memory fits an sm_90 block's 227 KiB");
@@ -221,37 +229,105 @@ __device__ __forceinline__ uint32_t seen_part(const args &a, int64_t b, int64_t 
 }
 
 /*
- * Element (key c of the block, row r of the step) of the term tile (ws_bwd_cfg::TERMS): a row of 64 floats a key,
- * its 8-float pieces swizzled by the key (piece r / 8 at r / 8 ^ c % 8), so that the 8 keys a consumer warp reads
- * at once fall on different banks, and a row a producer warp writes at once covers them all.
+ * The lines an additive mod's term lives on (common/flex_lines.h): a diagonal j - i (alibi, rel_bias, t5_bias), or a
+ * row i plus a column j (bias_qk: bq[h, i] + bk[h, j]). A step of BR rows by the block's BC keys crosses BR + BC - 1
+ * diagonals, or BR rows and BC columns, so its terms are BR + BC floats, not BR x BC (the line tile, @p Ts):
+ *   - diagonal: line x = c - r + BR - 1 for key c of the block and row r of the step, and term(r, c) = Ts[x];
+ *   - rows and columns: Ts[r] = term(r, 0) for the rows, Ts[BR + c] = term(0, c) - term(0, 0) for the columns, and
+ *     term(r, c) = Ts[r] + Ts[BR + c].
  */
-__device__ __forceinline__ int term_index(int c, int r) { return 64 * c + 8 * ((r / 8) ^ (c % 8)) + r % 8; }
+template <int MOD> __device__ __forceinline__ constexpr bool diagonal_terms() { return MOD != LADDER_FLEX_BIAS_QK; }
+static_assert(LADDER_FLEX_SCORE_COUNT == 6, "a new additive score mod: say which lines its term lives on here");
+
+/*
+ * Element (key c of the block, row r of the step) of the share tile (ws_bwd_cfg::SHARES): a row of 64 floats a key,
+ * rotated by the key, so that the lanes of a warp that walk neighbouring diagonals, rows or columns of the tile each
+ * read a different bank.
+ */
+__device__ __forceinline__ int share_index(int c, int r) { return 64 * c + ((r + c) & 63); }
+
+/* A consumer thread's dS' (p_and_ds_transposed_flex's: keys k_row, k_row + 8, queries 8 i + 2 t, + 1) into the share
+ * tile @p Sh. The additive mods' terms have slope 1 in their buffers (rel_bias, t5_bias, bias_qk), so dS' is each
+ * element's share of its buffer elements' gradients. */
+template <int BR>
+__device__ __forceinline__ void put_shares(float *Sh, const float (&dp)[BR / 8][4], int k_row, int t) {
+#pragma unroll
+    for (int i = 0; i < BR / 8; i++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) Sh[share_index(k_row + 8 * (c / 2), 8 * i + 2 * t + (c & 1))] = dp[i][c];
+}
+
+/* The plane's lines with its rows and columns swapped: a pass that walks the query tiles inside a key tile keeps the
+ * partials of the transposed plane (common/flex_gpu.cuh's step 2 reads them mirrored). */
+__host__ __device__ constexpr ladder_flex_line transposed_line(ladder_flex_line line) {
+    return line == LADDER_FLEX_ROW ? LADDER_FLEX_COLUMN : line == LADDER_FLEX_COLUMN ? LADDER_FLEX_ROW : line;
+}
+
+/*
+ * The step's line sums, after both consumers' shares are in (a barrier between): consumer thread @p u (0 .. 255) sums
+ * one line of one read whose gradient is asked (the reads' lines one after another: 191 diagonals, or 64 rows and 128
+ * columns), in one order (down the rows, along the keys), and adds the sum into its slot of the read's partials: a row
+ * per (batch row @p b, head @p h, key tile @p kt), the transposed plane's layout (transposed_line(); 0 before the
+ * pass), slot i - j + j0 + BC - 1 of a diagonal, i of a row, c of a column. A slot is added to by one thread a step,
+ * and the steps' adds are ordered by the barriers every consumer meets each step: the same bits at every run.
+ */
+template <class Pol, class C>
+__device__ __forceinline__ void sum_lines(const args &a, const float *Sh, int64_t b, int64_t h, int64_t i0, int64_t kt,
+                                          int u) {
+    constexpr int BR = C::BR, BC = C::BC;
+    const ladder_flex_hooks &f = a.flex;
+    int l = u;
+#pragma unroll
+    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
+        const ladder_flex_line line = ladder_flex_read_line(Pol::MOD, rd);
+        const int n = ladder_flex_tile_lines(line, BR, BC);
+        if (f.part[rd] && l >= 0 && l < n) {
+            float sum = 0.0f;
+            int64_t slot;
+            if (line == LADDER_FLEX_DIAGONAL) { /* key c = r + l - (BR - 1) */
+                const int r0 = l < BR - 1 ? BR - 1 - l : 0, r1 = BC + BR - 1 - l < BR ? BC + BR - 1 - l : BR;
+                for (int r = r0; r < r1; r++) sum += Sh[share_index(r + l - (BR - 1), r)];
+                slot = i0 - l + BR + BC - 2;
+            } else if (line == LADDER_FLEX_ROW) {
+                for (int c = 0; c < BC; c++) sum += Sh[share_index(c, l)];
+                slot = i0 + l;
+            } else {
+                for (int r = 0; r < BR; r++) sum += Sh[share_index(l, r)];
+                slot = l;
+            }
+            const int64_t width = ladder_flex_partial_width(transposed_line(line), f.env.Sq, BC);
+            if (slot < width) f.part[rd][((b * a.Hq + h) * gridDim.x + kt) * width + slot] += sum;
+        }
+        l -= n;
+    }
+}
 
 /*
  * The producer's warps 2 and 3 (@p half 0 and 1), where the mod is additive at a head dim of 128 (ws_bwd_cfg::TERMS):
- * each step's terms S(0) at every element into the term tile @p Ts, keys 64 half .. + 63, lane L its rows 2 L and
- * 2 L + 1, at positions clamped into the step's rows and the block's keys (the elements past them are masked, and
- * the mod would read past its buffers there); eight keys' terms at a time, so that their buffer reads are in flight
- * together (one key at a time, two warps fell behind the consumers). Each step waits for the consumers to have read
- * the last one's terms ("free") and meets them once its own are in ("full"): two rendezvous, where an arrive would
- * have done, since the tile has one buffer and the producer could not run ahead anyway (racecheck still reports
- * hazards between these stores and the consumers' loads; open in docs/results/sanitizers.md). The steps are the
- * kernel's, walked again.
+ * each step's line tile @p Ts (diagonal_terms()), the term of each line asked of the mod at the line's first element
+ * in the step's rows and the block's keys, clamped into them (a line that starts past them holds only masked
+ * elements, and the mod would read past its buffers there); three lines a lane. Each step waits for the consumers to
+ * have read the last one's lines ("free") and meets them once its own are in ("full"). The steps are the kernel's,
+ * walked again.
  */
 template <class Pol, class C, class Steps>
 __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *Ts, int half, int lane, int64_t b,
                                             int64_t q_first, int64_t key0, int keys) {
+    constexpr int BR = C::BR;
+    const ladder_flex_env &env = a.flex.env;
     for (int n = 0; steps.more(); steps.next(a), n++) {
         const qtile q = steps.tile();
         if (n > 0) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
-        const int r = 2 * lane;
-        const int64_t i0 = q_first + q.i0 + (r < q.rows ? r : q.rows - 1),
-                      i1 = q_first + q.i0 + (r + 1 < q.rows ? r + 1 : q.rows - 1);
-#pragma unroll 8
-        for (int c = 64 * half; c < 64 * half + 64; c++) {
-            const int64_t j = key0 + (c < keys ? c : keys - 1);
-            *(float2 *)(Ts + term_index(c, r)) = make_float2(ladder_flex_score(Pol::MOD, 0.0f, &a.flex.env, b, q.h, i0, j),
-                                                             ladder_flex_score(Pol::MOD, 0.0f, &a.flex.env, b, q.h, i1, j));
+        const int64_t i0 = q_first + q.i0;
+#pragma unroll 1
+        for (int x = 32 * half + lane; x < C::TERM_LINES; x += 64) {
+            int r, c; /* the line's first element */
+            if (diagonal_terms<Pol::MOD>()) r = x < BR - 1 ? BR - 1 - x : 0, c = x < BR - 1 ? 0 : x - (BR - 1);
+            else r = x < BR ? x : 0, c = x < BR ? 0 : x - BR;
+            r = r < q.rows ? r : q.rows - 1, c = c < keys ? c : keys - 1;
+            float term = ladder_flex_score(Pol::MOD, 0.0f, &env, b, q.h, i0 + r, key0 + c);
+            if (!diagonal_terms<Pol::MOD>() && x >= BR) term -= ladder_flex_score(Pol::MOD, 0.0f, &env, b, q.h, i0, key0);
+            Ts[x] = term;
         }
         ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS);
     }
@@ -274,12 +350,25 @@ __device__ __forceinline__ void p_and_ds_transposed_flex(const args &a, float (&
                                                          int k_row, int t, float &slopes) {
     const ladder_flex_hooks &f = a.flex;
     [[maybe_unused]] const float d0 = SLOPES ? (float)((k0 + k_row) - (q0 + 2 * t)) : 0.0f; /* j - i at (0, 0) */
+    [[maybe_unused]] float col[2] = {0.0f, 0.0f}; /* rows and columns: the thread's two keys' column terms */
+    if constexpr (TERMS) {
+        if (!diagonal_terms<MOD>()) col[0] = Ts[BR + k_row], col[1] = Ts[BR + k_row + 8];
+    }
 #pragma unroll
     for (int i = 0; i < BR / 8; i++) {
         const float2 l2 = *(const float2 *)(L2 + 8 * i + 2 * t), de = *(const float2 *)(Dl + 8 * i + 2 * t);
-        float2 term[2]; /* keys k_row and k_row + 8, queries 8 i + 2 t and + 1 */
-        if constexpr (TERMS)
-            for (int k = 0; k < 2; k++) term[k] = *(const float2 *)(Ts + term_index(k_row + 8 * k, 8 * i + 2 * t));
+        float2 term[2]; /* keys k_row and k_row + 8, queries 8 i + 2 t and + 1 (the line tile: write_terms()) */
+        if constexpr (TERMS) {
+            for (int k = 0; k < 2; k++) {
+                if (diagonal_terms<MOD>()) {
+                    const int x = k_row + 8 * k - (8 * i + 2 * t) + BR - 1;
+                    term[k] = make_float2(Ts[x], Ts[x - 1]);
+                } else {
+                    const float2 row = *(const float2 *)(Ts + 8 * i + 2 * t);
+                    term[k] = make_float2(row.x + col[k], row.y + col[k]);
+                }
+            }
+        }
 #pragma unroll
         for (int c = 0; c < 4; c++) {
             const int e = c & 1, r = 8 * i + 2 * t + e, key = k_row + 8 * (c / 2);
@@ -531,7 +620,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
     __syncthreads(); /* the barriers: the last barrier every thread meets */
 
     if (wg == 0) { /* the producer: warp 0, its thread 0 issuing the copies; warp 1, the dQ writer; warps 2
-                   * and 3, where the mod is additive at a head dim of 128, the term tile's (write_terms()) */
+                   * and 3, where the mod is additive at a head dim of 128, the line tile's (write_terms()) */
         ladder_setmaxnreg_dec<C::PRODUCER_REGS>();
         if (warp == 1) {
             write_dq<Pol, C>(a, turns, steps.left(), info, dQs, lane, b, seq, j0);
@@ -628,6 +717,9 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
      * that head, then the warp's sum stored as the warp's share of the head (store_slopes(): one slot for each warp
      * of each key tile, in the scratch that bwd_wgmma_dkdv() put in place of the partials) */
     const bool slopes_asked = is_alibi<Pol>() && a.flex.part[0];
+    /* another additive mod's buffers' gradients: the share tile and the line sums */
+    [[maybe_unused]] const bool lines_asked = C::SHARES && flex_asked_reads(a.flex) > 0;
+    [[maybe_unused]] float *Sh = (float *)(base + C::SHARE_AT);
     float slopes = 0.0f;
     int slopes_h = -1;
     auto store_slopes = [&](int h) {
@@ -691,6 +783,11 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
             }
             if constexpr (C::TERMS) /* read */
                 if (n + 1 < n_steps) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
+            /* the buffers' gradients: dS' into the share tile, summed once both consumers' are in (below); the
+             * last step's sums are done, since every consumer met "terms full" after them */
+            if constexpr (C::SHARES) {
+                if (lines_asked) put_shares<BR>(Sh, dp, k_row, t);
+            }
         } else if constexpr (Pol::EXTRAS) {
             if (q.masked) {
                 if (capped) p_and_ds_transposed_hooked<T, BR, true, true>(a, sc, dp, L2, Dl, sl2, win, q.i0, k_row, Bp, biased, sink, kept, w, lane);
@@ -759,6 +856,9 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
             ladder_wgmma_ss<T, C::DQ_N, true, true>(dq, desc(C::DS_AT + st * C::DS_BYTES + cw * QO * 16 + kb * 32 * BR, CM_MN),
                                                     desc(cw * K_COL + kb * 2048, SW_MN_K), kb > 0);
         ladder_wgmma_commit();
+        if constexpr (C::SHARES) { /* while dQ's product runs: the step's line sums (the barrier above: every share in) */
+            if (lines_asked) sum_lines<Pol, C>(a, Sh, b, q.h, q0, j0 / BC, (int)threadIdx.x - 128);
+        }
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dq);
         if (n + ST < n_steps) ladder_named_barrier(C::FREE_BAR + st, C::BAR_THREADS);
@@ -827,8 +927,9 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
      * packed rows */
     if (a.cu_q && Pol::EXTRAS) return LADDER_OK;
     /* flex: its dQ's adds take turns (its backward is the deterministic one), and a buffer's gradient asks for the
-     * dQ pass that sums the shares, but alibi's slopes', which the consumers sum per head */
-    if (Pol::FLEX && (!deterministic || (flex_asked_reads(a.flex) > 0 && !is_alibi<Pol>())))
+     * dQ pass that sums the shares, but alibi's slopes', which the consumers sum per head, and the other additive
+     * mods' at a head dim of 128, which they sum along the lines (sum_lines()) */
+    if (Pol::FLEX && (!deterministic || (flex_asked_reads(a.flex) > 0 && !is_alibi<Pol>() && !C::SHARES)))
         return LADDER_OK;
     /* dropout: each row's draws start on a multiple of four (kept_part()) */
     if (Pol::EXTRAS && a.hooks.dropout_p > 0.0f && (a.Sk % 4 != 0 || a.hooks.offset % 4 != 0)) return LADDER_OK;
@@ -877,9 +978,31 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
         LADDER_CUDA_TRY(cudaMemsetAsync(shares.ptr, 0, bytes));
         a.flex.part[0] = (float *)shares.ptr;
     }
+    /* another additive mod's buffers' gradients: the consumers' line sums go into partials of their own, a row per key
+     * tile (sum_lines()), zeroed here; after the pass each read's line sums go into the first floats of the caller's
+     * partials (ladder_flex_bwd_with_dbuf() reads them there: bwd_launch()'s on_hopper) */
+    ladder_scratch lines_part[LADDER_FLEX_MAX_READS];
+    float *caller_part[LADDER_FLEX_MAX_READS] = {};
+    if constexpr (C::SHARES)
+        for (int r = 0; r < LADDER_FLEX_MAX_READS; r++) {
+            if (!a.flex.part[r]) continue;
+            const ladder_flex_line line = transposed_line(ladder_flex_read_line(Pol::MOD, r));
+            const size_t bytes = sizeof(float) * (size_t)ladder_flex_partial_numel(line, a.B, a.Hq, a.Sk, a.Sq, C::BC);
+            LADDER_TRY(lines_part[r].alloc(bytes));
+            LADDER_CUDA_TRY(cudaMemsetAsync(lines_part[r].ptr, 0, bytes));
+            caller_part[r] = a.flex.part[r], a.flex.part[r] = (float *)lines_part[r].ptr;
+        }
     LADDER_TRY(ladder_allow_smem(attn_bwd_wgmma_ws_kernel<Pol, T, HD>, C::SMEM));
     attn_bwd_wgmma_ws_kernel<Pol, T, HD><<<grid, C::THREADS, C::SMEM>>>(a, (int *)turns.ptr, tq, tk, tv, tdo, tb);
     LADDER_LAUNCH_CHECK("attn_bwd_wgmma_ws_kernel");
+    if constexpr (C::SHARES)
+        for (int r = 0; r < LADDER_FLEX_MAX_READS; r++) {
+            if (!caller_part[r]) continue;
+            LADDER_TRY(ladder_flex_line_sums(transposed_line(ladder_flex_read_line(Pol::MOD, r)),
+                                             (const float *)lines_part[r].ptr, a.B, a.Hq, a.Sk, a.Sq, C::BC, true,
+                                             caller_part[r]));
+            a.flex.part[r] = caller_part[r];
+        }
     if (slopes_grad) {
         ladder_flex_head_sums_kernel<<<(unsigned)a.Hq, 32>>>((const float *)shares.ptr, a.B, a.Hq, grid.x * 8,
                                                              slopes_grad);
@@ -892,8 +1015,8 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
 
 /* Does the Hopper pass run flex's score mod MOD at head dims (HD, HD)? Every mod at 64; at 128, where dK and dV hold
  * 128 registers a consumer thread, the mods that read no buffer (none, softcap) and the additive ones, whose terms
- * come from the term tile (a mod that reads buffers in the consumers spilled there, 4 to 92 bytes by ptxas). Where a
- * buffer's gradient is asked, alibi alone (bwd_wgmma_dkdv()). */
+ * come from the line tile (a mod that reads buffers in the consumers spilled there, 4 to 92 bytes by ptxas). Where a
+ * buffer's gradient is asked, alibi and, at 128, the other additive mods (bwd_wgmma_dkdv()). */
 template <int MOD, int HD> constexpr bool flex_mod_on_hopper() {
     return HD == 64 || MOD == LADDER_FLEX_SCORE_NONE || MOD == LADDER_FLEX_SOFTCAP || ladder_flex_additive(MOD);
 }

@@ -51,9 +51,9 @@ extern "C" ladder_status flex_bwd_gpu_tensorcore(const ladder_flex_problem *p, c
     n.delta = (float *)delta.ptr;
     const int rows = wide(n) ? attn_tc::bwd_flex_rows<128>(p->score_mod) : attn_tc::bwd_flex_rows<64>(p->score_mod);
     return ladder_flex_with_mod(p->score_mod, [&](auto m) {
-        return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, rows, [&](bool *per_head) {
-            return wide(n) ? attn_tc::bwd_flex<128>(n, p->score_mod, a->q.dtype, per_head)
-                           : attn_tc::bwd_flex<64>(n, p->score_mod, a->q.dtype, per_head);
+        return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, rows, [&](bool *hopper) {
+            return wide(n) ? attn_tc::bwd_flex<128>(n, p->score_mod, a->q.dtype, hopper)
+                           : attn_tc::bwd_flex<64>(n, p->score_mod, a->q.dtype, hopper);
         });
     });
 }

@@ -142,7 +142,7 @@ static struct criterion_test_params policy_cases(void) {
     static const ladder_dtype dtypes[] = {LADDER_BF16, LADDER_F16};
     const int causal = 1 << LADDER_FLEX_CAUSAL, window = 1 << LADDER_FLEX_WINDOW;
     const int doc = 1 << LADDER_FLEX_DOCUMENT, prefix = 1 << LADDER_FLEX_PREFIX_LM;
-    test_case cases[48];
+    test_case cases[56];
     int n = 0;
     for (int d = 0; d < 2; d++) {
         const ladder_dtype dt = dtypes[d];
@@ -162,7 +162,8 @@ static struct criterion_test_params policy_cases(void) {
         cases[n++] = memeff_case(2, 4, 2, 256, 384, 128, 1, 0.0, 2, dt);   /* a broadcast bias: the forward's */
         cases[n++] = memeff_case(1, 4, 2, 300, 517, 256, 1, 0.2, 0, dt);   /* 32-key tiles */
         /* a buffer's gradient asked: alibi's slopes summed per head in the Hopper pass (with the bench's window at
-         * 128), the other mods' buffers by the mma.sync dQ pass */
+         * 128), the other additive mods' buffers along the lines at 128 (the share tile), by the mma.sync dQ pass at
+         * 64 */
         cases[n++] = flex_case(1, 4, 2, 300, 517, 64, LADDER_FLEX_ALIBI, causal, -1, NULL, false, dt);
         cases[n++] = flex_case(2, 4, 2, 400, 400, 128, LADDER_FLEX_ALIBI, causal | window, 100, NULL, false, dt);
         cases[n++] = flex_case(2, 4, 4, 640, 700, 128, LADDER_FLEX_REL_BIAS, causal | window, 200, NULL, false, dt);
@@ -174,11 +175,14 @@ static struct criterion_test_params policy_cases(void) {
         cases[n++] = flex_case(2, 2, 2, 260, 390, 64, LADDER_FLEX_T5_BIAS, prefix | window, 50, "t5_bias", false, dt);
         cases[n++] = flex_case(1, 4, 2, 384, 384, 64, LADDER_FLEX_REL_BIAS, causal, -1, "rel_bias", true, dt);
         cases[n++] = flex_case(2, 2, 1, 300, 257, 64, LADDER_FLEX_BIAS_QK, doc | prefix, -1, "bq,bk", false, dt);
-        /* the term tile: the additive mods at 128 (rel_bias above), the bench's window with ALiBi */
+        /* the line tile: the additive mods at 128 (rel_bias above), the bench's window with ALiBi */
         cases[n++] = flex_case(1, 2, 2, 400, 400, 128, LADDER_FLEX_ALIBI, causal | window, 100, "slopes", false, dt);
         cases[n++] = flex_case(1, 2, 1, 333, 200, 128, LADDER_FLEX_T5_BIAS, causal, -1, "t5_bias", false, dt);
         cases[n++] = flex_case(1, 4, 2, 300, 517, 128, LADDER_FLEX_REL_BIAS, causal, -1, "rel_bias", true, dt);
         cases[n++] = flex_case(2, 2, 1, 300, 257, 128, LADDER_FLEX_BIAS_QK, doc | prefix, -1, "bq,bk", false, dt);
+        /* their gradients at 128, summed along the lines in the Hopper pass: a bucket table, a row and a column */
+        cases[n++] = flex_case(1, 2, 1, 333, 200, 128, LADDER_FLEX_T5_BIAS, causal, -1, NULL, false, dt);
+        cases[n++] = flex_case(2, 2, 1, 300, 257, 128, LADDER_FLEX_BIAS_QK, doc | prefix, -1, NULL, false, dt);
     }
     return test_params(cases, n);
 }

@@ -299,25 +299,21 @@ template <int TILE> struct list_tiles {
     static_assert(LADDER_FLEX_BLOCK % TILE == 0, "a block-mask tile is a whole number of this rung's tiles");
     const int32_t *partial, *whole;     /* the row's partial and full tile indices, ascending */
     int32_t n_partial, n_whole, ep, ew; /* their counts, and the first entry of each not yet visited */
-    int32_t pe, we;                     /* those entries (0 past a list's end), read a settle ahead */
     int64_t L, at;
     bool in_whole; /* the current tile lies in a full block-mask tile */
     __device__ list_tiles(const int32_t *p, int32_t np, const int32_t *w, int32_t nw, int64_t len)
-        : partial(p), whole(w), n_partial(np), n_whole(nw), ep(0), ew(0), pe(np > 0 ? p[0] : 0),
-          we(nw > 0 ? w[0] : 0), L(len) {
+        : partial(p), whole(w), n_partial(np), n_whole(nw), ep(0), ew(0), L(len) {
         settle();
     }
-    /* at the first tile of the lower of the two lists' next entries; at L when both are done. The heads of the
-     * lists after it are read here, for the next settle: a block-mask tile's worth of products later, so that the
-     * loads from global memory are not waited on in the loop */
+    /* at the first tile of the lower of the two lists' next entries; at L when both are done */
     __device__ void settle() {
         const bool p = ep < n_partial, w = ew < n_whole;
-        /* both indices stepped and both heads read without a branch: a branch here, inside the Hopper forward's
+        /* both heads read and both indices stepped without a branch: a branch here, inside the Hopper forward's
          * loop, makes ptxas serialize its products (C7513) */
+        const int32_t pe = p ? partial[ep] : 0, we = w ? whole[ew] : 0;
         in_whole = w && !(p && pe < we);
         at = in_whole ? (int64_t)we * LADDER_FLEX_BLOCK : p ? (int64_t)pe * LADDER_FLEX_BLOCK : L;
         ew += in_whole, ep += !in_whole && p;
-        pe = ep < n_partial ? partial[ep] : 0, we = ew < n_whole ? whole[ew] : 0;
     }
     __device__ bool more() const { return at < L; }
     __device__ int64_t next() {

@@ -139,8 +139,8 @@ template <class Pol, int HD> struct ws_bwd_cfg {
      * in dQ's accumulator, and one bulk reduction adds them all (the consumers' column pairs then meet 4-way bank
      * conflicts, which cost less than a reduction per row) */
     static constexpr int DQ_STRIDE = HD;
-    /* the line tile's named barriers: "full" (the step's terms are in) and "free" (the consumers have read them),
-     * both rendezvous of the producer's warps 2 and 3 and the consumers */
+    /* the line tile's named barriers: "full" (the step's terms are in: the producer's warps 2 and 3 arrive, the
+     * consumers wait) and "free" (the consumers have read them: they arrive, the warps wait) */
     static constexpr int TERM_FULL_BAR = DQ_FREE_BAR + 1, TERM_FREE_BAR = TERM_FULL_BAR + 1,
                          TERM_THREADS = 64 + 128 * CONSUMERS;
     /* the hooks' bias tile of a stage: the step's BR queries by the block's keys, two panels of 64 keys (a
@@ -268,47 +268,50 @@ __host__ __device__ constexpr ladder_flex_line transposed_line(ladder_flex_line 
  * one line of one read whose gradient is asked (the reads' lines one after another: 191 diagonals, or 64 rows and 128
  * columns), in one order (down the rows, along the keys), and adds the sum into its slot of the read's partials: a row
  * per (batch row @p b, head @p h, key tile @p kt), the transposed plane's layout (transposed_line(); 0 before the
- * pass), slot i - j + j0 + BC - 1 of a diagonal, i of a row, c of a column. A slot is added to by one thread a step,
- * and the steps' adds are ordered by the barriers every consumer meets each step: the same bits at every run.
+ * pass), slot i - j + j0 + BC - 1 of a diagonal, i of a row, c of a column. The add is a reduction in memory (red), which
+ * the thread does not wait for. A row's slot is added to once (a step's rows are its own), a column's by the same
+ * thread at every step, and so is a diagonal's: the steps' 191 diagonals overlap, so the thread of a diagonal is
+ * picked by its slot (slot mod 191), not by its place in the step. One thread's adds to one address land in its
+ * program's order: the same bits at every run.
  */
 template <class Pol, class C>
 __device__ __forceinline__ void sum_lines(const args &a, const float *Sh, int64_t b, int64_t h, int64_t i0, int64_t kt,
                                           int u) {
     constexpr int BR = C::BR, BC = C::BC;
     const ladder_flex_hooks &f = a.flex;
-    int l = u;
+    int v = u; /* the thread's place among the read's lines */
 #pragma unroll
     for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
         const ladder_flex_line line = ladder_flex_read_line(Pol::MOD, rd);
         const int n = ladder_flex_tile_lines(line, BR, BC);
-        if (f.part[rd] && l >= 0 && l < n) {
+        if (f.part[rd] && v >= 0 && v < n) {
             float sum = 0.0f;
             int64_t slot;
-            if (line == LADDER_FLEX_DIAGONAL) { /* key c = r + l - (BR - 1) */
+            if (line == LADDER_FLEX_DIAGONAL) { /* the diagonal whose slot is v mod n; key c = r + l - (BR - 1) */
+                const int l = n - 1 - (int)(((v - i0) % n + n) % n);
                 const int r0 = l < BR - 1 ? BR - 1 - l : 0, r1 = BC + BR - 1 - l < BR ? BC + BR - 1 - l : BR;
                 for (int r = r0; r < r1; r++) sum += Sh[share_index(r + l - (BR - 1), r)];
                 slot = i0 - l + BR + BC - 2;
             } else if (line == LADDER_FLEX_ROW) {
-                for (int c = 0; c < BC; c++) sum += Sh[share_index(c, l)];
-                slot = i0 + l;
+                for (int c = 0; c < BC; c++) sum += Sh[share_index(c, v)];
+                slot = i0 + v;
             } else {
-                for (int r = 0; r < BR; r++) sum += Sh[share_index(l, r)];
-                slot = l;
+                for (int r = 0; r < BR; r++) sum += Sh[share_index(v, r)];
+                slot = v;
             }
             const int64_t width = ladder_flex_partial_width(transposed_line(line), f.env.Sq, BC);
-            if (slot < width) f.part[rd][((b * a.Hq + h) * gridDim.x + kt) * width + slot] += sum;
+            if (slot < width) atomic_add1(&f.part[rd][((b * a.Hq + h) * gridDim.x + kt) * width + slot], sum);
         }
-        l -= n;
+        v -= n;
     }
 }
 
 /*
  * The producer's warps 2 and 3 (@p half 0 and 1), where the mod is additive at a head dim of 128 (ws_bwd_cfg::TERMS):
- * each step's line tile @p Ts (diagonal_terms()), the term of each line asked of the mod at the line's first element
- * in the step's rows and the block's keys, clamped into them (a line that starts past them holds only masked
- * elements, and the mod would read past its buffers there); three lines a lane. Each step waits for the consumers to
- * have read the last one's lines ("free") and meets them once its own are in ("full"). The steps are the kernel's,
- * walked again.
+ * each step's line tile (diagonal_terms()), the term of each line asked of the mod at the line's first element in the
+ * step's rows and the block's keys, clamped into them (a line that starts past them holds only masked elements, and
+ * the mod would read past its buffers there); three lines a lane. Each step fills the tile once the consumers have
+ * read the last one's lines ("free"), and says so ("full"). The steps are the kernel's, walked again.
  */
 template <class Pol, class C, class Steps>
 __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *Ts, int half, int lane, int64_t b,
@@ -329,7 +332,7 @@ __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *T
             if (!diagonal_terms<Pol::MOD>() && x >= BR) term -= ladder_flex_score(Pol::MOD, 0.0f, &env, b, q.h, i0, key0);
             Ts[x] = term;
         }
-        ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS);
+        ladder_named_barrier_arrive(C::TERM_FULL_BAR, C::TERM_THREADS);
     }
 }
 
@@ -782,7 +785,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
                 else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS, false>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t, slopes);
             }
             if constexpr (C::TERMS) /* read */
-                if (n + 1 < n_steps) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
+                if (n + 1 < n_steps) ladder_named_barrier_arrive(C::TERM_FREE_BAR, C::TERM_THREADS);
             /* the buffers' gradients: dS' into the share tile, summed once both consumers' are in (below); the
              * last step's sums are done, since every consumer met "terms full" after them */
             if constexpr (C::SHARES) {

@@ -58,8 +58,8 @@
  * 2 and 3 fill a step ahead (write_terms()): read by the consumers themselves, the buffers spilled. A mod that reads a buffer and is not additive keeps the mma.sync passes at 128
  * (flex_mod_on_hopper()), as does every mod where a buffer's gradient is asked (the mma.sync dQ pass sums the shares)
  * but alibi, whose slopes' gradient the consumers sum per head (store_slopes()), and at a head dim of 128 the other
- * additive mods, whose dS' the consumers put into a tile of shared memory and sum along the lines of the buffers'
- * elements while dQ's product runs (put_shares(), sum_lines()).
+ * additive mods, whose dS' the consumers sum along the lines of the buffers' elements, each warp its own by shuffles
+ * and then the warps' together while dQ's product runs (warp_line_sums(), block_line_sums()).
  *
  * Preconditions (bwd_wgmma_dkdv() checks them and launches nothing where one fails): an sm_90
  * device and LADDER_TC_PATH asking for the Hopper kernels (use_wgmma()); D and Dv run at (64, 64) or (128, 128); D a
@@ -114,12 +114,14 @@ template <class Pol, int HD> struct ws_bwd_cfg {
     static constexpr bool TERMS = has_additive_mod<Pol>() && HD == 128;
     static constexpr int TERM_LINES = BR + BC;
     static constexpr uint32_t TERM_BYTES = TERMS ? 4 * TERM_LINES : 0;
-    /* and where their buffers' gradients are asked (alibi's slopes but, summed in registers: store_slopes()), the
-     * share tile: dS' of the step, fp32, the block's keys by the step's rows (share_index()), which the consumers
-     * sum along the lines (sum_lines()) */
-    static constexpr bool SHARES = TERMS && !is_alibi<Pol>();
-    static constexpr uint32_t SHARE_BYTES = SHARES ? 4 * BR * BC : 0;
-    static_assert(!SHARES || BR == 64, "share_index() rotates rows of 64 floats");
+    /* and where their buffers' gradients are asked (alibi's slopes but, summed in registers: store_slopes()), each
+     * consumer warp's line sums of the step, for each read (warp_line_sums()): 80 floats a warp (a diagonal read's
+     * 79 lines through the warp's 16 keys, a row read's 64 rows), which the consumers add up across the warps
+     * (block_line_sums()) */
+    static constexpr bool SUMS = TERMS && !is_alibi<Pol>();
+    static constexpr int SUM_STRIDE = 80;
+    static constexpr uint32_t SUM_BYTES = SUMS ? 4 * LADDER_FLEX_MAX_READS * 4 * CONSUMERS * SUM_STRIDE : 0;
+    static_assert(!SUMS || BR == 64, "warp_line_sums() takes steps of 64 rows");
     /* as the forward's: 2 * 128 * 240 + 128 * 24 = 64512, the registers the launch gives the block (168 a thread),
      * which is all that setmaxnreg.inc can take (more, and a consumer waits for registers forever); with the
      * hooks the producer keeps 32 (its bias copies spilled in 24) and the consumers take 232, and so with flex's
@@ -148,13 +150,13 @@ template <class Pol, int HD> struct ws_bwd_cfg {
     static constexpr uint32_t BIAS_BYTES = Pol::EXTRAS ? 2 * BR * BC : 0;
     static constexpr uint32_t K_BYTES = 2 * BC * HD, Q_BYTES = 2 * BR * HD, DS_BYTES = 2 * BC * BR;
     /* byte offsets from the 1024-byte aligned base: K, V; per stage Q, dO (128-byte swizzled panels), dS^T (a
-     * core-matrix tile), the bias tile; per stage lse, Delta; dQ's fp32 tile; the line tile; the share tile; the steps' infos; the
+     * core-matrix tile), the bias tile; per stage lse, Delta; dQ's fp32 tile; the line tile; the warps' line sums; the steps' infos; the
      * mbarriers: K and V's "full", each stage's "full" (the bytes of its Q and dO) */
     static constexpr uint32_t V_AT = K_BYTES, Q_AT = 2 * K_BYTES, DO_AT = Q_AT + STAGES * Q_BYTES,
                               DS_AT = DO_AT + STAGES * Q_BYTES, BIAS_AT = DS_AT + STAGES * DS_BYTES,
                               L2_AT = BIAS_AT + STAGES * BIAS_BYTES, D_AT = L2_AT + STAGES * BR * 4,
                               DQ_AT = D_AT + STAGES * BR * 4, TERM_AT = DQ_AT + BR * DQ_STRIDE * 4,
-                              SHARE_AT = TERM_AT + TERM_BYTES, INFO_AT = SHARE_AT + SHARE_BYTES, BAR_AT = INFO_AT + INFOS * sizeof(stage_info),
+                              SUM_AT = TERM_AT + TERM_BYTES, INFO_AT = SUM_AT + SUM_BYTES, BAR_AT = INFO_AT + INFOS * sizeof(stage_info),
                               END = BAR_AT + 8 * (1 + STAGES);
     static constexpr size_t SMEM = 1024 + END;
     static_assert(SMEM <= 227 * 1024, "the block's shared memory fits an sm_90 block's 227 KiB");
@@ -239,68 +241,141 @@ __device__ __forceinline__ uint32_t seen_part(const args &a, int64_t b, int64_t 
 template <int MOD> __device__ __forceinline__ constexpr bool diagonal_terms() { return MOD != LADDER_FLEX_BIAS_QK; }
 static_assert(LADDER_FLEX_SCORE_COUNT == 6, "a new additive score mod: say which lines its term lives on here");
 
-/*
- * Element (key c of the block, row r of the step) of the share tile (ws_bwd_cfg::SHARES): a row of 64 floats a key,
- * rotated by the key, so that the lanes of a warp that walk neighbouring diagonals, rows or columns of the tile each
- * read a different bank.
- */
-__device__ __forceinline__ int share_index(int c, int r) { return 64 * c + ((r + c) & 63); }
-
-/* A consumer thread's dS' (p_and_ds_transposed_flex's: keys k_row, k_row + 8, queries 8 i + 2 t, + 1) into the share
- * tile @p Sh. The additive mods' terms have slope 1 in their buffers (rel_bias, t5_bias, bias_qk), so dS' is each
- * element's share of its buffer elements' gradients. */
-template <int BR>
-__device__ __forceinline__ void put_shares(float *Sh, const float (&dp)[BR / 8][4], int k_row, int t) {
-#pragma unroll
-    for (int i = 0; i < BR / 8; i++)
-#pragma unroll
-        for (int c = 0; c < 4; c++) Sh[share_index(k_row + 8 * (c / 2), 8 * i + 2 * t + (c & 1))] = dp[i][c];
-}
-
 /* The plane's lines with its rows and columns swapped: a pass that walks the query tiles inside a key tile keeps the
  * partials of the transposed plane (common/flex_gpu.cuh's step 2 reads them mirrored). */
 __host__ __device__ constexpr ladder_flex_line transposed_line(ladder_flex_line line) {
     return line == LADDER_FLEX_ROW ? LADDER_FLEX_COLUMN : line == LADDER_FLEX_COLUMN ? LADDER_FLEX_ROW : line;
 }
 
+/* @p x added, by a reduction (red), into slot @p slot of the partials of read @p rd, a line of kind @p line: a row per
+ * (batch row @p b, head @p h, key tile @p kt of BC keys), the transposed plane's layout (transposed_line()) */
+template <int BC>
+__device__ __forceinline__ void add_line_sum(const args &a, int rd, ladder_flex_line line, int64_t b, int64_t h,
+                                             int64_t kt, int64_t slot, float x) {
+    const int64_t width = ladder_flex_partial_width(transposed_line(line), a.flex.env.Sq, BC);
+    if (slot < width) atomic_add1(&a.flex.part[rd][((b * a.Hq + h) * gridDim.x + kt) * width + slot], x);
+}
+
 /*
- * The step's line sums, after both consumers' shares are in (a barrier between): consumer thread @p u (0 .. 255) sums
- * one line of one read whose gradient is asked (the reads' lines one after another: 191 diagonals, or 64 rows and 128
- * columns), in one order (down the rows, along the keys), and adds the sum into its slot of the read's partials: a row
- * per (batch row @p b, head @p h, key tile @p kt), the transposed plane's layout (transposed_line(); 0 before the
- * pass), slot i - j + j0 + BC - 1 of a diagonal, i of a row, c of a column. The add is a reduction in memory (red), which
- * the thread does not wait for. A row's slot is added to once (a step's rows are its own), a column's by the same
- * thread at every step, and so is a diagonal's: the steps' 191 diagonals overlap, so the thread of a diagonal is
- * picked by its slot (slot mod 191), not by its place in the step. One thread's adds to one address land in its
- * program's order: the same bits at every run.
+ * One consumer warp's sums of the step's dS' (p_and_ds_transposed_flex()'s, in @p dp: keys k_row and k_row + 8,
+ * queries 8 i + 2 t and + 1) along the lines of each read whose gradient is asked (the additive mods' terms have slope
+ * 1 in their buffers, so dS' is each element's share of its buffer elements' gradients), by shuffles within the
+ * warp. A thread's element (key g + 8 k of the warp's 16, query 8 i + 2 t + e) lies on
+ *   - diagonal m = 63 + (g - 2 t - e) + 8 (k - i) of the warp's 79 (the block's line 16 W + m, for warp W): the
+ *     thread first adds its elements of equal k - i, then three shuffles a register move the sums of lanes whose
+ *     g - 2 t - e differ by 1, 2 and 4 onto one lane (each a lane of g one, two or four on, whose registers of
+ *     k - i one on where g wraps past 7), leaving diagonal g - 1 + 8 j in register j of the lanes of t = 0, which
+ *     store them at @p Ws (a row of SUM_STRIDE floats for warp W, per read);
+ *   - row 8 i + 2 t + e: summed over the thread's two keys, then over the eight lanes of its t by halving exchanges
+ *     (each lane keeps half of its sums and sends the other half), leaving rows 8 g + 2 t and + 1, stored as well;
+ *   - column g + 8 k: summed over the thread's queries and the four lanes of its g, and added by lane t = 0 into
+ *     its slot of the partials itself, at every step the same thread.
+ * The rows and diagonals of the warps are added up by block_line_sums(). The same order at every run.
+ */
+template <int MOD>
+__device__ __forceinline__ void warp_line_sums(const args &a, float *Ws, const float (&dp)[8][4], int W, int lane,
+                                               int64_t b, int64_t h, int64_t kt, int k_row) {
+    constexpr unsigned ALL = 0xffffffffu;
+    constexpr int WARPS = 8, STRIDE = 80;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
+        const ladder_flex_line line = ladder_flex_read_line(MOD, rd);
+        if (!a.flex.part[rd]) continue;
+        float *row = Ws + (rd * WARPS + W) * STRIDE;
+        if (line == LADDER_FLEX_DIAGONAL) {
+            float s0[10], s1[10]; /* register j: k - i = j - 8, for e = 0 and 1 */
+#pragma unroll
+            for (int j = 0; j < 10; j++) s0[j] = s1[j] = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int k = 0; k < 2; k++) s0[k - i + 8] += dp[i][2 * k], s1[k - i + 8] += dp[i][2 * k + 1];
+            /* e = 1 of the lane of g + 1 onto e = 0; then t + 1 onto t, g + 2 on; then t + 2 onto t, g + 4 on */
+#pragma unroll
+            for (int j = 0; j < 10; j++) {
+                const float y = g == 0 ? (j < 9 ? s1[j + 1] : 0.0f) : s1[j];
+                s0[j] += __shfl_sync(ALL, y, (lane + 4) & 31);
+            }
+#pragma unroll
+            for (int j = 0; j < 10; j++) {
+                const float y = g < 2 ? (j < 9 ? s0[j + 1] : 0.0f) : s0[j];
+                s1[j] = __shfl_sync(ALL, y, (4 * ((g + 2) & 7) + t + 1) & 31);
+            }
+#pragma unroll
+            for (int j = 0; j < 10; j++) s0[j] += s1[j];
+#pragma unroll
+            for (int j = 0; j < 10; j++) {
+                const float y = g < 4 ? (j < 9 ? s0[j + 1] : 0.0f) : s0[j];
+                s0[j] += __shfl_sync(ALL, y, (4 * ((g + 4) & 7) + t + 2) & 31);
+            }
+            if (t == 0) {
+#pragma unroll
+                for (int j = 0; j < 10; j++)
+                    if (g - 1 + 8 * j >= 0 && g - 1 + 8 * j < 79) row[g - 1 + 8 * j] = s0[j];
+            }
+        } else if (line == LADDER_FLEX_ROW) {
+            float v[16]; /* query 8 i + 2 t + e at 2 i + e */
+#pragma unroll
+            for (int i = 0; i < 8; i++) v[2 * i] = dp[i][0] + dp[i][2], v[2 * i + 1] = dp[i][1] + dp[i][3];
+#pragma unroll
+            for (int half = 8; half >= 2; half /= 2) { /* lane bits 16, 8, 4: g's bits 2, 1, 0 */
+                const bool up = lane & (2 * half);
+#pragma unroll
+                for (int j = 0; j < half; j++) {
+                    const float keep = up ? v[j + half] : v[j], send = up ? v[j] : v[j + half];
+                    v[j] = keep + __shfl_xor_sync(ALL, send, 2 * half);
+                }
+            }
+            *(float2 *)(row + 8 * g + 2 * t) = make_float2(v[0], v[1]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                float v = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 8; i++) v += dp[i][2 * k] + dp[i][2 * k + 1];
+                v += __shfl_xor_sync(ALL, v, 1);
+                v += __shfl_xor_sync(ALL, v, 2);
+                if (t == 0) add_line_sum<128>(a, rd, line, b, h, kt, k_row + 8 * k, v);
+            }
+        }
+    }
+}
+
+/*
+ * The step's line sums, once every consumer warp's are in (warp_line_sums(), a barrier between): consumer thread
+ * @p u (0 .. 255) adds up one line of one read whose gradient is asked (the reads' lines one after another: the
+ * step's 191 diagonals, or its 64 rows; the columns are the warps' own) over the warps that hold it, in order, and
+ * adds the sum into its slot of the read's partials (0 before the pass): slot i - j + j0 + BC - 1 of a diagonal, i of
+ * a row. The add is a reduction in memory (red), which the thread does not wait for. A row's slot is added to once (a
+ * step's rows are its own), a diagonal's by the same thread at every step: the steps' 191 diagonals overlap, so the
+ * thread of a diagonal is picked by its slot (slot mod 191), not by its place in the step. One thread's adds to one
+ * address land in its program's order: the same bits at every run.
  */
 template <class Pol, class C>
-__device__ __forceinline__ void sum_lines(const args &a, const float *Sh, int64_t b, int64_t h, int64_t i0, int64_t kt,
-                                          int u) {
-    constexpr int BR = C::BR, BC = C::BC;
-    const ladder_flex_hooks &f = a.flex;
+__device__ __forceinline__ void block_line_sums(const args &a, const float *Ws, int64_t b, int64_t h, int64_t i0,
+                                                int64_t kt, int u) {
+    constexpr int BR = C::BR, BC = C::BC, WARPS = 4 * C::CONSUMERS, STRIDE = C::SUM_STRIDE;
     int v = u; /* the thread's place among the read's lines */
 #pragma unroll
     for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
         const ladder_flex_line line = ladder_flex_read_line(Pol::MOD, rd);
+        if (line == LADDER_FLEX_COLUMN) continue;
         const int n = ladder_flex_tile_lines(line, BR, BC);
-        if (f.part[rd] && v >= 0 && v < n) {
+        if (a.flex.part[rd] && v >= 0 && v < n) {
+            const float *rows = Ws + rd * WARPS * STRIDE;
             float sum = 0.0f;
             int64_t slot;
-            if (line == LADDER_FLEX_DIAGONAL) { /* the diagonal whose slot is v mod n; key c = r + l - (BR - 1) */
+            if (line == LADDER_FLEX_DIAGONAL) { /* the block's diagonal l, whose slot is v mod n: warp W's 16 W + m */
                 const int l = n - 1 - (int)(((v - i0) % n + n) % n);
-                const int r0 = l < BR - 1 ? BR - 1 - l : 0, r1 = BC + BR - 1 - l < BR ? BC + BR - 1 - l : BR;
-                for (int r = r0; r < r1; r++) sum += Sh[share_index(r + l - (BR - 1), r)];
+                const int w0 = l >= 78 ? (l - 78 + 15) / 16 : 0, w1 = l / 16 < WARPS - 1 ? l / 16 : WARPS - 1;
+                for (int w = w0; w <= w1; w++) sum += rows[w * STRIDE + l - 16 * w];
                 slot = i0 - l + BR + BC - 2;
-            } else if (line == LADDER_FLEX_ROW) {
-                for (int c = 0; c < BC; c++) sum += Sh[share_index(c, v)];
-                slot = i0 + v;
             } else {
-                for (int r = 0; r < BR; r++) sum += Sh[share_index(v, r)];
-                slot = v;
+                for (int w = 0; w < WARPS; w++) sum += rows[w * STRIDE + v];
+                slot = i0 + v;
             }
-            const int64_t width = ladder_flex_partial_width(transposed_line(line), f.env.Sq, BC);
-            if (slot < width) atomic_add1(&f.part[rd][((b * a.Hq + h) * gridDim.x + kt) * width + slot], sum);
+            add_line_sum<BC>(a, rd, line, b, h, kt, slot, sum);
         }
         v -= n;
     }
@@ -720,9 +795,9 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
      * that head, then the warp's sum stored as the warp's share of the head (store_slopes(): one slot for each warp
      * of each key tile, in the scratch that bwd_wgmma_dkdv() put in place of the partials) */
     const bool slopes_asked = is_alibi<Pol>() && a.flex.part[0];
-    /* another additive mod's buffers' gradients: the share tile and the line sums */
-    [[maybe_unused]] const bool lines_asked = C::SHARES && flex_asked_reads(a.flex) > 0;
-    [[maybe_unused]] float *Sh = (float *)(base + C::SHARE_AT);
+    /* another additive mod's buffers' gradients: the warps' line sums */
+    [[maybe_unused]] const bool lines_asked = C::SUMS && flex_asked_reads(a.flex) > 0;
+    [[maybe_unused]] float *Ws = (float *)(base + C::SUM_AT);
     float slopes = 0.0f;
     int slopes_h = -1;
     auto store_slopes = [&](int h) {
@@ -786,10 +861,10 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
             }
             if constexpr (C::TERMS) /* read */
                 if (n + 1 < n_steps) ladder_named_barrier_arrive(C::TERM_FREE_BAR, C::TERM_THREADS);
-            /* the buffers' gradients: dS' into the share tile, summed once both consumers' are in (below); the
-             * last step's sums are done, since every consumer met "terms full" after them */
-            if constexpr (C::SHARES) {
-                if (lines_asked) put_shares<BR>(Sh, dp, k_row, t);
+            /* the buffers' gradients: this warp's line sums of dS', added up once every warp's are in (below); the
+             * last step's are, since every consumer met "terms full" after them */
+            if constexpr (C::SUMS) {
+                if (lines_asked) warp_line_sums<Pol::MOD>(a, Ws, dp, 4 * cw + w, lane, b, q.h, j0 / BC, k_row);
             }
         } else if constexpr (Pol::EXTRAS) {
             if (q.masked) {
@@ -859,8 +934,8 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
             ladder_wgmma_ss<T, C::DQ_N, true, true>(dq, desc(C::DS_AT + st * C::DS_BYTES + cw * QO * 16 + kb * 32 * BR, CM_MN),
                                                     desc(cw * K_COL + kb * 2048, SW_MN_K), kb > 0);
         ladder_wgmma_commit();
-        if constexpr (C::SHARES) { /* while dQ's product runs: the step's line sums (the barrier above: every share in) */
-            if (lines_asked) sum_lines<Pol, C>(a, Sh, b, q.h, q0, j0 / BC, (int)threadIdx.x - 128);
+        if constexpr (C::SUMS) { /* while dQ's product runs: the step's line sums (the barrier above: every warp's in) */
+            if (lines_asked) block_line_sums<Pol, C>(a, Ws, b, q.h, q0, j0 / BC, (int)threadIdx.x - 128);
         }
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dq);
@@ -931,8 +1006,8 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
     if (a.cu_q && Pol::EXTRAS) return LADDER_OK;
     /* flex: its dQ's adds take turns (its backward is the deterministic one), and a buffer's gradient asks for the
      * dQ pass that sums the shares, but alibi's slopes', which the consumers sum per head, and the other additive
-     * mods' at a head dim of 128, which they sum along the lines (sum_lines()) */
-    if (Pol::FLEX && (!deterministic || (flex_asked_reads(a.flex) > 0 && !is_alibi<Pol>() && !C::SHARES)))
+     * mods' at a head dim of 128, which they sum along the lines (block_line_sums()) */
+    if (Pol::FLEX && (!deterministic || (flex_asked_reads(a.flex) > 0 && !is_alibi<Pol>() && !C::SUMS)))
         return LADDER_OK;
     /* dropout: each row's draws start on a multiple of four (kept_part()) */
     if (Pol::EXTRAS && a.hooks.dropout_p > 0.0f && (a.Sk % 4 != 0 || a.hooks.offset % 4 != 0)) return LADDER_OK;
@@ -982,11 +1057,11 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
         a.flex.part[0] = (float *)shares.ptr;
     }
     /* another additive mod's buffers' gradients: the consumers' line sums go into partials of their own, a row per key
-     * tile (sum_lines()), zeroed here; after the pass each read's line sums go into the first floats of the caller's
+     * tile (block_line_sums()), zeroed here; after the pass each read's line sums go into the first floats of the caller's
      * partials (ladder_flex_bwd_with_dbuf() reads them there: bwd_launch()'s on_hopper) */
     ladder_scratch lines_part[LADDER_FLEX_MAX_READS];
     float *caller_part[LADDER_FLEX_MAX_READS] = {};
-    if constexpr (C::SHARES)
+    if constexpr (C::SUMS)
         for (int r = 0; r < LADDER_FLEX_MAX_READS; r++) {
             if (!a.flex.part[r]) continue;
             const ladder_flex_line line = transposed_line(ladder_flex_read_line(Pol::MOD, r));
@@ -998,7 +1073,7 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
     LADDER_TRY(ladder_allow_smem(attn_bwd_wgmma_ws_kernel<Pol, T, HD>, C::SMEM));
     attn_bwd_wgmma_ws_kernel<Pol, T, HD><<<grid, C::THREADS, C::SMEM>>>(a, (int *)turns.ptr, tq, tk, tv, tdo, tb);
     LADDER_LAUNCH_CHECK("attn_bwd_wgmma_ws_kernel");
-    if constexpr (C::SHARES)
+    if constexpr (C::SUMS)
         for (int r = 0; r < LADDER_FLEX_MAX_READS; r++) {
             if (!caller_part[r]) continue;
             LADDER_TRY(ladder_flex_line_sums(transposed_line(ladder_flex_read_line(Pol::MOD, r)),

@@ -15,8 +15,8 @@ shift
 arch=${BUNDLE_ARCH:-90}
 obj=obj/${src%.cu}.o
 [[ -f build/lib/libladder.so.gz && -f $obj ]] || { echo "make-variants: run make gpu-bundle first" >&2; exit 1; }
-compile=$(make -n -W "$src" "$obj" ARCH="$arch" REQUIRE_CUDA=1 | grep '^nvcc .* -c ')
-compile=${compile%% 2>*} # the command alone, without the Makefile's C7513 check after it
+compile=$(make -n -W "$src" "$obj" ARCH="$arch" REQUIRE_CUDA=1 | grep '^tools/nvcc-checked.sh nvcc .* -c ')
+compile=${compile#tools/nvcc-checked.sh } # a variant may serialize its products: it is only timed
 link=$(make -n -W "$obj" build/lib/libladder.so ARCH="$arch" REQUIRE_CUDA=1 | grep '^gcc -shared')
 rm -rf .variants && mkdir -p .variants/lib
 cp build/bin/ladder .variants/

@@ -367,7 +367,7 @@ __device__ __forceinline__ void block_line_sums(const args &a, const float *Ws, 
             float sum = 0.0f;
             int64_t slot;
             if (line == LADDER_FLEX_DIAGONAL) { /* the block's diagonal l, whose slot is v mod n: warp W's 16 W + m */
-                const int l = n - 1 - (int)(((v - i0) % n + n) % n);
+                const int l = n - 1 - ((v - (int)i0) % n + n) % n; /* i0 < 2^31 */
                 const int w0 = l >= 78 ? (l - 78 + 15) / 16 : 0, w1 = l / 16 < WARPS - 1 ? l / 16 : WARPS - 1;
                 for (int w = w0; w <= w1; w++) sum += rows[w * STRIDE + l - 16 * w];
                 slot = i0 - l + BR + BC - 2;
@@ -795,9 +795,6 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
      * that head, then the warp's sum stored as the warp's share of the head (store_slopes(): one slot for each warp
      * of each key tile, in the scratch that bwd_wgmma_dkdv() put in place of the partials) */
     const bool slopes_asked = is_alibi<Pol>() && a.flex.part[0];
-    /* another additive mod's buffers' gradients: the warps' line sums */
-    [[maybe_unused]] const bool lines_asked = C::SUMS && flex_asked_reads(a.flex) > 0;
-    [[maybe_unused]] float *Ws = (float *)(base + C::SUM_AT);
     float slopes = 0.0f;
     int slopes_h = -1;
     auto store_slopes = [&](int h) {
@@ -807,6 +804,9 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
         for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
         if (lane == 0) a.flex.part[0][((b * a.Hq + h) * gridDim.x + j0 / BC) * 8 + 4 * cw + w] = v;
     };
+    /* another additive mod's buffers' gradients: the warps' line sums */
+    [[maybe_unused]] const bool lines_asked = C::SUMS && flex_asked_reads(a.flex) > 0;
+    [[maybe_unused]] float *Ws = (float *)(base + C::SUM_AT);
     const int n_steps = steps.left();
     if (n_steps > 0) ladder_mbarrier_wait(kv_full, 0);
 

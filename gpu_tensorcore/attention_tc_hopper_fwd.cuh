@@ -268,7 +268,10 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
             if (dropout) drop_p<1, BC>(a, pa, p.b, p.h, q0 + w0, k0 + j0, lane);
         return grew;
     };
-    auto release = [&](uint64_t *bar) { /* this warp is done with the buffer @p bar guards */
+    /* this warp is done with the buffer @p bar guards: its lanes' reads of the ring's tile (and of the bias tile) are
+     * ordered before lane 0's arrival by the warp's barrier, so the producer's next write there comes after them */
+    auto release = [&](uint64_t *bar) {
+        __syncwarp();
         if (lane == 0) ladder_mbarrier_arrive(bar);
     };
 

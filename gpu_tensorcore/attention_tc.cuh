@@ -285,6 +285,7 @@ template <int TILE> struct interval_tiles {
     __device__ int64_t next() { return at += TILE; }
     __device__ bool full() const { return at >= all_lo && at + TILE <= all_hi; }
     __device__ static constexpr bool mods() { return false; }
+    __device__ int count() const { return (int)((hi - at + TILE - 1) / TILE); } /* the tiles from at on (at < hi) */
 };
 
 /*

@@ -318,15 +318,18 @@ __device__ __forceinline__ void warp_line_sums(const args &a, float *Ws, const f
             float v[16]; /* query 8 i + 2 t + e at 2 i + e */
 #pragma unroll
             for (int i = 0; i < 8; i++) v[2 * i] = dp[i][0] + dp[i][2], v[2 * i + 1] = dp[i][1] + dp[i][3];
-#pragma unroll
-            for (int half = 8; half >= 2; half /= 2) { /* lane bits 16, 8, 4: g's bits 2, 1, 0 */
+            auto halve = [&](auto H) { /* lane bit 2 H (g's bit log2 H - 1): keep half of the sums, send half */
+                constexpr int half = decltype(H)::value;
                 const bool up = lane & (2 * half);
 #pragma unroll
                 for (int j = 0; j < half; j++) {
-                    const float keep = up ? v[j + half] : v[j], send = up ? v[j] : v[j + half];
-                    v[j] = keep + __shfl_xor_sync(ALL, send, 2 * half);
+                    const float lo = v[j], hi = v[j + half];
+                    v[j] = (up ? hi : lo) + __shfl_xor_sync(ALL, up ? lo : hi, 2 * half);
                 }
-            }
+            };
+            halve(std::integral_constant<int, 8>{});
+            halve(std::integral_constant<int, 4>{});
+            halve(std::integral_constant<int, 2>{});
             *(float2 *)(row + 8 * g + 2 * t) = make_float2(v[0], v[1]);
         } else {
 #pragma unroll
@@ -849,7 +852,10 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
 
         /* P^T and dS^T, in place of S^T and dP^T: a copy of the loop per case, behind uniform branches */
         if constexpr (Pol::FLEX) {
-            if constexpr (C::TERMS) ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS); /* the step's terms */
+            if constexpr (C::TERMS) { /* the step's terms, the warp whole at the barrier */
+                __syncwarp();
+                ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS);
+            }
             if constexpr (is_alibi<Pol>())
                 if (slopes_asked) {
                     if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS, true>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t, slopes);
@@ -859,8 +865,11 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
                 if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS, false>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t, slopes);
                 else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS, false>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t, slopes);
             }
-            if constexpr (C::TERMS) /* read */
-                if (n + 1 < n_steps) ladder_named_barrier_arrive(C::TERM_FREE_BAR, C::TERM_THREADS);
+            if constexpr (C::TERMS) /* read by every lane of the warp (masked steps diverge in the rule) */
+                if (n + 1 < n_steps) {
+                    __syncwarp();
+                    ladder_named_barrier_arrive(C::TERM_FREE_BAR, C::TERM_THREADS);
+                }
             /* the buffers' gradients: this warp's line sums of dS', added up once every warp's are in (below); the
              * last step's are, since every consumer met "terms full" after them */
             if constexpr (C::SUMS) {

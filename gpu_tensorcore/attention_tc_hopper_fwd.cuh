@@ -117,6 +117,32 @@ __device__ __forceinline__ void swizzled_bias_scores(float (&s)[BC / 8][4], cons
  * sequences (a TMA box would read across into the next sequence), and q, k, v whose inner stride is 1 and whose
  * other strides are multiples of 16 bytes.
  */
+/*
+ * A key tile as the producer walks it (key_tiles()), for the consumers: its first key, and whether it is full (no
+ * mask) or applies flex's mask mods. The producer writes it beside the tile's K, in its ring position, before it
+ * counts K's copy on the "full" mbarrier (an arrival, which releases the write); a consumer reads it once that phase
+ * is complete, before it frees the position. So the consumers never walk flex's block lists themselves: a walk loads
+ * list entries from global memory, and a consumer waiting for them waits with its products.
+ */
+struct ring_tile {
+    int32_t j0;
+    bool is_full, with_mods;
+    __device__ bool full() const { return is_full; }
+    __device__ bool mods() const { return with_mods; }
+};
+
+/* The entry at @p e, read by lane 0 of the warp alone and passed to the others by shuffles: then the only read of
+ * an entry comes before its reader's own arrival on the position's "free" mbarrier, in that thread's order. */
+__device__ __forceinline__ ring_tile ring_read(const ring_tile *e, int lane) {
+    static_assert(sizeof(ring_tile) == 8, "an entry is two words");
+    uint2 w = make_uint2(0u, 0u);
+    if (lane == 0) w = *(const uint2 *)e;
+    w.x = __shfl_sync(0xffffffffu, w.x, 0), w.y = __shfl_sync(0xffffffffu, w.y, 0);
+    ring_tile t;
+    memcpy(&t, &w, sizeof t);
+    return t;
+}
+
 template <class Pol, int HD, int HDV> struct ws_fwd_cfg {
     /* consumer warpgroups a block. At a head dim of 64 a block has one, and three blocks share a multiprocessor
      * (two with flex's policy, whose score mods need more registers): a block's key tile is half the work it is at
@@ -143,9 +169,11 @@ template <class Pol, int HD, int HDV> struct ws_fwd_cfg {
     static constexpr uint32_t Q_BYTES = 2 * BR * HD, K_BYTES = 2 * BC * HD, V_BYTES = 2 * BC * HDV,
                               BIAS_BYTES = Pol::EXTRAS && BC == 64 ? 2 * BR * BC : 0;
     /* the tiles (1024-byte aligned: up to 1024 bytes are skipped to get there), then the mbarriers (Q's "full", and
-     * per ring position K's and V's "full" and "free"), then each row's key range */
+     * per ring position K's and V's "full" and "free"), then each row's key range, then each ring position's key
+     * tile (ring_tile) */
     static constexpr size_t SMEM = 1024 + Q_BYTES + STAGES * (K_BYTES + V_BYTES + BIAS_BYTES) +
-                                   sizeof(uint64_t) * (1 + 4 * STAGES) + sizeof(int64_t) * 2 * BR;
+                                   sizeof(uint64_t) * (1 + 4 * STAGES) + sizeof(int64_t) * 2 * BR +
+                                   sizeof(ring_tile) * STAGES;
 };
 
 template <class Pol, class T, int HD, int HDV>
@@ -161,6 +189,7 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     uint64_t *q_full = (uint64_t *)(Bs + ST * (C::BIAS_BYTES / 2)), *k_full = q_full + 1, *k_free = k_full + ST,
              *v_full = k_free + ST, *v_free = v_full + ST;
     int64_t *range = (int64_t *)(v_free + ST);
+    ring_tile *ring = (ring_tile *)(range + 2 * BR);
     block_place p;
     if (!place_block<BR>(a, range, p)) return; /* the whole block */
     if (threadIdx.x == 0) {
@@ -176,6 +205,7 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     const int64_t khi = p.span.hi;
     auto tiles = key_tiles<Pol, BC>(a, p.span, p.b, p.h, p.i0, p.span.lo / BC * BC, khi); /* flex: the block lists' */
     const int64_t jbeg = tiles.at;
+    const int n_tiles = jbeg < khi ? tiles.count() : 0;
     const bool biased = Pol::EXTRAS && a.hooks.bias; /* fwd_ws() takes a bias only where BIAS_BYTES holds its tile */
 
     if (wg == 0) { /* the producer: one thread issues every copy, in the order the consumers read them */
@@ -187,6 +217,7 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
             const int s = (int)(n % ST);
             const uint32_t parity = (uint32_t)(n / ST - 1) & 1; /* of the phase tile n - ST's readers complete */
             if (n >= ST) ladder_mbarrier_wait(&k_free[s], parity);
+            ring[s] = ring_tile{(int32_t)j0, tiles.full(), tiles.mods()};
             ladder_mbarrier_expect(&k_full[s], C::K_BYTES + (biased ? C::BIAS_BYTES : 0));
             for (int c = 0; c < HD; c += 64)
                 ladder_tma_load(Ks + s * BC * HD + c * BC, &tk, &k_full[s], c, (int)j0, (int)p.hk, (int)p.b);
@@ -230,10 +261,11 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     /* the two products with ring position s's K and V */
     auto issue_s = [&](int s) { issue_scores<T, BC, HD>(sc[0], dq, dk + s * K_TILE, q_step, k_step); };
     auto issue_pv = [&](int s) { attn_tc::issue_pv<T, BC, HDV>(o[0], pv[0], dv + s * V_TILE, V_STEP); };
-    /* the softmax of the S in sc, of the key tile at j0 that tiles stands on, with the policy's hooks: the score
-     * mod or softcap, the masks (the mask mods in a partial block-mask tile), dropout on the new P in pa */
-    auto softmax_of = [&](int64_t j0, const decltype(tiles) &at, const uint16_t *bias, uint32_t(&pa)[1][BC / 16][4],
+    /* the softmax of the S in sc, of the key tile @p at, with the policy's hooks: the score mod or softcap, the masks
+     * (the mask mods in a partial block-mask tile), dropout on the new P in pa */
+    auto softmax_of = [&](const ring_tile &at, const uint16_t *bias, uint32_t(&pa)[1][BC / 16][4],
                           float(&alpha)[1][2]) {
+        const int64_t j0 = at.j0;
         const int keys = (int)(p.seq.Lk - j0 < BC ? p.seq.Lk - j0 : BC);
         if constexpr (has_score_mod<Pol>())
             flex_scores<Pol::MOD, 1, BC>(a, sc, p.b, p.h, q0, w0, (int)p.rows, k0 + j0, keys, lane);
@@ -252,21 +284,22 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
         if (lane == 0) ladder_mbarrier_arrive(bar);
     };
 
-    if (jbeg < khi) { /* S_0 and its softmax, with nothing to overlap yet */
+    if (n_tiles > 0) { /* S_0 and its softmax, with nothing to overlap yet */
         ladder_mbarrier_wait(q_full, 0);
         ladder_mbarrier_wait(&k_full[0], 0);
         issue_s(0);
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(sc[0]);
+        const ring_tile at = ring_read(&ring[0], lane); /* read before the position is freed */
         if (!biased) release(&k_free[0]);
         float alpha[1][2];
-        softmax_of(jbeg, tiles, Bs, pv, alpha); /* O is still 0: no rescale */
+        softmax_of(at, Bs, pv, alpha); /* O is still 0: no rescale */
         if (biased) release(&k_free[0]); /* the bias tile beside K, read by the softmax */
     }
-    /* A turn: P_n V_n and S_{n+1} for the tile at key @p next, with tile n at ring position S (a constant: ring
-     * positions that ptxas cannot see as constants here make it serialize the products, C7513), the parity of its
-     * phase @p ph, and of tile n + 1's @p ph1. */
-    auto turn = [&](auto S, int64_t next, uint32_t ph, uint32_t ph1) {
+    /* A turn: P_n V_n and S_{n+1}, with tile n at ring position S (a constant: ring positions that ptxas cannot see
+     * as constants here make it serialize the products, C7513), the parity of its phase @p ph, and of tile n + 1's
+     * @p ph1. */
+    auto turn = [&](auto S, uint32_t ph, uint32_t ph1) {
         constexpr int s = decltype(S)::value, s1 = (s + 1) % ST;
         ladder_mbarrier_wait(&v_full[s], ph);   /* V_n (copied before K_{n+1}) */
         ladder_mbarrier_wait(&k_full[s1], ph1); /* K_{n+1} */
@@ -274,10 +307,11 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
         issue_pv(s);                            /* O += P_n V_n */
         ladder_wgmma_wait<1>(); /* S_{n+1} (the older group); P_n V_n runs on */
         ladder_wgmma_hold(sc[0]);
+        const ring_tile next = ring_read(&ring[s1], lane); /* tile n + 1, read before its position is freed */
         if (!biased) release(&k_free[s1]);
         uint32_t pa[1][BC / 16][4];
         float alpha[1][2];
-        const bool grew = softmax_of(next, tiles, Bs + s1 * BR * BC, pa, alpha);
+        const bool grew = softmax_of(next, Bs + s1 * BR * BC, pa, alpha);
         if (biased) release(&k_free[s1]);
         ladder_wgmma_wait<0>(); /* P_n V_n: O and pv are free, and so is V_n's buffer */
         ladder_wgmma_hold(o[0]);
@@ -302,16 +336,16 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     /* tile n lies at ring position n % 2, in the phase of parity (n / 2) % 2: ph, which flips every two tiles */
     uint32_t ph = 0;
     bool odd = false; /* the last tile's index is odd (ring position 1) */
-    for (int64_t next = tiles.next(); next < khi; next = tiles.next()) {
-        turn(at0{}, next, ph, ph); /* n even: tile n + 1 in the same phase */
-        if ((next = tiles.next()) >= khi) {
+    for (int n = 1; n < n_tiles; n += 2) { /* n: the tile whose S the turn issues */
+        turn(at0{}, ph, ph); /* n - 1 even: tile n in the same phase */
+        if (n + 1 >= n_tiles) {
             odd = true;
             break;
         }
-        turn(at1{}, next, ph, ph ^ 1); /* n odd: tile n + 1 starts the next phase of position 0 */
+        turn(at1{}, ph, ph ^ 1); /* n odd: tile n + 1 starts the next phase of position 0 */
         ph ^= 1;
     }
-    if (jbeg < khi) {
+    if (n_tiles > 0) {
         if (odd) last_pv(at1{}, ph);
         else last_pv(at0{}, ph);
     }

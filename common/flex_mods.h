@@ -306,6 +306,28 @@ LADDER_HOST_DEVICE bool ladder_flex_masks(unsigned set, const ladder_flex_env *e
     return true;
 }
 
+/** The mask mods that give each row one interval of keys: causal [0, i + 1), window [i - window_left, inf), prefix_lm
+ *  [0, max(prefix[b], i + 1)). Not document: a row sees its document's keys, which need not lie together. */
+#define LADDER_FLEX_INTERVAL_MASKS ((1u << LADDER_FLEX_CAUSAL) | (1u << LADDER_FLEX_WINDOW) | (1u << LADDER_FLEX_PREFIX_LM))
+
+/**
+ * The keys row @p i of batch row @p b sees under the interval mods in @p set (LADDER_FLEX_INTERVAL_MASKS; the others
+ * are left out), as [*lo, *hi), empty when *lo >= *hi: their conjunction is the intervals' intersection, and with none
+ * in the set every key, [0, INT64_MAX). A rung that masks a tile's elements narrows each row's key range to it once
+ * and asks only the set's other mods at each element.
+ */
+LADDER_HOST_DEVICE void ladder_flex_mask_interval(unsigned set, const ladder_flex_env *e, int64_t b, int64_t i,
+                                                 int64_t *lo, int64_t *hi) {
+    int64_t l = 0, h = INT64_MAX;
+    if (set & (1u << LADDER_FLEX_CAUSAL)) h = i + 1;
+    if (set & (1u << LADDER_FLEX_WINDOW)) l = i - e->window_left > 0 ? i - e->window_left : 0;
+    if (set & (1u << LADDER_FLEX_PREFIX_LM)) {
+        const int64_t p = ladder_flex_i(&e->prefix, b), end = p > i + 1 ? p : i + 1;
+        h = h < end ? h : end;
+    }
+    *lo = l, *hi = h;
+}
+
 /* ---- block masks: what every rung's builder and reader share ---------------------------------------------------- */
 
 /** What a tile of LADDER_FLEX_BLOCK rows and keys is under a mask: never visited, visited with the mask, or without. */

@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(wgmma_fwd_cfg<HD, HDV>::THREADS, wgmma_fwd_cfg
     uint16_t *Qs = smem, *Ks = Qs + BR * HD, *Vs = Ks + BC * HD;
     int64_t *range = (int64_t *)(Vs + BC * HDV);
     block_place p;
-    if (!place_block<BR>(a, range, p)) return; /* the whole block */
+    if (!place_block<plain, BR>(a, range, p)) return; /* the whole block */
     const int64_t i0 = p.i0, h = p.h, b = p.b, hk = p.hk, rows = p.rows;
     const ladder_attn_seq seq = p.seq;
     /* warpgroup wg = warps 4wg .. 4wg+3 owns rows 64wg .. 64wg+63; warp w of the block, rows w0 = 16w .. 16w+15 */
@@ -243,7 +243,7 @@ __global__ void __launch_bounds__(wgmma_fwd_cfg<HD, HDV, true>::THREADS, wgmma_f
     uint16_t *Qs = smem, *Ks = Qs + BR * HD, *Vs = Ks + C::KTILES * BC * HD;
     int64_t *range = (int64_t *)(Vs + C::VTILES * BC * HDV);
     block_place p;
-    if (!place_block<BR>(a, range, p)) return; /* the whole block */
+    if (!place_block<plain, BR>(a, range, p)) return; /* the whole block */
     const int64_t i0 = p.i0, h = p.h, b = p.b, hk = p.hk, rows = p.rows;
     const ladder_attn_seq seq = p.seq;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, w0 = warp * 16, wg = warp / 4;

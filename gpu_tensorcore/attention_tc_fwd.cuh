@@ -131,16 +131,36 @@ __device__ __forceinline__ void flex_scores(const args &a, float (&s)[MT][BC / 8
 }
 
 /*
- * flex, in a partial tile: -inf where the mask mods forbid the key to the row, for the tile's real rows and keys
- * (the bounds mask the rest, and the mods would read past their buffers there). Positions as in flex_scores.
+ * flex, in a partial tile: -inf where the mask mods that are not intervals of keys (document) forbid the key to the
+ * row, for the tile's real rows and keys (the bounds mask the rest, and the mods would read past their buffers
+ * there). Positions as in flex_scores. The interval mods are in the rows' ranges (flex_narrow_range()), which
+ * mask_scores() applies: with only those in the set, nothing is left to do here.
  */
 template <int MT, int BC>
 __device__ __forceinline__ void flex_mask_scores(const args &a, float (&s)[MT][BC / 8][4], int64_t b, int64_t h,
                                                  int64_t i0, int w0, int rows, int64_t j0, int keys, int lane) {
+    const unsigned set = a.flex.masks & ~LADDER_FLEX_INTERVAL_MASKS;
+    if (!set) return;
     each_score<MT, BC>(s, w0, lane, [&](float &x, int r, int key) {
-        if (r < rows && key < keys && !ladder_flex_masks(a.flex.masks, &a.flex.env, b, h, i0 + r, j0 + key))
-            x = -INFINITY;
+        if (r < rows && key < keys && !ladder_flex_masks(set, &a.flex.env, b, h, i0 + r, j0 + key)) x = -INFINITY;
     });
+}
+
+/*
+ * flex: row @p i's key range [*lo, *hi) (keys of its sequence, whose first is at position @p k0) narrowed, once a
+ * block, to the interval that its interval mask mods leave it (ladder_flex_mask_interval(): causal, window,
+ * prefix_lm), so that a partial tile is masked by two compares an element, as flash's, and not by asking those mods
+ * at every element. Nothing for another policy.
+ */
+template <class Pol>
+__device__ __forceinline__ void flex_narrow_range(const args &a, int64_t b, int64_t i, int64_t k0, int64_t *lo,
+                                                  int64_t *hi) {
+    if constexpr (Pol::FLEX) {
+        int64_t l, h;
+        ladder_flex_mask_interval(a.flex.masks, &a.flex.env, b, i, &l, &h);
+        *lo = l - k0 > *lo ? l - k0 : *lo;
+        *hi = h - k0 < *hi ? h - k0 : *hi;
+    }
 }
 
 /*
@@ -293,7 +313,9 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
     jbeg = tiles.at;
     for (int r = threadIdx.x; r < BR; r += blockDim.x) { /* visible after the loop's first __syncthreads() */
         range[2 * r] = range[2 * r + 1] = 0;                 /* a row past the tile's end sees nothing */
-        if (r < rows) ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &range[2 * r], &range[2 * r + 1]);
+        if (r >= rows) continue;
+        ladder_attn_key_range(&a.mask, i0 + r, seq.Lq, seq.Lk, &range[2 * r], &range[2 * r + 1]);
+        flex_narrow_range<Pol>(a, b, seq.q0 + i0 + r, seq.k0, &range[2 * r], &range[2 * r + 1]);
     }
     /* S in natural units when something must be applied to it (softcap, bias, a score mod), else the raw q.k */
     const bool exact = a.softcap > 0.0f || (Pol::EXTRAS && a.hooks.bias) || Pol::FLEX;
@@ -330,7 +352,7 @@ __global__ void __launch_bounds__(fwd_cfg<Pol, HD, HDV>::THREADS) attn_fwd_tc_ke
         if constexpr (Pol::EXTRAS)
             if (a.hooks.bias) bias_scores<T, MT, BC>(sc, Bs, w0, lane);
         if (!tiles.full()) mask_scores<MT, BC>(sc, range, w0, j0, lane);
-        if constexpr (Pol::FLEX) /* a partial tile: the mask mods too */
+        if constexpr (Pol::FLEX) /* a partial tile: the mask mods that the ranges do not hold */
             if (tiles.mods())
                 flex_mask_scores<MT, BC>(a, sc, b, h, seq.q0 + i0, w0, (int)rows, seq.k0 + j0, (int)keys, lane);
 

@@ -23,8 +23,8 @@ namespace {
  * Where a block of BR query rows stands before its first key tile (every Hopper forward): its query tile (rows i0 ..
  * i0 + rows - 1 of sequence seq, head h of batch row b, whose keys and values are key head hk's), the keys that
  * some row of it sees and those that all see (span), and each row's key range [lo, hi) in @p range (shared memory,
- * visible after the block's first __syncthreads()). False for a block past the last query tile: the whole block
- * returns.
+ * visible after the block's first __syncthreads(); flex's narrowed to its interval mask mods,
+ * flex_narrow_range()). False for a block past the last query tile: the whole block returns.
  */
 struct block_place {
     int64_t i0, h, b, hk, rows;
@@ -32,7 +32,8 @@ struct block_place {
     ladder_attn_block span;
 };
 
-template <int BR> __device__ __forceinline__ bool place_block(const args &a, int64_t *range, block_place &p) {
+template <class Pol, int BR>
+__device__ __forceinline__ bool place_block(const args &a, int64_t *range, block_place &p) {
     int64_t s;
     if (!ladder_attn_tile(a.cu_q, a.n_seqs, a.Sq, BR, blockIdx.x, &s, &p.i0)) return false;
     p.h = blockIdx.y, p.b = blockIdx.z, p.hk = ladder_attn_kv_head(p.h, a.Hq, a.Hkv);
@@ -41,8 +42,9 @@ template <int BR> __device__ __forceinline__ bool place_block(const args &a, int
     p.span = ladder_attn_block_range(&a.mask, p.i0, p.rows, p.seq.Lq, p.seq.Lk);
     for (int r = threadIdx.x; r < BR; r += blockDim.x) {
         range[2 * r] = range[2 * r + 1] = 0; /* a row past the tile's end sees nothing */
-        if (r < p.rows)
-            ladder_attn_key_range(&a.mask, p.i0 + r, p.seq.Lq, p.seq.Lk, &range[2 * r], &range[2 * r + 1]);
+        if (r >= p.rows) continue;
+        ladder_attn_key_range(&a.mask, p.i0 + r, p.seq.Lq, p.seq.Lk, &range[2 * r], &range[2 * r + 1]);
+        flex_narrow_range<Pol>(a, p.b, p.seq.q0 + p.i0 + r, p.seq.k0, &range[2 * r], &range[2 * r + 1]);
     }
     return true;
 }
@@ -191,7 +193,7 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     int64_t *range = (int64_t *)(v_free + ST);
     ring_tile *ring = (ring_tile *)(range + 2 * BR);
     block_place p;
-    if (!place_block<BR>(a, range, p)) return; /* the whole block */
+    if (!place_block<Pol, BR>(a, range, p)) return; /* the whole block */
     if (threadIdx.x == 0) {
         ladder_mbarrier_init(q_full, 1); /* the producer's one arrival, with the copy's bytes */
         for (int s = 0; s < ST; s++) {

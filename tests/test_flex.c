@@ -460,6 +460,43 @@ Test(flex, mask_bounds_never_contradict_the_elements) {
     }
 }
 
+/* A row's interval of keys (ladder_flex_mask_interval(), to which the GPU rungs narrow each row's key range) and the
+ * set's other mods (asked at each element of a partial tile) together are exactly the keys its mask mods let it see,
+ * for every set of mask mods, at every row, with windows and prefixes of many lengths (a prefix past the row and
+ * before it, 0 and past the keys). */
+Test(flex, a_rows_mask_interval_and_its_other_mods_are_its_mask_mods) {
+    enum { SQ = 200, SK = 333, B = 3 };
+    int32_t doc_q[SQ], doc_k[SK], prefix[B] = {0, 90, SK + 5};
+    for (int i = 0; i < SQ; i++) doc_q[i] = i / 50;
+    for (int j = 0; j < SK; j++) doc_k[j] = j / 80;
+    ladder_flex_env e = {.Sq = SQ, .Sk = SK};
+    e.prefix = (ladder_flex_buf){prefix, {1, 0}};
+    e.doc_q = (ladder_flex_buf){doc_q, {1, 0}}, e.doc_k = (ladder_flex_buf){doc_k, {1, 0}};
+    static const int64_t windows[] = {0, 1, 37, 150, SK + SQ};
+    for (unsigned set = 0; set < (1u << LADDER_FLEX_MASK_COUNT); set++)
+        for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++)
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t i = 0; i < SQ; i++) {
+                    e.window_left = windows[w];
+                    int64_t lo = -7, hi = -7;
+                    ladder_flex_mask_interval(set, &e, b, i, &lo, &hi);
+                    if (!(set & LADDER_FLEX_INTERVAL_MASKS))
+                        cr_assert(lo == 0 && hi == INT64_MAX, "set %#x has no interval mod, but [%lld, %lld)", set,
+                                  (long long)lo, (long long)hi);
+                    for (int64_t j = 0; j < SK; j++) {
+                        const bool seen = ladder_flex_masks(set, &e, b, 0, i, j),
+                                   in = j >= lo && j < hi,
+                                   others = ladder_flex_masks(set & ~LADDER_FLEX_INTERVAL_MASKS, &e, b, 0, i, j);
+                        if (seen != (in && others))
+                            cr_assert_fail("set %#x, window %lld, batch row %lld, row %lld: key %lld is %s, but the "
+                                           "interval [%lld, %lld) and the other mods (%s) say otherwise", set,
+                                           (long long)windows[w], (long long)b, (long long)i, (long long)j,
+                                           seen ? "seen" : "masked", (long long)lo, (long long)hi,
+                                           others ? "seen" : "masked");
+                    }
+                }
+}
+
 /* The issue's reason for block lists: PyTorch's builder materialises the Sq x Sk mask and runs out of memory near
  * 24k tokens. Building a document mask at 16k tokens here must take memory per tile (128 x 128 tiles: kinds and
  * lists under 1 MB), never per element (256 MB as one byte each): the process's peak resident memory must not grow

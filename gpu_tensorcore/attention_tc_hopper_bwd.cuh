@@ -110,10 +110,10 @@ template <class Pol, int HD> struct ws_bwd_cfg {
      * producer writes the slot again four steps later, when the writer is done with it */
     static constexpr int INFOS = 4;
     /* flex's additive mods at a head dim of 128: the step's terms by the lines they live on (write_terms()), BR + BC
-     * floats, which the producer's warps 2 and 3 fill while the consumers finish the step before */
+     * floats a stage, which the producer's warps 2 and 3 fill while the consumers work on the step before */
     static constexpr bool TERMS = has_additive_mod<Pol>() && HD == 128;
     static constexpr int TERM_LINES = BR + BC;
-    static constexpr uint32_t TERM_BYTES = TERMS ? 4 * TERM_LINES : 0;
+    static constexpr uint32_t TERM_BYTES = TERMS ? 4 * STAGES * TERM_LINES : 0;
     /* and where their buffers' gradients are asked (alibi's slopes but, summed in registers: store_slopes()), each
      * consumer warp's line sums of the step, for each read (warp_line_sums()): 80 floats a warp (a diagonal read's
      * 79 lines through the warp's 16 keys, a row read's 64 rows), which the consumers add up across the warps
@@ -134,17 +134,17 @@ template <class Pol, int HD> struct ws_bwd_cfg {
     /* named barriers (0 is __syncthreads()'s): the consumers' dS^T tiles; per stage "full" and "free" between the
      * producer's warp 0 and the consumers, for what that warp stores into the stage itself; "dQ full" and "dQ free"
      * between the consumers and the dQ writer, for the dQ tile. BAR_THREADS meet at each but DS_BAR: a warp of the
-     * producer warpgroup and the consumers */
+     * producer warpgroup and the consumers; at "free", with the line tile, its two warps too (FREE_THREADS) */
     static constexpr int DS_BAR = 1, FULL_BAR = 2, FREE_BAR = 2 + STAGES, DQ_FULL_BAR = 2 + 2 * STAGES,
-                         DQ_FREE_BAR = DQ_FULL_BAR + 1, BAR_THREADS = 32 + 128 * CONSUMERS;
+                         DQ_FREE_BAR = DQ_FULL_BAR + 1, BAR_THREADS = 32 + 128 * CONSUMERS,
+                         FREE_THREADS = BAR_THREADS + (TERMS ? 64 : 0);
     /* a row of the dQ tile in floats: HD, unpadded, so that where D is HD a step's rows lie in one run as they do
      * in dQ's accumulator, and one bulk reduction adds them all (the consumers' column pairs then meet 4-way bank
      * conflicts, which cost less than a reduction per row) */
     static constexpr int DQ_STRIDE = HD;
-    /* the line tile's named barriers: "full" (the step's terms are in: the producer's warps 2 and 3 arrive, the
-     * consumers wait) and "free" (the consumers have read them: they arrive, the warps wait) */
-    static constexpr int TERM_FULL_BAR = DQ_FREE_BAR + 1, TERM_FREE_BAR = TERM_FULL_BAR + 1,
-                         TERM_THREADS = 64 + 128 * CONSUMERS;
+    /* the line tile's named barriers, per stage: "full" (the step's terms are in: the producer's warps 2 and 3
+     * arrive, the consumers wait); the stage's "free" frees it too */
+    static constexpr int TERM_FULL_BAR = DQ_FREE_BAR + 1, TERM_THREADS = 64 + 128 * CONSUMERS;
     /* the hooks' bias tile of a stage: the step's BR queries by the block's keys, two panels of 64 keys (a
      * consumer's) in the 128-byte swizzle, copied by TMA with Q and dO */
     static constexpr uint32_t BIAS_BYTES = Pol::EXTRAS ? 2 * BR * BC : 0;
@@ -388,8 +388,10 @@ __device__ __forceinline__ void block_line_sums(const args &a, const float *Ws, 
  * The producer's warps 2 and 3 (@p half 0 and 1), where the mod is additive at a head dim of 128 (ws_bwd_cfg::TERMS):
  * each step's line tile (diagonal_terms()), the term of each line asked of the mod at the line's first element in the
  * step's rows and the block's keys, clamped into them (a line that starts past them holds only masked elements, and
- * the mod would read past its buffers there); three lines a lane. Each step fills the tile once the consumers have
- * read the last one's lines ("free"), and says so ("full"). The steps are the kernel's, walked again.
+ * the mod would read past its buffers there); three lines a lane. The tile has a stage per stage of the ring: step n
+ * fills stage n % STAGES's once the consumers are done with step n - STAGES (the stage's "free", which they meet
+ * after its dQ product, with the producer's warp 0), and says so (the stage's "term full"). The steps are the
+ * kernel's, walked again.
  */
 template <class Pol, class C, class Steps>
 __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *Ts, int half, int lane, int64_t b,
@@ -398,8 +400,10 @@ __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *T
     const ladder_flex_env &env = a.flex.env;
     for (int n = 0; steps.more(); steps.next(a), n++) {
         const qtile q = steps.tile();
-        if (n > 0) ladder_named_barrier(C::TERM_FREE_BAR, C::TERM_THREADS);
+        const int st = n % C::STAGES;
+        if (n >= C::STAGES) ladder_named_barrier(C::FREE_BAR + st, C::FREE_THREADS);
         const int64_t i0 = q_first + q.i0;
+        float *tile = Ts + st * C::TERM_LINES;
 #pragma unroll 1
         for (int x = 32 * half + lane; x < C::TERM_LINES; x += 64) {
             int r, c; /* the line's first element */
@@ -408,9 +412,9 @@ __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *T
             r = r < q.rows ? r : q.rows - 1, c = c < keys ? c : keys - 1;
             float term = ladder_flex_score(Pol::MOD, 0.0f, &env, b, q.h, i0 + r, key0 + c);
             if (!diagonal_terms<Pol::MOD>() && x >= BR) term -= ladder_flex_score(Pol::MOD, 0.0f, &env, b, q.h, i0, key0);
-            Ts[x] = term;
+            tile[x] = term;
         }
-        ladder_named_barrier_arrive(C::TERM_FULL_BAR, C::TERM_THREADS);
+        ladder_named_barrier_arrive(C::TERM_FULL_BAR + st, C::TERM_THREADS);
     }
 }
 
@@ -723,7 +727,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
         for (int n = 0; steps.more(); steps.next(a), n++) {
             const int st = n % ST, slot = n % C::INFOS;
             const qtile q = steps.tile();
-            if (n >= ST) ladder_named_barrier(C::FREE_BAR + st, C::BAR_THREADS); /* the consumers are done with it */
+            if (n >= ST) ladder_named_barrier(C::FREE_BAR + st, C::FREE_THREADS); /* the consumers are done with it */
             if (lane == 0) {
                 info[slot] = stage_info{q.row0, (int)q.i0, (int)q.rows, steps.masked(), steps.mods(), (int)q.h};
                 const bool biased = Pol::EXTRAS && a.hooks.bias;
@@ -852,24 +856,17 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
 
         /* P^T and dS^T, in place of S^T and dP^T: a copy of the loop per case, behind uniform branches */
         if constexpr (Pol::FLEX) {
-            if constexpr (C::TERMS) { /* the step's terms, the warp whole at the barrier */
-                __syncwarp();
-                ladder_named_barrier(C::TERM_FULL_BAR, C::TERM_THREADS);
-            }
+            if constexpr (C::TERMS) ladder_named_barrier(C::TERM_FULL_BAR + st, C::TERM_THREADS); /* the step's terms */
+            [[maybe_unused]] const float *Tst = Ts + st * C::TERM_LINES;
             if constexpr (is_alibi<Pol>())
                 if (slopes_asked) {
-                    if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS, true>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t, slopes);
-                    else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS, true>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t, slopes);
+                    if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS, true>(a, sc, dp, L2, Dl, Tst, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t, slopes);
+                    else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS, true>(a, sc, dp, L2, Dl, Tst, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t, slopes);
                 }
             if (!slopes_asked) {
-                if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS, false>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t, slopes);
-                else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS, false>(a, sc, dp, L2, Dl, Ts, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t, slopes);
+                if (q.masked) p_and_ds_transposed_flex<Pol::MOD, BR, true, C::TERMS, false>(a, sc, dp, L2, Dl, Tst, b, q.h, q0, q.rows, k0, (int)keys, seen, k_row, t, slopes);
+                else p_and_ds_transposed_flex<Pol::MOD, BR, false, C::TERMS, false>(a, sc, dp, L2, Dl, Tst, b, q.h, q0, q.rows, k0, (int)keys, 0u, k_row, t, slopes);
             }
-            if constexpr (C::TERMS) /* read by every lane of the warp (masked steps diverge in the rule) */
-                if (n + 1 < n_steps) {
-                    __syncwarp();
-                    ladder_named_barrier_arrive(C::TERM_FREE_BAR, C::TERM_THREADS);
-                }
             /* the buffers' gradients: this warp's line sums of dS', added up once every warp's are in (below); the
              * last step's are, since every consumer met "terms full" after them */
             if constexpr (C::SUMS) {
@@ -948,7 +945,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
         }
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dq);
-        if (n + ST < n_steps) ladder_named_barrier(C::FREE_BAR + st, C::BAR_THREADS);
+        if (n + ST < n_steps) ladder_named_barrier(C::FREE_BAR + st, C::FREE_THREADS);
         /* this consumer's part of the step's dQ into the writer's tile, once the writer has read the last one */
         if (n > 0) ladder_named_barrier(C::DQ_FREE_BAR, C::BAR_THREADS);
         float *dst_q = dQs + (cw * QO + 16 * w + g) * C::DQ_STRIDE + cw * CO + 2 * t;

@@ -95,6 +95,12 @@ struct stage_info {
     int i0, rows, masked, mods, h;
 };
 
+/* Does policy Pol's line tile read more than one buffer element a line (t5_bias's buckets, bias_qk's two buffers)? */
+template <class Pol> __host__ __device__ constexpr bool wide_terms() {
+    if constexpr (Pol::FLEX) return Pol::MOD == LADDER_FLEX_T5_BIAS || Pol::MOD == LADDER_FLEX_BIAS_QK;
+    else return false;
+}
+
 template <class Pol, int HD> struct ws_bwd_cfg {
     static constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1);
     static constexpr int BC = 64 * CONSUMERS; /* keys per block: 64 per consumer (the rows of its products) */
@@ -125,10 +131,12 @@ template <class Pol, int HD> struct ws_bwd_cfg {
     /* as the forward's: 2 * 128 * 240 + 128 * 24 = 64512, the registers the launch gives the block (168 a thread),
      * which is all that setmaxnreg.inc can take (more, and a consumer waits for registers forever); with the
      * hooks the producer keeps 32 (its bias copies spilled in 24) and the consumers take 232, and so with flex's
-     * policy (its producer walks the block lists) but for the line tile's: there the producer keeps 56 (t5_bias's
-     * terms spilled in 40) and the consumers, who read the terms, take 224 */
-    static constexpr int PRODUCER_REGS = TERMS ? 56 : Pol::FLEX ? 40 : Pol::EXTRAS ? 32 : 24,
-                         CONSUMER_REGS = TERMS ? 224 : Pol::FLEX || Pol::EXTRAS ? 232 : 240;
+     * policy (its producer walks the block lists), but where the line tile's terms read more than one buffer
+     * element a line (t5_bias's buckets, bias_qk's two buffers): there the producer keeps 56 (t5_bias's terms
+     * spilled in 40) and the consumers take 224 */
+    static constexpr bool WIDE_TERMS = TERMS && wide_terms<Pol>();
+    static constexpr int PRODUCER_REGS = WIDE_TERMS ? 56 : Pol::FLEX ? 40 : Pol::EXTRAS ? 32 : 24,
+                         CONSUMER_REGS = WIDE_TERMS ? 224 : Pol::FLEX || Pol::EXTRAS ? 232 : 240;
     static_assert(128 * (CONSUMERS * CONSUMER_REGS + PRODUCER_REGS) <= THREADS * (65536 / THREADS / 8 * 8),
                   "the warpgroups take no more registers than the launch gives the block");
     /* named barriers (0 is __syncthreads()'s): the consumers' dS^T tiles; per stage "full" and "free" between the

@@ -121,10 +121,11 @@ __device__ __forceinline__ void swizzled_bias_scores(float (&s)[BC / 8][4], cons
  */
 /*
  * A key tile as the producer walks it (key_tiles()), for the consumers: its first key, and whether it is full (no
- * mask) or applies flex's mask mods. The producer writes it beside the tile's K, in its ring position, before it
- * counts K's copy on the "full" mbarrier (an arrival, which releases the write); a consumer reads it once that phase
- * is complete, before it frees the position. So the consumers never walk flex's block lists themselves: a walk loads
- * list entries from global memory, and a consumer waiting for them waits with its products.
+ * mask) or applies flex's mask mods. With flex's policy the producer writes it beside the tile's K, in its ring
+ * position, before it counts K's copy on the "full" mbarrier (an arrival, which releases the write); a consumer
+ * reads it once that phase is complete, before it frees the position. So the consumers never walk flex's block
+ * lists themselves: a walk loads list entries from global memory, and a consumer waiting for them waits with its
+ * products. The other policies' consumers walk their interval themselves, a sum a tile.
  */
 struct ring_tile {
     int32_t j0;
@@ -219,7 +220,7 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
             const int s = (int)(n % ST);
             const uint32_t parity = (uint32_t)(n / ST - 1) & 1; /* of the phase tile n - ST's readers complete */
             if (n >= ST) ladder_mbarrier_wait(&k_free[s], parity);
-            ring[s] = ring_tile{(int32_t)j0, tiles.full(), tiles.mods()};
+            if constexpr (Pol::FLEX) ring[s] = ring_tile{(int32_t)j0, tiles.full(), tiles.mods()};
             ladder_mbarrier_expect(&k_full[s], C::K_BYTES + (biased ? C::BIAS_BYTES : 0));
             for (int c = 0; c < HD; c += 64)
                 ladder_tma_load(Ks + s * BC * HD + c * BC, &tk, &k_full[s], c, (int)j0, (int)p.hk, (int)p.b);
@@ -263,6 +264,17 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
     /* the two products with ring position s's K and V */
     auto issue_s = [&](int s) { issue_scores<T, BC, HD>(sc[0], dq, dk + s * K_TILE, q_step, k_step); };
     auto issue_pv = [&](int s) { attn_tc::issue_pv<T, BC, HDV>(o[0], pv[0], dv + s * V_TILE, V_STEP); };
+    /* the next key tile, at ring position @p s: flex's from the ring (read before the position is freed), the others'
+     * from the consumer's own walk */
+    auto tile_at = [&](int s) {
+        if constexpr (Pol::FLEX) {
+            return ring_read(&ring[s], lane);
+        } else {
+            const ring_tile t = {(int32_t)tiles.at, tiles.full(), false};
+            tiles.next();
+            return t;
+        }
+    };
     /* the softmax of the S in sc, of the key tile @p at, with the policy's hooks: the score mod or softcap, the masks
      * (the mask mods in a partial block-mask tile), dropout on the new P in pa */
     auto softmax_of = [&](const ring_tile &at, const uint16_t *bias, uint32_t(&pa)[1][BC / 16][4],
@@ -292,7 +304,7 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
         issue_s(0);
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(sc[0]);
-        const ring_tile at = ring_read(&ring[0], lane); /* read before the position is freed */
+        const ring_tile at = tile_at(0);
         if (!biased) release(&k_free[0]);
         float alpha[1][2];
         softmax_of(at, Bs, pv, alpha); /* O is still 0: no rescale */
@@ -309,7 +321,7 @@ __global__ void __launch_bounds__(ws_fwd_cfg<Pol, HD, HDV>::THREADS, ws_fwd_cfg<
         issue_pv(s);                            /* O += P_n V_n */
         ladder_wgmma_wait<1>(); /* S_{n+1} (the older group); P_n V_n runs on */
         ladder_wgmma_hold(sc[0]);
-        const ring_tile next = ring_read(&ring[s1], lane); /* tile n + 1, read before its position is freed */
+        const ring_tile next = tile_at(s1); /* tile n + 1 */
         if (!biased) release(&k_free[s1]);
         uint32_t pa[1][BC / 16][4];
         float alpha[1][2];

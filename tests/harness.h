@@ -158,7 +158,8 @@ typedef enum test_list { TEST_GRID, TEST_DETERMINISM, TEST_FD, TEST_ARGS } test_
  * LADDER_TEST_ALGO=name[,name...] keeps those algorithms' cases).
  */
 struct criterion_test_params test_all(test_list list, ladder_rung rung, ladder_dtype dtype);
-/** The same for every GPU rung and dtype: gpu_naive, gpu_tiled (f32), gpu_tensorcore (bf16, then f16). */
+/** The same for every GPU rung and dtype: gpu_naive, gpu_tiled (f32), gpu_tensorcore (bf16, then f16); with
+ *  LADDER_TEST_SMALL=1, the determinism cases at gpu_tiled and in bf16 alone. */
 struct criterion_test_params test_all_gpu_rungs(test_list list);
 
 #endif

@@ -3,7 +3,8 @@
 # and also when there is no usable GPU or no test ran: both would otherwise pass without testing a kernel.
 #   build/run-gpu-tests.sh [criterion options]
 #   SANITIZE=memcheck|racecheck|synccheck build/run-gpu-tests.sh   (every GPU test on the small grids, with two
-#                                                                   determinism repeats, under compute-sanitizer)
+#                                                                   determinism repeats at gpu_tiled and in bf16,
+#                                                                   under compute-sanitizer)
 #   LADDER_TEST_ALGO=recurrent build/run-gpu-tests.sh     (the generic suites' cases of these algorithms only)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -11,8 +11,9 @@ Markdown files under CHAPTERS. Everything between a pair of marker lines
     <!-- /bench:NAME -->
 
 is replaced by a table made from the newest results file that has rows for
-NAME, followed by one line naming the GPU, the date, the shape, the commit
-and the ceilings measured in the same run. Running it twice changes nothing
+NAME, followed by one line naming the GPU, the date, the shape, the results
+file (whose commit column names the code that ran) and the ceilings measured
+in the same run. Running it twice changes nothing
 the second time.
 
 Marker names
@@ -104,7 +105,7 @@ CHAPTERS/figures/bench-<NAME and X as a file name>.svg, for the marker above
 bench-dynconv-B2-T4096-D2048-W.svg ("=" is dropped, spaces and colons become
 "-", commas "+"). Between the markers go a Markdown image line that points
 at it, as the chapters' other figures do, and the line naming the GPU, the
-date, the shape and the commit. An SVG is rewritten only when its bytes
+date, the shape and the results file. An SVG is rewritten only when its bytes
 change. Two markers whose names give one file name, and two rows for one
 point, are errors.
 
@@ -403,10 +404,10 @@ def render(rows, with_pass):
 
 
 def measured(rows, at):
-    """The line under a table or a chart: GPU, date, shape (AT), commit and the ceilings of the run."""
+    """The line under a table or a chart: GPU, date, shape (AT), results file and the ceilings of the run."""
     gpus = one_or_list(r["gpu"] for r in rows)
     dates = one_or_list(r["date"] for r in rows)
-    commits = one_or_list(r["commit"] for r in rows)
+    files = one_or_list(os.path.basename(r["_line"].rpartition(":")[0]) for r in rows)
     copies = one_or_list(fmt(r["copy_gbps"], 0) for r in rows)
     gemms = one_or_list(fmt(r["gemm_tflops"], 0) for r in rows)
     hosts = one_or_list(f"{fmt(r['cpu_copy_gbps'], 0)} GB/s at {fmt(r['cpu_threads'], 0)} threads"
@@ -418,7 +419,7 @@ def measured(rows, at):
         ceilings += f"; host copy {' / '.join(hosts)} in the same run, the cpu rung's % of copy"
     if gemms != ["-"]:
         ceilings += f"; bf16 GEMM {' / '.join(gemms)} TFLOP/s in the same run"
-    return f"Measured on {', '.join(gpus)} on {', '.join(dates)} at {at} (commit {', '.join(commits)}); {ceilings}."
+    return f"Measured on {', '.join(gpus)} on {', '.join(dates)} at {at} ({', '.join(files)}); {ceilings}."
 
 
 def parse_chart_name(name):

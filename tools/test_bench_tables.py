@@ -131,7 +131,7 @@ class BenchTablesTest(unittest.TestCase):
         self.assertIn("| gpu_tiled | f32 | 0.533 | 3024 | 101% | 0.539 | 161.9 |", text)
         self.assertIn("| rung | dtype | median ms | GB/s | % of copy | floor ms | x cpu |", text)
         self.assertNotIn("TFLOP/s", text)  # no row has it
-        self.assertIn("at B=8, T=4096, D=2048, W=4 (commit abc); copy bandwidth 2991 GB/s", text)
+        self.assertIn("at B=8, T=4096, D=2048, W=4 (gpux-2026-01-01.csv); copy bandwidth 2991 GB/s", text)
 
     def test_markdown_that_disagrees_with_its_csv_is_an_error(self):
         write(os.path.join(self.results, "gpux-2026-01-01.csv"), OLD)
@@ -194,7 +194,7 @@ class BenchTablesTest(unittest.TestCase):
         one = self.splice("dynconv:fwd:gpu_tiled:B=2 T=4096 D=2048 W=64")
         self.assertIn("| gpu_tiled | f32 | 1.234 | 2100 |", one)
         self.assertNotIn("| shape |", one)
-        self.assertIn("at B=2, T=4096, D=2048, W=64 (commit def)", one)
+        self.assertIn("at B=2, T=4096, D=2048, W=64 (gpuy-2026-02-01.csv)", one)
 
         sweep = self.splice("dynconv:fwd:gpu_tiled:B=2 T=4096")
         self.assertIn("| rung | dtype | shape | median ms |", sweep)
@@ -259,7 +259,7 @@ class BenchTablesTest(unittest.TestCase):
         self.assertIn(f"<!-- bench-chart:{CHART} -->\n\n![dynconv forward and backward: % of the copy rate against W "
                       f"at B=2, T=64, D=8", text)
         self.assertIn(f"](figures/{CHART_SVG})\n\nMeasured on GPU Z on 2026-05-01 at B=2, T=64, D=8 and the W on the "
-                      f"x axis (commit c0ffee); copy bandwidth 3000 GB/s measured in the same run.\n\n"
+                      f"x axis (gpuz-2026-05-01.csv); copy bandwidth 3000 GB/s measured in the same run.\n\n"
                       f"<!-- /bench-chart:{CHART} -->\nafter\n", text)
         self.assertTrue(svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" width="700" '))
         self.assertTrue(svg.endswith("</svg>\n"))

@@ -239,15 +239,17 @@ __device__ __forceinline__ uint32_t seen_part(const args &a, int64_t b, int64_t 
 }
 
 /*
- * The lines an additive mod's term lives on (common/flex_lines.h): a diagonal j - i (alibi, rel_bias, t5_bias), or a
- * row i plus a column j (bias_qk: bq[h, i] + bk[h, j]). A step of BR rows by the block's BC keys crosses BR + BC - 1
+ * The lines an additive mod's term lives on: those of its buffer reads (common/flex_lines.h), as the term is their
+ * sum: a diagonal j - i (alibi, rel_bias, t5_bias), or a row i plus a column j (bias_qk: bq[h, i] + bk[h, j]), whose
+ * first read is a row's. A step of BR rows by the block's BC keys crosses BR + BC - 1
  * diagonals, or BR rows and BC columns, so its terms are BR + BC floats, not BR x BC (the line tile, @p Ts):
  *   - diagonal: line x = c - r + BR - 1 for key c of the block and row r of the step, and term(r, c) = Ts[x];
  *   - rows and columns: Ts[r] = term(r, 0) for the rows, Ts[BR + c] = term(0, c) - term(0, 0) for the columns, and
  *     term(r, c) = Ts[r] + Ts[BR + c].
  */
-template <int MOD> __device__ __forceinline__ constexpr bool diagonal_terms() { return MOD != LADDER_FLEX_BIAS_QK; }
-static_assert(LADDER_FLEX_SCORE_COUNT == 6, "a new additive score mod: say which lines its term lives on here");
+template <int MOD> __device__ __forceinline__ bool diagonal_terms() {
+    return ladder_flex_read_line(MOD, 0) == LADDER_FLEX_DIAGONAL;
+}
 
 /* The plane's lines with its rows and columns swapped: a pass that walks the query tiles inside a key tile keeps the
  * partials of the transposed plane (common/flex_gpu.cuh's step 2 reads them mirrored). */
@@ -280,11 +282,11 @@ __device__ __forceinline__ void add_line_sum(const args &a, int rd, ladder_flex_
  *     its slot of the partials itself, at every step the same thread.
  * The rows and diagonals of the warps are added up by block_line_sums(). The same order at every run.
  */
-template <int MOD>
+template <int MOD, class C>
 __device__ __forceinline__ void warp_line_sums(const args &a, float *Ws, const float (&dp)[8][4], int W, int lane,
                                                int64_t b, int64_t h, int64_t kt, int k_row) {
     constexpr unsigned ALL = 0xffffffffu;
-    constexpr int WARPS = 8, STRIDE = 80;
+    constexpr int WARPS = 4 * C::CONSUMERS, STRIDE = C::SUM_STRIDE;
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int rd = 0; rd < LADDER_FLEX_MAX_READS; rd++) {
@@ -347,7 +349,7 @@ __device__ __forceinline__ void warp_line_sums(const args &a, float *Ws, const f
                 for (int i = 0; i < 8; i++) v += dp[i][2 * k] + dp[i][2 * k + 1];
                 v += __shfl_xor_sync(ALL, v, 1);
                 v += __shfl_xor_sync(ALL, v, 2);
-                if (t == 0) add_line_sum<128>(a, rd, line, b, h, kt, k_row + 8 * k, v);
+                if (t == 0) add_line_sum<C::BC>(a, rd, line, b, h, kt, k_row + 8 * k, v);
             }
         }
     }
@@ -878,7 +880,7 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
             /* the buffers' gradients: this warp's line sums of dS', added up once every warp's are in (below); the
              * last step's are, since every consumer met "terms full" after them */
             if constexpr (C::SUMS) {
-                if (lines_asked) warp_line_sums<Pol::MOD>(a, Ws, dp, 4 * cw + w, lane, b, q.h, j0 / BC, k_row);
+                if (lines_asked) warp_line_sums<Pol::MOD, C>(a, Ws, dp, 4 * cw + w, lane, b, q.h, j0 / BC, k_row);
             }
         } else if constexpr (Pol::EXTRAS) {
             if (q.masked) {

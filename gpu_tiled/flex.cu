@@ -32,7 +32,7 @@ extern "C" ladder_status flex_fwd_gpu_tiled(const ladder_flex_problem *p, const 
 extern "C" ladder_status flex_bwd_gpu_tiled(const ladder_flex_problem *p, const ladder_flex_args *a) {
     attn_tiled::args n = pack(p, a);
     return ladder_flex_with_mod(p->score_mod, [&](auto m) {
-        return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, attn_tiled::BR,
-                                                             [&](bool *) { return attn_tiled::bwd_flex(n, p->score_mod); });
+        auto bwd = [&](bool *) { return attn_tiled::bwd_flex(n, p->score_mod); };
+        return ladder_flex_bwd_with_dbuf<decltype(m)::value>(p, a, n.flex, attn_tiled::BR, bwd);
     });
 }

@@ -122,13 +122,18 @@ $(OBJ)/cpu/flash.o: CFLAGS += $(CPU_FLASH_CFLAGS)
 $(OBJ)/%.o: %.cu $(OBJ)/flags.inputs
 	@mkdir -p $(dir $@)
 	tools/nvcc-checked.sh $(NVCC) $(NVCCFLAGS) $(CU_WERROR) $(call gencode,$<) -c $< -o $@
+# the tensor-core rung's attention kernels keep every array in registers: an array ptxas puts in local memory (a loop
+# it did not unroll, indexed at run time) costs what a spill costs, and CU_WERROR makes its warning fail the object
+TC_ATTN_NVCCFLAGS := -Xptxas=--warn-on-local-memory-usage
+$(OBJ)/gpu_tensorcore/attention%.o: NVCCFLAGS += $(TC_ATTN_NVCCFLAGS)
 
 # NAME.inputs holds what NAME is made from, rewritten only when that changes. $(OBJ)/flags.inputs: the compilers
 # and flags, on which every object depends, so that new flags (ARCH, -fPIC) recompile rather than link objects
 # built the old way. $(BUILD)/.inputs/{lib,ladder,tests}.inputs: the objects of the library and of each program,
 # so that a deleted source file, or a build from the other object folder (with and without nvcc share build/),
 # relinks what it was part of. Timestamps alone would do neither.
-INPUTS_flags := $(CC) $(CFLAGS) cpu/:$(CPU_ARCH) $(CPU_VEC_CFLAGS) cpu/flash.c:$(CPU_FLASH_CFLAGS) $(C_WERROR) $(NVCC) $(NVCCFLAGS) $(CU_WERROR) $(ARCH)
+INPUTS_flags := $(CC) $(CFLAGS) cpu/:$(CPU_ARCH) $(CPU_VEC_CFLAGS) cpu/flash.c:$(CPU_FLASH_CFLAGS) $(C_WERROR) $(NVCC) $(NVCCFLAGS) $(CU_WERROR) $(ARCH) \
+                gpu_tensorcore/attention:$(TC_ATTN_NVCCFLAGS)
 INPUTS_lib := $(LIB_OBJ)
 INPUTS_ladder := $(TOOL_SRC:%.c=$(OBJ)/%.o)
 # tools/report.c too, so that tests/test_report.c can hand it GPU rows, which a machine without a GPU never times

@@ -308,7 +308,8 @@ LADDER_HOST_DEVICE bool ladder_flex_masks(unsigned set, const ladder_flex_env *e
 
 /** The mask mods that give each row one interval of keys: causal [0, i + 1), window [i - window_left, inf), prefix_lm
  *  [0, max(prefix[b], i + 1)). Not document: a row sees its document's keys, which need not lie together. */
-#define LADDER_FLEX_INTERVAL_MASKS ((1u << LADDER_FLEX_CAUSAL) | (1u << LADDER_FLEX_WINDOW) | (1u << LADDER_FLEX_PREFIX_LM))
+#define LADDER_FLEX_INTERVAL_MASKS \
+    ((1u << LADDER_FLEX_CAUSAL) | (1u << LADDER_FLEX_WINDOW) | (1u << LADDER_FLEX_PREFIX_LM))
 
 /**
  * The keys row @p i of batch row @p b sees under the interval mods in @p set (LADDER_FLEX_INTERVAL_MASKS; the others

@@ -8,8 +8,8 @@
  *
  * What changed since the mma.sync dK/dV pass, the forward's idea 3 applied to its loop:
  *   - A block is three warpgroups: a producer that copies and adds dQ (setmaxnreg 24; 32 with the hooks, 40 with
- *     flex's policy, 56 with its line tile) and two consumers that multiply (240; 232 with either, 224 with the
- *     line tile). The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query
+ *     flex's policy, 56 where its line tile's terms read several buffer elements) and two consumers that multiply
+ *     (240; 232 with either, 224 beside such a tile). The block owns BC = 128 keys of one key/value head, 64 for each consumer, and walks the query
  *     tiles of the heads of its group as before (kv_steps: the same steps, masked where they were).
  *   - The producer's thread 0 copies K and V once and then, per step, Q and dO into a ring of two stages by TMA
  *     (128-byte swizzled panels), counting their bytes on the stage's mbarrier; its warp's 32 lanes put the step's
@@ -55,8 +55,9 @@
  * head dims. At a head dim of 128, where dK and dV hold 128 registers a consumer thread, an additive mod's terms
  * (S = s + a term of the positions and buffers) come from shared memory, one float for each line of the plane that
  * the step crosses (its diagonals, or its rows and columns: the term lives on them), which the producer's idle warps
- * 2 and 3 fill a step ahead (write_terms()): read by the consumers themselves, the buffers spilled. A mod that reads a buffer and is not additive keeps the mma.sync passes at 128
- * (flex_mod_on_hopper()), as does every mod where a buffer's gradient is asked (the mma.sync dQ pass sums the shares)
+ * 2 and 3 fill a step ahead (write_terms()): read by the consumers themselves, the buffers spilled. A mod that reads
+ * a buffer and is not additive keeps the mma.sync passes at 128 (flex_mod_on_hopper()), as does every mod where a
+ * buffer's gradient is asked (the mma.sync dQ pass sums the shares)
  * but alibi, whose slopes' gradient the consumers sum per head (store_slopes()), and at a head dim of 128 the other
  * additive mods, whose dS' the consumers sum along the lines of the buffers' elements, each warp its own by shuffles
  * and then the warps' together while dQ's product runs (warp_line_sums(), block_line_sums()).
@@ -158,13 +159,14 @@ template <class Pol, int HD> struct ws_bwd_cfg {
     static constexpr uint32_t BIAS_BYTES = Pol::EXTRAS ? 2 * BR * BC : 0;
     static constexpr uint32_t K_BYTES = 2 * BC * HD, Q_BYTES = 2 * BR * HD, DS_BYTES = 2 * BC * BR;
     /* byte offsets from the 1024-byte aligned base: K, V; per stage Q, dO (128-byte swizzled panels), dS^T (a
-     * core-matrix tile), the bias tile; per stage lse, Delta; dQ's fp32 tile; the line tile; the warps' line sums; the steps' infos; the
-     * mbarriers: K and V's "full", each stage's "full" (the bytes of its Q and dO) */
+     * core-matrix tile), the bias tile; per stage lse, Delta; dQ's fp32 tile; the line tile; the warps' line sums;
+     * the steps' infos; the mbarriers: K and V's "full", each stage's "full" (the bytes of its Q and dO) */
     static constexpr uint32_t V_AT = K_BYTES, Q_AT = 2 * K_BYTES, DO_AT = Q_AT + STAGES * Q_BYTES,
                               DS_AT = DO_AT + STAGES * Q_BYTES, BIAS_AT = DS_AT + STAGES * DS_BYTES,
                               L2_AT = BIAS_AT + STAGES * BIAS_BYTES, D_AT = L2_AT + STAGES * BR * 4,
                               DQ_AT = D_AT + STAGES * BR * 4, TERM_AT = DQ_AT + BR * DQ_STRIDE * 4,
-                              SUM_AT = TERM_AT + TERM_BYTES, INFO_AT = SUM_AT + SUM_BYTES, BAR_AT = INFO_AT + INFOS * sizeof(stage_info),
+                              SUM_AT = TERM_AT + TERM_BYTES, INFO_AT = SUM_AT + SUM_BYTES,
+                              BAR_AT = INFO_AT + INFOS * sizeof(stage_info),
                               END = BAR_AT + 8 * (1 + STAGES);
     static constexpr size_t SMEM = 1024 + END;
     static_assert(SMEM <= 227 * 1024, "the block's shared memory fits an sm_90 block's 227 KiB");
@@ -421,7 +423,8 @@ __device__ __forceinline__ void write_terms(const args &a, Steps steps, float *T
             else r = x < BR ? x : 0, c = x < BR ? 0 : x - BR;
             r = r < q.rows ? r : q.rows - 1, c = c < keys ? c : keys - 1;
             float term = ladder_flex_score(Pol::MOD, 0.0f, &env, b, q.h, i0 + r, key0 + c);
-            if (!diagonal_terms<Pol::MOD>() && x >= BR) term -= ladder_flex_score(Pol::MOD, 0.0f, &env, b, q.h, i0, key0);
+            if (!diagonal_terms<Pol::MOD>() && x >= BR)
+                term -= ladder_flex_score(Pol::MOD, 0.0f, &env, b, q.h, i0, key0);
             tile[x] = term;
         }
         ladder_named_barrier_arrive(C::TERM_FULL_BAR + st, C::TERM_THREADS);
@@ -950,9 +953,9 @@ __global__ void __launch_bounds__(ws_bwd_cfg<Pol, HD>::THREADS, 1)
             ladder_wgmma_ss<T, C::DQ_N, true, true>(dq, desc(C::DS_AT + st * C::DS_BYTES + cw * QO * 16 + kb * 32 * BR, CM_MN),
                                                     desc(cw * K_COL + kb * 2048, SW_MN_K), kb > 0);
         ladder_wgmma_commit();
-        if constexpr (C::SUMS) { /* while dQ's product runs: the step's line sums (the barrier above: every warp's in) */
+        /* while dQ's product runs: the step's line sums (the barrier above: every warp's are in) */
+        if constexpr (C::SUMS)
             if (lines_asked) block_line_sums<Pol, C>(a, Ws, b, q.h, q0, j0 / BC, (int)threadIdx.x - 128);
-        }
         ladder_wgmma_wait<0>();
         ladder_wgmma_hold(dq);
         if (n + ST < n_steps) ladder_named_barrier(C::FREE_BAR + st, C::FREE_THREADS);
@@ -1072,9 +1075,9 @@ ladder_status bwd_wgmma_dkdv(args &a, bool deterministic, ladder_scratch *accum,
         LADDER_CUDA_TRY(cudaMemsetAsync(shares.ptr, 0, bytes));
         a.flex.part[0] = (float *)shares.ptr;
     }
-    /* another additive mod's buffers' gradients: the consumers' line sums go into partials of their own, a row per key
-     * tile (block_line_sums()), zeroed here; after the pass each read's line sums go into the first floats of the caller's
-     * partials (ladder_flex_bwd_with_dbuf() reads them there: bwd_launch()'s on_hopper) */
+    /* another additive mod's buffers' gradients: the consumers' line sums go into partials of their own, a row per
+     * key tile (block_line_sums()), zeroed here; after the pass each read's line sums go into the first floats of the
+     * caller's partials (ladder_flex_bwd_with_dbuf() reads them there: bwd_launch()'s on_hopper) */
     ladder_scratch lines_part[LADDER_FLEX_MAX_READS];
     float *caller_part[LADDER_FLEX_MAX_READS] = {};
     if constexpr (C::SUMS)

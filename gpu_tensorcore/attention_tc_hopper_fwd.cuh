@@ -99,27 +99,6 @@ __device__ __forceinline__ void swizzled_bias_scores(float (&s)[BC / 8][4], cons
 }
 
 /*
- * Idea 3: a producer warpgroup copies, consumer warpgroups multiply (FlashAttention-3's warp specialization).
- * Ideas 1 and 2 copy with cp.async from the same warps that multiply: every warp spends instructions and registers
- * on addresses, and every key tile ends at a __syncthreads() that both warpgroups must reach. Here a block is three
- * warpgroups (two at a head dim of 64: ws_fwd_cfg). Warpgroup 0, the producer, gives most of its registers away
- * (setmaxnreg.dec) and one of its threads issues every copy as a TMA bulk tensor copy (common/tma.cuh): Q once, then
- * each key tile's K and V into a ring of STAGES buffers, each copy counted on the buffer's "full" mbarrier. The
- * others, the consumers, take those registers (setmaxnreg.inc) and run idea 2's loop, waiting on mbarriers instead
- * of barriers: V_j's "full" and K_{j+1}'s before they issue S_{j+1} and P_j V_j. Each consumer warp arrives on a
- * buffer's "free" mbarrier once the product that read it is done (a wgmma.wait_group), and the producer waits for
- * every consumer warp's arrival before it copies the tile STAGES on into the buffer. No barrier joins two consumer
- * warpgroups: each runs as fast as its own products and the copies allow.
- *
- * The tiles arrive in the 128-byte swizzle that TMA writes and the descriptors name (common/wgmma.cuh), in panels
- * of 64 columns. A ring position n % STAGES holds the n-th key tile of the block; the phase of its barriers that
- * tile n completes has parity (n / STAGES) % 2, which is what both sides wait for.
- *
- * Preconditions beyond ideas 1 and 2 (the launcher checks them and takes idea 2's kernel where they fail): no packed
- * sequences (a TMA box would read across into the next sequence), and q, k, v whose inner stride is 1 and whose
- * other strides are multiples of 16 bytes.
- */
-/*
  * A key tile as the producer walks it (key_tiles()), for the consumers: its first key, and whether it is full (no
  * mask) or applies flex's mask mods. With flex's policy the producer writes it beside the tile's K, in its ring
  * position, before it counts K's copy on the "full" mbarrier (an arrival, which releases the write); a consumer
@@ -146,6 +125,27 @@ __device__ __forceinline__ ring_tile ring_read(const ring_tile *e, int lane) {
     return t;
 }
 
+/*
+ * Idea 3: a producer warpgroup copies, consumer warpgroups multiply (FlashAttention-3's warp specialization).
+ * Ideas 1 and 2 copy with cp.async from the same warps that multiply: every warp spends instructions and registers
+ * on addresses, and every key tile ends at a __syncthreads() that both warpgroups must reach. Here a block is three
+ * warpgroups (two at a head dim of 64: ws_fwd_cfg). Warpgroup 0, the producer, gives most of its registers away
+ * (setmaxnreg.dec) and one of its threads issues every copy as a TMA bulk tensor copy (common/tma.cuh): Q once, then
+ * each key tile's K and V into a ring of STAGES buffers, each copy counted on the buffer's "full" mbarrier. The
+ * others, the consumers, take those registers (setmaxnreg.inc) and run idea 2's loop, waiting on mbarriers instead
+ * of barriers: V_j's "full" and K_{j+1}'s before they issue S_{j+1} and P_j V_j. Each consumer warp arrives on a
+ * buffer's "free" mbarrier once the product that read it is done (a wgmma.wait_group), and the producer waits for
+ * every consumer warp's arrival before it copies the tile STAGES on into the buffer. No barrier joins two consumer
+ * warpgroups: each runs as fast as its own products and the copies allow.
+ *
+ * The tiles arrive in the 128-byte swizzle that TMA writes and the descriptors name (common/wgmma.cuh), in panels
+ * of 64 columns. A ring position n % STAGES holds the n-th key tile of the block; the phase of its barriers that
+ * tile n completes has parity (n / STAGES) % 2, which is what both sides wait for.
+ *
+ * Preconditions beyond ideas 1 and 2 (the launcher checks them and takes idea 2's kernel where they fail): no packed
+ * sequences (a TMA box would read across into the next sequence), and q, k, v whose inner stride is 1 and whose
+ * other strides are multiples of 16 bytes.
+ */
 template <class Pol, int HD, int HDV> struct ws_fwd_cfg {
     /* consumer warpgroups a block. At a head dim of 64 a block has one, and three blocks share a multiprocessor
      * (two with flex's policy, whose score mods need more registers): a block's key tile is half the work it is at
